@@ -1,0 +1,146 @@
+"""The composition root: builds the services and starts and stops them in one logged order.
+
+``App`` knows nothing of Qt. The GUI (``fxdesk.gui.application``) runs it on a qasync loop; the
+CLI runs it on plain asyncio. Each subsystem has a start and a stop; ``stop`` runs them in reverse
+order, logs each with its duration, and carries on past a failing one so the rest still shut down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from fxdesk import __version__
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.sessions import SessionService
+from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
+from fxdesk.paths import DataPaths
+from fxdesk.store import Store
+from fxdesk.store.faults import FaultInjector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Subsystem:
+    name: str
+    stop: Callable[[], Awaitable[None]]
+
+
+class App:
+    """All of fxdesk's services for one data folder.
+
+    Attributes:
+        paths: where everything lives.
+        bus: the engine's event bus.
+        store: the database, once started.
+        sessions: session creation and the catalog, once started.
+        crash_log: crash logs of earlier runs, and this run's.
+    """
+
+    def __init__(self, paths: DataPaths, *, faults: FaultInjector | None = None) -> None:
+        self.paths = paths
+        self.faults = faults
+        self.bus = EventBus()
+        self.crash_log = CrashLog(paths.crash_dir)
+        self._store: Store | None = None
+        self._sessions: SessionService | None = None
+        self._running: list[_Subsystem] = []
+        self.started = False
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the store is not started")
+        return self._store
+
+    @property
+    def sessions(self) -> SessionService:
+        if self._sessions is None:
+            raise RuntimeError("the engine is not started")
+        return self._sessions
+
+    async def start(self) -> None:
+        """Start every subsystem in order. On failure, stops what had started and re-raises."""
+        try:
+            await self._start("store", self._start_store)
+            await self._start("engine", self._start_engine)
+        except BaseException:
+            await self.stop()
+            raise
+        self.started = True
+
+    async def _start(self, name: str, starter: Callable[[], Awaitable[_Subsystem]]) -> None:
+        began = time.perf_counter()
+        log.info("startup: %s ...", name)
+        subsystem = await starter()
+        self._running.append(subsystem)
+        log.info("startup: %s ready (%.0f ms)", name, (time.perf_counter() - began) * 1000)
+
+    async def _start_store(self) -> _Subsystem:
+        self.paths.ensure()
+        self._store = await Store.aopen(self.paths.database, faults=self.faults)
+
+        async def stop() -> None:
+            store, self._store = self._store, None
+            if store is not None:  # waits for queued writes: off the loop thread
+                await asyncio.get_running_loop().run_in_executor(None, store.close)
+
+        return _Subsystem("store", stop)
+
+    async def _start_engine(self) -> _Subsystem:
+        self._sessions = SessionService(self.store, self.bus)
+
+        async def stop() -> None:
+            self._sessions = None
+
+        return _Subsystem("engine", stop)
+
+    async def stop(self) -> None:
+        """Stop what is running, newest first. Never raises; failures are logged."""
+        while self._running:
+            subsystem = self._running.pop()
+            began = time.perf_counter()
+            log.info("shutdown: %s ...", subsystem.name)
+            try:
+                await subsystem.stop()
+            except Exception:
+                log.exception("shutdown: %s failed; continuing", subsystem.name)
+            else:
+                log.info("shutdown: %s stopped (%.0f ms)", subsystem.name,
+                         (time.perf_counter() - began) * 1000)
+        self.started = False
+
+
+def run_gui(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None = None) -> int:
+    """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window."""
+    from fxdesk.gui.application import run
+
+    try:
+        paths.ensure()
+    except OSError as exc:
+        print(f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 5
+    setup_logging(paths.log_file, verbose=verbose)
+    log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
+    app = App(paths)
+    app.crash_log.arm()
+    undo_hooks = install_exception_hooks()
+    try:
+        code = run(app, argv if argv is not None else sys.argv)
+    except BaseException as exc:
+        report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
+        log.critical("fxdesk stopped on an uncaught exception; report: %s", report,
+                     exc_info=True)
+        raise
+    finally:
+        undo_hooks()
+        app.crash_log.disarm()
+    log.info("fxdesk exited with code %d", code)
+    return code

@@ -1,0 +1,1 @@
+"""Pure domain: entities, enums and reducers. No I/O, no Qt, no peewee."""

@@ -1,0 +1,108 @@
+"""Entities and enums of fxdesk, as immutable snapshots.
+
+Views and the engine pass these around; the store returns them instead of live database rows. Names
+are the person's words: a workspace holds sessions, a session has a queue of work items, each run as
+one turn whose steps form the history.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class WorkStatus(enum.StrEnum):
+    """Status of one work item (spec child-sessions §2.19 QueueStatus)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+    @property
+    def terminal(self) -> bool:
+        return self in _TERMINAL_WORK
+
+
+_TERMINAL_WORK = frozenset({WorkStatus.COMPLETED, WorkStatus.FAILED, WorkStatus.CANCELLED})
+
+
+class SessionState(enum.StrEnum):
+    """A session's state, derived from its queue (spec child-sessions §3.2)."""
+
+    IDLE = "idle"
+    QUEUED = "queued"
+    RUNNING = "running"
+    AWAITING_APPROVAL = "awaiting_approval"
+    INTERRUPTED = "interrupted"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    ARCHIVED = "archived"
+
+
+class SessionMode(enum.StrEnum):
+    """``one_off`` sessions end with their work; ``persistent`` ones idle and take more."""
+
+    ONE_OFF = "one_off"
+    PERSISTENT = "persistent"
+
+
+class PermissionMode(enum.StrEnum):
+    ASK = "ask"
+    AUTO = "auto"
+    YOLO = "yolo"
+
+
+class WorkKind(enum.StrEnum):
+    """Where a work item came from."""
+
+    PROMPT = "prompt"              # the person typed it
+    TASK = "task"                  # a parent session delegated it
+    CONTINUATION = "continuation"  # an inbox event woke an idle root session
+
+
+class EntryKind(enum.StrEnum):
+    """One row of a session's committed history."""
+
+    USER = "user"                  # the message that started a turn
+    ASSISTANT = "assistant"        # one finished model response (text; tool calls follow)
+    TOOL_CALL = "tool_call"        # a tool call the model asked for
+    TOOL_RESULT = "tool_result"    # its finished result
+    TURN_END = "turn_end"          # the turn committed; proof for restart recovery
+    NOTICE = "notice"              # a system note shown to the person (e.g. interrupted)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    id: int
+    path: str
+    name: str
+    created_at_ms: int
+
+
+@dataclass(frozen=True)
+class Session:
+    """One agent session, root or child."""
+
+    id: str
+    workspace_id: int
+    parent_id: str | None
+    root_id: str
+    is_child: bool
+    name: str
+    mode: SessionMode
+    profile: str | None
+    model: str | None
+    effort: str | None
+    permission_mode: PermissionMode
+    state: SessionState
+    archived_from: SessionState | None
+    generation: int
+    next_event_sequence: int
+    last_work_id: str | None
+    created_at_ms: int
+    updated_at_ms: int

@@ -1,0 +1,1 @@
+"""asyncio services: sessions, turns, recovery, approvals, the event bus. No Qt."""

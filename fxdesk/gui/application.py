@@ -1,0 +1,193 @@
+"""Runs fxdesk's window on a qasync loop and shuts it down in order.
+
+Quit paths (window close, Ctrl+Q, SIGTERM, SIGINT) all set one event; ``GuiController.main`` then
+stops every subsystem through ``App.stop`` (each step logged) and returns exit code 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from pathlib import Path
+
+import qasync
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from fxdesk import APP_ID, APP_NAME, __version__, notify
+from fxdesk.app import App
+from fxdesk.engine.sessions import InvalidWorkspace
+from fxdesk.gui.bridge import EngineBridge
+from fxdesk.gui.main_window import MainWindow
+from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
+from fxdesk.gui.new_session import NewSessionDialog
+from fxdesk.gui.session_model import SessionTreeModel
+from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.logs import loop_exception_handler
+from fxdesk.store import StoreError
+
+log = logging.getLogger(__name__)
+
+EXIT_DATA = 5
+_QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def create_qapplication(argv: list[str]) -> QApplication:
+    existing = QApplication.instance()
+    qapp = existing if isinstance(existing, QApplication) else QApplication(argv)
+    qapp.setApplicationName(APP_NAME)
+    qapp.setApplicationDisplayName(APP_NAME)
+    qapp.setApplicationVersion(__version__)
+    qapp.setOrganizationName(APP_NAME)
+    qapp.setDesktopFileName(APP_ID)
+    qapp.setQuitOnLastWindowClosed(False)  # quitting is the controller's orderly decision
+    return qapp
+
+
+class GuiController(QObject):
+    """Connects the window to the engine and owns the run from start-up to shutdown."""
+
+    def __init__(self, app: App) -> None:
+        super().__init__()
+        self.app = app
+        self.model = SessionTreeModel(self)
+        self.window = MainWindow(self.model)
+        self.messages = MessagePresenter(self.window.statusBar(), self.window)
+        self.tasks = TaskGroup()
+        self.bridge: EngineBridge | None = None
+        self.quit_event = asyncio.Event()
+        self.exit_code = 0
+        self.window.quit_requested.connect(self.request_quit)
+        self.window.new_session_requested.connect(self._on_window_new_session_requested)
+
+    @Slot()
+    def request_quit(self) -> None:
+        if not self.quit_event.is_set():
+            log.info("quit requested")
+        self.quit_event.set()
+
+    def _on_signal(self, signum: int) -> None:
+        log.info("received %s; quitting", signal.Signals(signum).name)
+        self.request_quit()
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        for signum in _QUIT_SIGNALS:
+            loop.add_signal_handler(signum, self._on_signal, signum)
+        self.messages.attach()
+        self.window.show()
+        try:
+            if await self._start():
+                await self.quit_event.wait()
+        finally:
+            await self._shutdown(loop)
+        return self.exit_code
+
+    async def _start(self) -> bool:
+        try:
+            await self.app.start()
+        except StoreError as exc:
+            log.error("cannot start: %s", exc.user_message)
+            self.exit_code = EXIT_DATA
+            box = QMessageBox(QMessageBox.Icon.Critical, APP_NAME, exc.user_message,
+                              QMessageBox.StandardButton.Close, self.window)
+            dialog = asyncio.ensure_future(run_dialog(box))
+            quit_wait = asyncio.ensure_future(self.quit_event.wait())
+            await asyncio.wait({dialog, quit_wait}, return_when=asyncio.FIRST_COMPLETED)
+            for pending in (dialog, quit_wait):
+                pending.cancel()
+            box.close()
+            return False
+        self.bridge = EngineBridge(self.app.bus, self.model, self)
+        self.bridge.session_added.connect(self.window.select_session)
+        catalog = await self.app.sessions.catalog()
+        self.model.load(catalog.workspaces, catalog.sessions)
+        store = self.app.store
+        self.window.status_info.setText(
+            f"{_short(self.app.paths.root)} · schema {store.schema_version}")
+        self.window.status_info.setToolTip(str(store.path))
+        self._offer_crash_logs(self.app.crash_log.previous)
+        notify.info("Ready")
+        return True
+
+    async def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
+        log.info("shutdown: gui ...")
+        for signum in _QUIT_SIGNALS:
+            loop.remove_signal_handler(signum)
+        await self.tasks.cancel_all()
+        if self.bridge is not None:
+            self.bridge.close()
+        await self.app.stop()
+        self.messages.detach()
+        self.window.allow_close = True
+        self.window.close()
+        log.info("shutdown: gui closed")
+
+    # --- crash logs -----------------------------------------------------------------------
+
+    def _offer_crash_logs(self, reports: list[Path]) -> None:
+        if not reports:
+            return
+        count = "a crash log" if len(reports) == 1 else f"{len(reports)} crash logs"
+        banner = self.window.add_banner(
+            f"fxdesk stopped unexpectedly last time and left {count}.", kind="warning")
+        banner.add_action("Show crash log", lambda: self.tasks.spawn(
+            self._show_crash_log(reports[-1]), "show-crash-log"))
+        banner.dismissed.connect(lambda: [self.app.crash_log.mark_seen(p) for p in reports])
+
+    async def _show_crash_log(self, path: Path) -> None:
+        text = await asyncio.get_running_loop().run_in_executor(
+            None, lambda: path.read_text(encoding="utf-8", errors="replace"))
+        dialog = ErrorDetailsDialog(notify.Message(notify.Level.ERROR,
+                                                   f"Crash log {path.name}:", details=text),
+                                    self.window)
+        dialog.setWindowTitle("fxdesk: crash log")
+        self.messages.dialogs.append(dialog)
+        dialog.show()
+
+    # --- new session ----------------------------------------------------------------------
+
+    @Slot()
+    def _on_window_new_session_requested(self) -> None:
+        if self.app.started:
+            self.tasks.spawn(self._new_session(), "new-session")
+
+    async def _new_session(self) -> None:
+        dialog = NewSessionDialog(self.window)
+        try:
+            while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
+                folder, name, mode = dialog.values()
+                try:
+                    await self.app.sessions.create_root(folder, name=name, permission_mode=mode)
+                except InvalidWorkspace as exc:
+                    dialog.show_problem(str(exc))
+                    continue
+                except StoreError as exc:
+                    notify.error(exc.user_message, key="store")
+                return
+        finally:
+            dialog.deleteLater()
+
+
+def _short(path: Path) -> str:
+    home = Path.home()
+    try:
+        return "~/" + str(path.relative_to(home))
+    except ValueError:
+        return str(path)
+
+
+def run(app: App, argv: list[str]) -> int:
+    """Open the window and run until quit. Returns the process exit code."""
+    qapp = create_qapplication(argv)
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    loop.set_exception_handler(loop_exception_handler)
+    controller = GuiController(app)
+    try:
+        with loop:
+            code: int = loop.run_until_complete(controller.main())
+    finally:
+        asyncio.set_event_loop(None)
+    return code

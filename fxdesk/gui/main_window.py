@@ -1,0 +1,255 @@
+"""The main window: session tree on the left, transcript in the centre, status bar below.
+
+The window renders state and forwards intent through its signals; it holds no engine or store
+reference. ``GuiController`` (``application.py``) connects it to the engine.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fxdesk import APP_NAME
+from fxdesk.domain.model import Session
+from fxdesk.gui.banner import Banner
+from fxdesk.gui.session_model import (
+    KIND_SESSION,
+    ROLE_KIND,
+    ROLE_SNAPSHOT,
+    STATE_LABELS,
+    SessionFilterModel,
+    SessionTreeModel,
+)
+
+
+class EmptyState(QWidget):
+    """What the centre shows before the first session: one clear call to action."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.addStretch(2)
+        title = QLabel("No sessions yet")
+        font = QFont(title.font())
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        font.setBold(True)
+        title.setFont(font)
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(title)
+        text = QLabel("Point fxdesk at a project folder and start an agent session there.\n"
+                      "You will watch it work, answer its permission requests here, and never "
+                      "lose a session.")
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
+        text.setForegroundRole(text.foregroundRole())
+        layout.addWidget(text)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        self.button = QPushButton("New session…")
+        self.button.setAccessibleName("New session")
+        self.button.setMinimumWidth(180)
+        self.button.setMinimumHeight(36)
+        row.addWidget(self.button)
+        row.addStretch(1)
+        layout.addSpacing(12)
+        layout.addLayout(row)
+        hint = QLabel("or press Ctrl+N")
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint.setEnabled(False)
+        layout.addWidget(hint)
+        layout.addStretch(3)
+
+
+class MainWindow(QMainWindow):
+    """fxdesk's main window.
+
+    Signals:
+        new_session_requested(): the person asked for a new session.
+        quit_requested(): the person asked to quit (Ctrl+Q or closing the window).
+        session_selected(str): a session was selected in the tree ("" for none).
+    """
+
+    new_session_requested = Signal()
+    quit_requested = Signal()
+    session_selected = Signal(str)
+
+    PAGE_EMPTY, PAGE_SELECT, PAGE_SESSION = range(3)
+
+    def __init__(self, model: SessionTreeModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(APP_NAME)
+        self.resize(1200, 760)
+        self.allow_close = False
+        self.model = model
+        self.proxy = SessionFilterModel(self)
+        self.proxy.setSourceModel(model)
+        self._build_actions()
+        self._build_central()
+        self.status_info = QLabel("")
+        self.status_info.setAccessibleName("Data folder")
+        self.statusBar().addPermanentWidget(self.status_info)
+        self.statusBar().setSizeGripEnabled(False)
+        for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
+            signal.connect(self._update_pages)
+        self._update_pages()
+
+    # --- construction ---------------------------------------------------------------------
+
+    def _build_actions(self) -> None:
+        self.new_action = QAction("&New session…", self)
+        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.new_action.triggered.connect(self.new_session_requested)
+        self.quit_action = QAction("&Quit", self)
+        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        self.quit_action.triggered.connect(self.quit_requested)
+        self.filter_action = QAction("&Filter sessions", self)
+        self.filter_action.setShortcut(QKeySequence("Ctrl+K"))
+        self.filter_action.triggered.connect(self._on_filter_action_triggered)
+        self.archived_action = QAction("Show &archived sessions", self, checkable=True)
+        self.archived_action.toggled.connect(self.proxy.set_show_archived)
+        session_menu = self.menuBar().addMenu("&Session")
+        session_menu.addAction(self.new_action)
+        session_menu.addSeparator()
+        session_menu.addAction(self.quit_action)
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self.filter_action)
+        view_menu.addAction(self.archived_action)
+
+    def _build_central(self) -> None:
+        central = QWidget(self)
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(6, 6, 6, 0)
+        self.banner_area = QVBoxLayout()
+        outer.addLayout(self.banner_area)
+        splitter = QSplitter(Qt.Orientation.Horizontal, central)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self._build_sessions_panel())
+        splitter.addWidget(self._build_centre())
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([300, 900])
+        outer.addWidget(splitter, 1)
+        self.setCentralWidget(central)
+
+    def _build_sessions_panel(self) -> QWidget:
+        panel = QWidget()
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter sessions (Ctrl+K)")
+        self.filter_edit.setAccessibleName("Filter sessions")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        top.addWidget(self.filter_edit, 1)
+        self.new_button = QPushButton("New")
+        self.new_button.setToolTip("New session (Ctrl+N)")
+        self.new_button.setAccessibleName("New session")
+        self.new_button.clicked.connect(self.new_session_requested)
+        top.addWidget(self.new_button)
+        layout.addLayout(top)
+        self.tree_stack = QStackedWidget()
+        self.tree = QTreeView()
+        self.tree.setModel(self.proxy)
+        self.tree.setHeaderHidden(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAccessibleName("Sessions")
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
+        self.tree_stack.addWidget(self.tree)
+        self.tree_empty = QLabel("No sessions yet")
+        self.tree_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.tree_empty.setEnabled(False)
+        self.tree_stack.addWidget(self.tree_empty)
+        layout.addWidget(self.tree_stack, 1)
+        return panel
+
+    def _build_centre(self) -> QWidget:
+        self.centre = QStackedWidget()
+        self.empty_state = EmptyState()
+        self.empty_state.button.clicked.connect(self.new_session_requested)
+        self.centre.addWidget(self.empty_state)
+        select = QLabel("Select a session to see its transcript")
+        select.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        select.setEnabled(False)
+        self.centre.addWidget(select)
+        self.session_header = QLabel()
+        self.session_header.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.session_header.setMargin(12)
+        self.session_header.setAccessibleName("Transcript")
+        self.centre.addWidget(self.session_header)
+        return self.centre
+
+    # --- state ----------------------------------------------------------------------------
+
+    def add_banner(self, text: str, *, kind: str = "info") -> Banner:
+        banner = Banner(text, self, kind=kind)
+        self.banner_area.addWidget(banner)
+        return banner
+
+    def select_session(self, session_id: str) -> None:
+        source = self.model.session_index(session_id)
+        index = self.proxy.mapFromSource(source)
+        if index.isValid():
+            self.tree.setCurrentIndex(index)
+            self.tree.scrollTo(index)
+
+    def selected_session(self) -> Session | None:
+        index = self.tree.currentIndex()
+        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
+        return snapshot if isinstance(snapshot, Session) else None
+
+    @Slot()
+    def _update_pages(self) -> None:
+        has_sessions = self.model.session_count > 0
+        self.tree_stack.setCurrentWidget(self.tree if self.model.rowCount() else self.tree_empty)
+        if not has_sessions:
+            self.centre.setCurrentIndex(self.PAGE_EMPTY)
+        elif self.selected_session() is None:
+            self.centre.setCurrentIndex(self.PAGE_SELECT)
+        self.tree.expandAll()
+
+    @Slot(QItemSelection, QItemSelection)
+    def _on_tree_selection_changed(self, selected: QItemSelection,
+                                   deselected: QItemSelection) -> None:
+        indexes = selected.indexes()
+        index: QModelIndex = indexes[0] if indexes else QModelIndex()
+        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
+        if index.isValid() and index.data(ROLE_KIND) == KIND_SESSION and snapshot is not None:
+            self.session_header.setText(f"<h2>{_escape(snapshot.name)}</h2>"
+                                        f"<p>{STATE_LABELS[snapshot.state]} · {snapshot.id}</p>")
+            self.centre.setCurrentIndex(self.PAGE_SESSION)
+            self.session_selected.emit(snapshot.id)
+        else:
+            self._update_pages()
+            self.session_selected.emit("")
+
+    @Slot()
+    def _on_filter_action_triggered(self) -> None:
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Closing asks for an orderly quit; the controller closes for real when done."""
+        if self.allow_close:
+            event.accept()
+            return
+        event.ignore()
+        self.quit_requested.emit()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

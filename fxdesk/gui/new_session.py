@@ -1,0 +1,90 @@
+"""The "New session" dialog: a workspace folder, a name and a permission mode."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QWidget,
+)
+
+from fxdesk.domain.model import PermissionMode
+
+MODE_LABELS = {
+    PermissionMode.ASK: "Ask: every change asks first",
+    PermissionMode.AUTO: "Auto: edits inside the folder allowed, commands by rules",
+    PermissionMode.YOLO: "Yolo: everything allowed except deny rules",
+}
+
+
+class NewSessionDialog(QDialog):
+    """Asks where and how to start a session. ``values()`` after ``accepted``."""
+
+    def __init__(self, parent: QWidget | None = None, *, folder: str = "",
+                 mode: PermissionMode = PermissionMode.ASK) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New session")
+        self.setMinimumWidth(560)
+        form = QFormLayout(self)
+        row = QHBoxLayout()
+        self.folder_edit = QLineEdit(folder)
+        self.folder_edit.setPlaceholderText("/path/to/your/project")
+        self.folder_edit.setAccessibleName("Workspace folder")
+        self.folder_edit.textChanged.connect(self._validate)
+        row.addWidget(self.folder_edit, 1)
+        browse = QPushButton("&Browse…")
+        browse.clicked.connect(self._on_browse_clicked)
+        row.addWidget(browse)
+        form.addRow("&Workspace folder:", row)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("New session")
+        self.name_edit.setAccessibleName("Session name")
+        form.addRow("&Name:", self.name_edit)
+        self.mode_combo = QComboBox()
+        self.mode_combo.setAccessibleName("Permission mode")
+        for value, label in MODE_LABELS.items():
+            self.mode_combo.addItem(label, value.value)
+        self.mode_combo.setCurrentIndex(list(MODE_LABELS).index(mode))
+        form.addRow("&Permissions:", self.mode_combo)
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        form.addRow(self.problem)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
+                                        | QDialogButtonBox.StandardButton.Cancel)
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setText("Start session")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self._validate()
+
+    def values(self) -> tuple[str, str, PermissionMode]:
+        return (self.folder_edit.text().strip(), self.name_edit.text().strip(),
+                PermissionMode(self.mode_combo.currentData()))
+
+    def show_problem(self, text: str) -> None:
+        self.problem.setText(text)
+
+    @Slot()
+    def _validate(self) -> None:
+        text = self.folder_edit.text().strip()
+        ok = bool(text) and Path(text).expanduser().is_dir()
+        self.problem.setText("" if ok or not text else "That folder does not exist.")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+
+    @Slot()
+    def _on_browse_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Choose the project folder",
+                                                  self.folder_edit.text() or str(Path.home()))
+        if folder:
+            self.folder_edit.setText(folder)

@@ -1,0 +1,205 @@
+"""Logging to a rotating file, crash logs, and the one handler for unexpected exceptions.
+
+- ``setup_logging`` sends every record to ``<data>/logs/fxdesk.log`` (rotated, 5 x 2 MiB) and
+  warnings to stderr.
+- ``CrashLog`` arms ``faulthandler`` on a fresh file per run. A clean exit deletes it; a hard crash
+  (segfault, abort) leaves it non-empty, and the next start offers it to the person. An uncaught
+  exception that ends the process writes a report next to it.
+- ``install_exception_hooks`` feeds ``sys.excepthook``, ``threading.excepthook`` and the asyncio
+  loop's exception handler into one Qt-free function that logs, and tells the person through
+  ``notify.error`` with the traceback as details.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import faulthandler
+import logging
+import logging.handlers
+import os
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from fxdesk import __version__, notify
+
+log = logging.getLogger(__name__)
+
+LOG_FORMAT = "%(asctime)s %(levelname)-7s %(threadName)s %(name)s: %(message)s"
+_ROTATE_BYTES = 2 * 1024 * 1024
+_ROTATE_COUNT = 5
+
+
+def setup_logging(log_file: Path | None, *, verbose: bool = False,
+                  stderr_level: int = logging.WARNING) -> None:
+    """Configure the root logger. Safe to call again (it replaces handlers it installed)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if getattr(handler, "_fxdesk", False):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(logging.DEBUG if verbose else logging.INFO)
+    formatter = logging.Formatter(LOG_FORMAT)
+    if log_file is not None:
+        log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        file_handler = logging.handlers.RotatingFileHandler(
+            log_file, maxBytes=_ROTATE_BYTES, backupCount=_ROTATE_COUNT, encoding="utf-8")
+        file_handler.setFormatter(formatter)
+        file_handler._fxdesk = True  # type: ignore[attr-defined]
+        root.addHandler(file_handler)
+    console = logging.StreamHandler(sys.stderr)
+    console.setLevel(logging.DEBUG if verbose else stderr_level)
+    console.setFormatter(logging.Formatter("fxdesk: %(levelname)s: %(message)s"))
+    console._fxdesk = True  # type: ignore[attr-defined]
+    root.addHandler(console)
+
+
+ExcInfo = tuple[type[BaseException], BaseException, TracebackType | None]
+
+
+def format_exception(exc_info: ExcInfo) -> str:
+    return "".join(traceback.format_exception(*exc_info))
+
+
+def report_unexpected(exc_info: ExcInfo, where: str) -> None:
+    """The one place an unexpected exception ends up, from any thread or the loop."""
+    text = format_exception(exc_info)
+    log.error("unexpected error in %s:\n%s", where, text)
+    details = f"fxdesk {__version__}, Python {sys.version.split()[0]}\nin {where}\n\n{text}"
+    notify.error(f"Something went wrong ({exc_info[0].__name__} in {where}). "
+                 "This is a bug in fxdesk; the details can be copied into a report.",
+                 key=f"bug:{exc_info[0].__name__}:{where}", details=details)
+
+
+def install_exception_hooks() -> Callable[[], None]:
+    """Route uncaught exceptions to ``report_unexpected``. Returns a function undoing it."""
+    old_sys, old_thread = sys.excepthook, threading.excepthook
+
+    def sys_hook(exc_type: type[BaseException], exc: BaseException,
+                 tb: TracebackType | None) -> None:
+        if issubclass(exc_type, KeyboardInterrupt):
+            old_sys(exc_type, exc, tb)
+            return
+        report_unexpected((exc_type, exc, tb), "main thread")
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_value is None:
+            return
+        name = args.thread.name if args.thread else "a thread"
+        report_unexpected((args.exc_type, args.exc_value, args.exc_traceback), name)
+
+    sys.excepthook = sys_hook
+    threading.excepthook = thread_hook
+
+    def undo() -> None:
+        sys.excepthook, threading.excepthook = old_sys, old_thread
+
+    return undo
+
+
+def loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """asyncio loop handler: exceptions go to ``report_unexpected``, the rest is logged."""
+    exc = context.get("exception")
+    if isinstance(exc, BaseException) and not isinstance(exc, asyncio.CancelledError):
+        where = context.get("message") or "the event loop"
+        task = context.get("task") or context.get("future")
+        if task is not None and hasattr(task, "get_name"):
+            where = f"task {task.get_name()}"
+        report_unexpected((type(exc), exc, exc.__traceback__), where)
+    else:
+        log.warning("event loop: %s", context.get("message"))
+
+
+class CrashLog:
+    """Crash logs in ``<data>/crash``: armed per run, offered on the next start.
+
+    Files named ``*.log`` are reports nobody has seen yet; ``mark_seen`` renames them to
+    ``*.seen``.
+    """
+
+    def __init__(self, crash_dir: Path) -> None:
+        self.crash_dir = crash_dir
+        self._file: IO[str] | None = None
+        self._path: Path | None = None
+        self.previous: list[Path] = []  # reports of earlier runs, found by ``arm``
+
+    def previous_reports(self) -> list[Path]:
+        """Crash logs left by earlier runs that ended badly, oldest first."""
+        if not self.crash_dir.is_dir():
+            return []
+        reports = []
+        for path in sorted(self.crash_dir.glob("*.log")):
+            if path == self._path:
+                continue
+            try:
+                if path.stat().st_size > 0:
+                    reports.append(path)
+                elif not _pid_alive(_pid_of(path)):
+                    path.unlink(missing_ok=True)  # an empty file of a run killed with -9
+            except OSError:
+                continue
+        return reports
+
+    def mark_seen(self, path: Path) -> None:
+        try:
+            path.rename(path.with_suffix(".seen"))
+        except OSError:
+            log.warning("could not mark crash log %s as seen", path, exc_info=True)
+
+    def arm(self) -> None:
+        """Collect earlier runs' reports into ``previous``; point faulthandler at a fresh file."""
+        self.previous = self.previous_reports()
+        self.crash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        self._path = self.crash_dir / f"fault-{stamp}-pid{os.getpid()}.log"
+        self._file = open(self._path, "w", encoding="utf-8")  # noqa: SIM115 - held for the run
+        faulthandler.enable(self._file, all_threads=True)
+
+    def write_exception(self, exc_info: ExcInfo) -> Path:
+        """Record an exception that ends the process, for the next start to offer."""
+        self.crash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self.crash_dir / f"exception-{stamp}-pid{os.getpid()}.log"
+        path.write_text(f"fxdesk {__version__} stopped on an uncaught exception\n\n"
+                        + format_exception(exc_info), encoding="utf-8")
+        return path
+
+    def disarm(self) -> None:
+        """Clean exit: stop faulthandler and delete this run's file if nothing was written."""
+        if self._file is None or self._path is None:
+            return
+        faulthandler.disable()
+        self._file.close()
+        self._file = None
+        try:
+            if self._path.stat().st_size == 0:
+                self._path.unlink()
+        except OSError:
+            pass
+        self._path = None
+
+
+def _pid_of(path: Path) -> int:
+    stem = path.stem
+    marker = stem.rfind("-pid")
+    try:
+        return int(stem[marker + 4:]) if marker >= 0 else -1
+    except ValueError:
+        return -1
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0 or pid == os.getpid():
+        return pid == os.getpid()
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,352 @@
+"""The one SQLite database: opening it safely, and the single writer.
+
+All writes run on one thread (``fxdesk-db-writer``) that owns the write connection; reads run on a
+reader thread with its own connection (WAL lets them proceed while a write is in flight). The GUI
+thread therefore never waits on disk: it awaits ``Store.write``/``Store.read``.
+
+Opening checks the file read-only before anything is written, so a database from a newer fxdesk, a
+file that is not a database, a damaged one or a read-only one gets a clear ``StoreError`` and stays
+byte-for-byte unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import os
+import sqlite3
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import peewee as pw
+
+from fxdesk.store import errors, migrations
+from fxdesk.store.faults import Fault, FaultInjector
+from fxdesk.store.schema import database_proxy
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+DEFAULT_BUSY_TIMEOUT_S = 5.0
+CACHE_SIZE_KIB = 16 * 1024
+
+
+class _InjectedRollback(Exception):
+    """Raised inside a transaction to make an injected definite failure roll it back."""
+
+
+class Store:
+    """The fxdesk database. Create with ``Store.open`` (blocking) or ``await Store.aopen``.
+
+    Attributes:
+        path: the database file.
+        schema_version: the schema version after migrations.
+        journal_mode: what SQLite reports (``wal`` unless the file system refuses it).
+        faults: the fault injector consulted at every commit, or ``None``.
+    """
+
+    _open_instance: Store | None = None
+    _instance_lock = threading.Lock()
+
+    def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+                 faults: FaultInjector | None = None) -> None:
+        self.path = Path(path)
+        self.busy_timeout_s = busy_timeout_s
+        self.faults = faults
+        self.schema_version = 0
+        self.journal_mode = ""
+        self.migrated_from: int | None = None
+        self._db = pw.SqliteDatabase(None, autoconnect=False)
+        self._writer = concurrent.futures.ThreadPoolExecutor(1, "fxdesk-db-writer")
+        self._reader = concurrent.futures.ThreadPoolExecutor(1, "fxdesk-db-reader")
+        self._closed = False
+        self._writer_thread: int | None = None
+
+    # --- opening and closing ---------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: Path, **kwargs: Any) -> Store:
+        """Open (creating or migrating) the database; blocks until done."""
+        store = cls(path, **kwargs)
+        with cls._instance_lock:
+            if cls._open_instance is not None:
+                store._shutdown_executors()
+                raise RuntimeError(f"a Store is already open on {cls._open_instance.path}")
+            cls._open_instance = store
+        try:
+            store._writer.submit(store._open_on_writer).result()
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    @classmethod
+    async def aopen(cls, path: Path, **kwargs: Any) -> Store:
+        """``open`` without blocking the running event loop."""
+        return await asyncio.get_running_loop().run_in_executor(
+            None, lambda: cls.open(path, **kwargs))
+
+    def close(self) -> None:
+        """Close both connections and stop the threads. Idempotent; pending writes finish first."""
+        if self._closed:
+            return
+        self._closed = True
+        for executor in (self._writer, self._reader):
+            try:
+                executor.submit(self._close_thread_connection).result()
+            except RuntimeError:  # executor already shut down
+                pass
+        self._shutdown_executors()
+        with Store._instance_lock:
+            if Store._open_instance is self:
+                Store._open_instance = None
+                database_proxy.initialize(None)
+        log.info("database closed: %s", self.path)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _shutdown_executors(self) -> None:
+        self._writer.shutdown(wait=True)
+        self._reader.shutdown(wait=True)
+
+    def _close_thread_connection(self) -> None:
+        if not self._db.is_closed():
+            self._db.close()
+
+    def _open_on_writer(self) -> None:
+        self._writer_thread = threading.get_ident()
+        started = time.perf_counter()
+        version = probe(self.path, self.busy_timeout_s)
+        check_writable(self.path)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._db.init(str(self.path), timeout=self.busy_timeout_s, pragmas=self._pragmas())
+        try:
+            self._db.connect()
+            self.journal_mode = str(self._db.pragma("journal_mode"))
+            if self.journal_mode != "wal":
+                log.warning("database %s is in %s mode, not WAL (file system without shared "
+                            "memory?); writes will block readers", self.path, self.journal_mode)
+            self._migrate(version)
+        except Exception as exc:
+            self._close_thread_connection()
+            translated = errors.translate(exc, self.path, busy_seconds=self.busy_timeout_s)
+            if translated is not None:
+                raise translated from exc
+            raise
+        database_proxy.initialize(self._db)
+        log.info("database open: %s (schema %d, %s, %.0f ms)", self.path, self.schema_version,
+                 self.journal_mode, (time.perf_counter() - started) * 1000)
+
+    def _pragmas(self) -> list[tuple[str, Any]]:
+        return [
+            ("journal_mode", "wal"),
+            ("foreign_keys", 1),
+            ("synchronous", "normal"),
+            ("busy_timeout", int(self.busy_timeout_s * 1000)),
+            ("cache_size", -CACHE_SIZE_KIB),
+            ("temp_store", "memory"),
+        ]
+
+    def _migrate(self, probed_version: int) -> None:
+        current = int(self._db.pragma("user_version"))
+        if current > migrations.LATEST_VERSION:  # written by a newer fxdesk since the probe
+            raise errors.NewerSchemaError(self.path, current)
+        todo = migrations.pending(current)
+        if todo:
+            self.migrated_from = current
+        for migration in todo:
+            with self._db.atomic("IMMEDIATE"):
+                # Re-read inside the write lock: another process may have migrated meanwhile.
+                if int(self._db.pragma("user_version")) >= migration.version:
+                    continue
+                migration.apply(self._db.execute_sql)
+                self._db.execute_sql(f"PRAGMA user_version = {migration.version}")
+            log.info("database migrated to schema %d (%s)", migration.version, migration.name)
+        self.schema_version = int(self._db.pragma("user_version"))
+        if probed_version != current:
+            log.info("schema changed from %d to %d while opening", probed_version, current)
+
+    # --- writing and reading ---------------------------------------------------------------
+
+    async def write(self, fn: Callable[[], T], *, label: str = "write") -> T:
+        """Run ``fn`` in one ``BEGIN IMMEDIATE`` transaction on the writer thread.
+
+        Once submitted, the write runs to completion even if the awaiting task is cancelled (a
+        durable transition must not be dropped half-way through a shutdown).
+
+        Raises:
+            StoreError: a failure the person can act on (``CommitFailed`` and
+                ``CommitIndeterminate`` among them).
+        """
+        future = self._submit(self._writer, self._write_job, fn, label)
+        return await _await_shielded(future)
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in one read transaction (a consistent snapshot) on the reader thread."""
+        future = self._submit(self._reader, self._read_job, fn)
+        return await _await_shielded(future)
+
+    def write_blocking(self, fn: Callable[[], T], *, label: str = "write") -> T:
+        """``write`` for code with no event loop (start-up, tests). Refuses to run on a loop."""
+        _refuse_on_running_loop("write_blocking")
+        return self._submit(self._writer, self._write_job, fn, label).result()
+
+    def read_blocking(self, fn: Callable[[], T]) -> T:
+        _refuse_on_running_loop("read_blocking")
+        return self._submit(self._reader, self._read_job, fn).result()
+
+    def _submit(self, executor: concurrent.futures.ThreadPoolExecutor,
+                job: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+        if self._closed:
+            raise errors.StoreClosedError()
+        try:
+            return executor.submit(job, *args)
+        except RuntimeError as exc:  # shut down between the check and the submit
+            raise errors.StoreClosedError() from exc
+
+    def _write_job(self, fn: Callable[[], T], label: str, inject: bool = True) -> T:
+        self._db.connect(reuse_if_open=True)
+        fault: Fault | None = None
+        at_commit = False
+        try:
+            with self._db.atomic("IMMEDIATE"):
+                result = fn()
+                if self.faults is not None and inject:
+                    fault = self.faults.on_commit(label)
+                if fault is Fault.DEFINITE:
+                    raise _InjectedRollback
+                at_commit = True
+        except _InjectedRollback:
+            raise errors.CommitFailed(f"saving ({label}) failed: injected definite "
+                                      "failure, nothing was written") from None
+        except (pw.PeeweeException, sqlite3.Error) as exc:
+            translated = errors.translate(exc, self.path, busy_seconds=self.busy_timeout_s,
+                                          at_commit=at_commit)
+            if translated is not None:
+                raise translated from exc
+            raise
+        if fault is Fault.INDETERMINATE:
+            raise errors.CommitIndeterminate(f"saving ({label}) failed: injected indeterminate "
+                                             "failure, the change was committed")
+        return result
+
+    def _read_job(self, fn: Callable[[], T]) -> T:
+        if self._db.is_closed():
+            self._db.connect()
+            self._db.execute_sql("PRAGMA query_only = 1")
+        try:
+            with self._db.atomic():
+                return fn()
+        except (pw.PeeweeException, sqlite3.Error) as exc:
+            translated = errors.translate(exc, self.path, busy_seconds=self.busy_timeout_s)
+            if translated is not None:
+                raise translated from exc
+            raise
+
+    # --- maintenance -------------------------------------------------------------------------
+
+    def quick_check(self) -> str:
+        """``PRAGMA quick_check`` through the reader: ``"ok"`` or the first problems found."""
+        rows = self.read_blocking(lambda: self._db.execute_sql("PRAGMA quick_check").fetchall())
+        return "; ".join(str(row[0]) for row in rows[:5])
+
+    def execute_for_tests(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run raw SQL on the writer connection, bypassing fault injection (tests, benchmarks)."""
+        def job() -> list[tuple[Any, ...]]:
+            return list(self._db.execute_sql(sql, params).fetchall())
+        _refuse_on_running_loop("execute_for_tests")
+        return self._submit(self._writer, self._write_job, job, "raw", False).result()
+
+
+async def _await_shielded(future: concurrent.futures.Future[T]) -> T:
+    wrapped = asyncio.wrap_future(future)
+    wrapped.add_done_callback(_consume_exception)
+    return await asyncio.shield(wrapped)
+
+
+def _consume_exception(future: asyncio.Future[Any]) -> None:
+    # If the awaiting task was cancelled, nobody reads this result; log a failure instead of
+    # letting asyncio print "exception was never retrieved".
+    if not future.cancelled() and future.exception() is not None:
+        log.debug("store job finished with %r after its caller stopped waiting",
+                  future.exception())
+
+
+def _refuse_on_running_loop(name: str) -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(f"Store.{name} would block the event loop; await the async variant")
+
+
+def probe(path: Path, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> int:
+    """Read the schema version without writing anything. 0 for a missing or empty file.
+
+    Raises:
+        NotADatabaseError, CorruptDatabaseError, NewerSchemaError, DatabaseLockedError.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise errors.ReadOnlyError(path, exc.strerror or str(exc)) from exc
+    if size == 0:
+        return 0
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(len(SQLITE_MAGIC))
+    except OSError as exc:
+        raise errors.ReadOnlyError(path, exc.strerror or str(exc)) from exc
+    if header != SQLITE_MAGIC:
+        raise errors.NotADatabaseError(path, "it has no SQLite header")
+    wal = Path(f"{path}-wal")
+    # With no WAL file the main file is complete, and "immutable" reads it without creating
+    # -wal/-shm files next to it; otherwise read through the WAL, read-only.
+    mode = "mode=ro" if wal.exists() and wal.stat().st_size > 0 else "immutable=1"
+    uri = f"file:{urllib.parse.quote(str(path))}?{mode}"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout_s)
+    except sqlite3.Error as exc:
+        raise _probe_error(exc, path, busy_timeout_s) from exc
+    try:
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+    except sqlite3.Error as exc:
+        raise _probe_error(exc, path, busy_timeout_s) from exc
+    finally:
+        conn.close()
+    if app_id != migrations.APPLICATION_ID:
+        if app_id == 0 and version == 0 and tables == 0:
+            return 0  # an empty SQLite file: ours to initialise
+        raise errors.NotADatabaseError(path, "it is an SQLite database of another program")
+    if version > migrations.LATEST_VERSION:
+        raise errors.NewerSchemaError(path, version)
+    return int(version)
+
+
+def _probe_error(exc: sqlite3.Error, path: Path, busy_timeout_s: float) -> errors.StoreError:
+    translated = errors.translate(exc, path, busy_seconds=busy_timeout_s)
+    return translated or errors.CorruptDatabaseError(path, str(exc))
+
+
+def check_writable(path: Path) -> None:
+    """Refuse early, without touching anything, when the file or its folder cannot be written."""
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if path.exists() and not os.access(path, os.W_OK):
+        raise errors.ReadOnlyError(path, "the file is read-only")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise errors.ReadOnlyError(path, f"the folder {folder} is read-only")

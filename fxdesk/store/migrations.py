@@ -1,0 +1,151 @@
+"""Ordered schema migrations.
+
+The schema version lives in ``PRAGMA user_version``; ``PRAGMA application_id`` marks the file as
+fxdesk's. Each migration runs in its own ``BEGIN IMMEDIATE`` transaction together with the version
+bump, so a failure (disk full, lock timeout) leaves the database at the previous version, unchanged.
+
+Migrations are plain SQL and frozen once released: the models in ``schema.py`` describe the newest
+schema, and ``tests/store/test_migrations.py`` checks the two agree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+APPLICATION_ID = 0x46584453  # "FXDS"
+
+Execute = Callable[[str], object]
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    statements: Sequence[str]
+
+    def apply(self, execute: Execute) -> None:
+        for statement in self.statements:
+            execute(statement)
+
+
+_WORK_STATUSES = ("'pending','running','awaiting_approval','completed','failed','cancelled',"
+                  "'interrupted'")
+_SESSION_STATES = ("'idle','queued','running','awaiting_approval','interrupted','completed',"
+                   "'failed','cancelled','archived'")
+
+V1 = Migration(1, "sessions, work items, history, control events, settings", [
+    f"PRAGMA application_id = {APPLICATION_ID}",
+    """
+    CREATE TABLE workspace (
+        id INTEGER PRIMARY KEY,
+        path TEXT NOT NULL UNIQUE,
+        name TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL
+    )""",
+    f"""
+    CREATE TABLE session (
+        id TEXT PRIMARY KEY,
+        workspace_id INTEGER NOT NULL REFERENCES workspace(id) ON DELETE RESTRICT,
+        parent_id TEXT REFERENCES session(id) ON DELETE RESTRICT,
+        root_id TEXT NOT NULL,
+        is_child INTEGER NOT NULL CHECK (is_child IN (0, 1)),
+        name TEXT NOT NULL,
+        mode TEXT NOT NULL CHECK (mode IN ('one_off', 'persistent')),
+        profile TEXT,
+        model TEXT,
+        effort TEXT,
+        permission_mode TEXT NOT NULL CHECK (permission_mode IN ('ask', 'auto', 'yolo')),
+        config_json TEXT NOT NULL DEFAULT '{{}}',
+        state TEXT NOT NULL CHECK (state IN ({_SESSION_STATES})),
+        archived_from TEXT CHECK (archived_from IS NULL OR archived_from IN ({_SESSION_STATES})),
+        generation INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0),
+        next_event_sequence INTEGER NOT NULL DEFAULT 1 CHECK (next_event_sequence >= 1),
+        last_work_id TEXT,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+    "CREATE INDEX session_workspace ON session (workspace_id)",
+    "CREATE INDEX session_parent ON session (parent_id)",
+    "CREATE INDEX session_root ON session (root_id)",
+    f"""
+    CREATE TABLE work_item (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        source_id TEXT NOT NULL,
+        kind TEXT NOT NULL CHECK (kind IN ('prompt', 'task', 'continuation')),
+        content TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ({_WORK_STATUSES})),
+        reason TEXT,
+        admission_json TEXT,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        UNIQUE (session_id, position)
+    )""",
+    # Recovery and the tree look for unfinished work; keep that lookup small.
+    """
+    CREATE INDEX work_item_unfinished ON work_item (session_id)
+        WHERE status IN ('pending', 'running', 'awaiting_approval', 'interrupted')""",
+    """
+    CREATE TABLE history_entry (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        work_id TEXT REFERENCES work_item(id) ON DELETE SET NULL,
+        step INTEGER NOT NULL DEFAULT 0,
+        kind TEXT NOT NULL CHECK (kind IN
+            ('user', 'assistant', 'tool_call', 'tool_result', 'turn_end', 'notice')),
+        call_id TEXT,
+        tool_name TEXT,
+        content TEXT NOT NULL DEFAULT '',
+        full_text TEXT,
+        data_json TEXT,
+        created_at_ms INTEGER NOT NULL,
+        UNIQUE (session_id, seq)
+    )""",
+    "CREATE INDEX history_entry_work ON history_entry (work_id)",
+    # A tool call and its result are each committed at most once.
+    """
+    CREATE UNIQUE INDEX history_entry_call ON history_entry (session_id, call_id, kind)
+        WHERE call_id IS NOT NULL""",
+    """
+    CREATE TABLE control_event (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        sequence INTEGER NOT NULL CHECK (sequence >= 1),
+        revision INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        work_id TEXT,
+        previous TEXT,
+        current TEXT,
+        reason TEXT,
+        data_json TEXT,
+        created_at_ms INTEGER NOT NULL,
+        UNIQUE (session_id, sequence)
+    )""",
+    """
+    CREATE TABLE setting (
+        key TEXT PRIMARY KEY,
+        value_json TEXT NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+])
+
+MIGRATIONS: tuple[Migration, ...] = (V1,)
+LATEST_VERSION = MIGRATIONS[-1].version
+
+
+def pending(current_version: int) -> list[Migration]:
+    """The migrations still to run on a database at ``current_version``, in order."""
+    return [m for m in MIGRATIONS if m.version > current_version]
+
+
+def _check_order() -> None:
+    for index, migration in enumerate(MIGRATIONS, start=1):
+        if migration.version != index:
+            raise AssertionError(f"migration {migration.name!r} is numbered "
+                                 f"{migration.version}, expected {index}")
+
+
+_check_order()

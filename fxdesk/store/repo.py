@@ -1,0 +1,124 @@
+"""Repositories: queries that return domain snapshots, never live rows.
+
+Functions here run *inside* a store job (``await store.read(repo.list_sessions)`` or as part of a
+larger ``store.write`` transaction); they do no threading of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from fxdesk.domain.model import (
+    PermissionMode,
+    Session,
+    SessionMode,
+    SessionState,
+    Workspace,
+)
+from fxdesk.store.schema import ControlEventRow, SessionRow, SettingRow, WorkspaceRow
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def workspace_from_row(row: WorkspaceRow) -> Workspace:
+    return Workspace(id=row.id, path=row.path, name=row.name, created_at_ms=row.created_at_ms)
+
+
+def session_from_row(row: SessionRow) -> Session:
+    return Session(
+        id=row.id,
+        workspace_id=row.workspace_id,
+        parent_id=row.parent_id,
+        root_id=row.root_id,
+        is_child=bool(row.is_child),
+        name=row.name,
+        mode=SessionMode(row.mode),
+        profile=row.profile,
+        model=row.model,
+        effort=row.effort,
+        permission_mode=PermissionMode(row.permission_mode),
+        state=SessionState(row.state),
+        archived_from=SessionState(row.archived_from) if row.archived_from else None,
+        generation=row.generation,
+        next_event_sequence=row.next_event_sequence,
+        last_work_id=row.last_work_id,
+        created_at_ms=row.created_at_ms,
+        updated_at_ms=row.updated_at_ms,
+    )
+
+
+def list_workspaces() -> list[Workspace]:
+    return [workspace_from_row(r) for r in WorkspaceRow.select().order_by(WorkspaceRow.name)]
+
+
+def ensure_workspace(path: str, name: str, at_ms: int) -> tuple[Workspace, bool]:
+    """The workspace for ``path`` and whether it was created now (call inside a write)."""
+    row = WorkspaceRow.get_or_none(WorkspaceRow.path == path)
+    created = row is None
+    if row is None:
+        row = WorkspaceRow.create(path=path, name=name, created_at_ms=at_ms)
+    return workspace_from_row(row), created
+
+
+def list_sessions(*, include_archived: bool = False) -> list[Session]:
+    query = SessionRow.select().order_by(SessionRow.created_at_ms, SessionRow.id)
+    if not include_archived:
+        query = query.where(SessionRow.state != SessionState.ARCHIVED.value)
+    return [session_from_row(r) for r in query]
+
+
+def get_session(session_id: str) -> Session | None:
+    row = SessionRow.get_or_none(SessionRow.id == session_id)
+    return session_from_row(row) if row is not None else None
+
+
+def get_setting(key: str, default: Any = None) -> Any:
+    row = SettingRow.get_or_none(SettingRow.key == key)
+    return json.loads(row.value_json) if row is not None else default
+
+
+def set_setting(key: str, value: Any) -> None:
+    payload = json.dumps(value, sort_keys=True)
+    (SettingRow.insert(key=key, value_json=payload, updated_at_ms=now_ms())
+     .on_conflict_replace().execute())
+
+
+def append_event(session_id: str, *, revision: int, kind: str, at_ms: int,
+                 work_id: str | None = None, previous: str | None = None,
+                 current: str | None = None, reason: str | None = None,
+                 data: dict[str, Any] | None = None) -> int:
+    """Append one control event at the session's next sequence; returns that sequence."""
+    row = SessionRow.get_by_id(session_id)
+    sequence = row.next_event_sequence
+    ControlEventRow.create(session=session_id, sequence=sequence, revision=revision, kind=kind,
+                           work_id=work_id, previous=previous, current=current, reason=reason,
+                           data_json=json.dumps(data, sort_keys=True) if data else None,
+                           created_at_ms=at_ms)
+    (SessionRow.update(next_event_sequence=sequence + 1)
+     .where(SessionRow.id == session_id).execute())
+    return int(sequence)
+
+
+def create_session(*, session_id: str, workspace: Workspace, name: str, mode: SessionMode,
+                   permission_mode: PermissionMode, at_ms: int, parent: Session | None = None,
+                   profile: str | None = None, model: str | None = None,
+                   effort: str | None = None, config: dict[str, Any] | None = None) -> Session:
+    """Insert a root (``parent`` None) or child session with its ``created`` event."""
+    SessionRow.create(
+        id=session_id, workspace=workspace.id,
+        parent=parent.id if parent else None,
+        root_id=parent.root_id if parent else session_id,
+        is_child=parent is not None, name=name, mode=mode.value, profile=profile, model=model,
+        effort=effort, permission_mode=permission_mode.value,
+        config_json=json.dumps(config or {}, sort_keys=True),
+        state=SessionState.IDLE.value, generation=1, next_event_sequence=1,
+        created_at_ms=at_ms, updated_at_ms=at_ms)
+    append_event(session_id, revision=1, kind="created", at_ms=at_ms,
+                 data={"name": name, "parent_id": parent.id if parent else None})
+    created = get_session(session_id)
+    assert created is not None
+    return created

@@ -1,0 +1,120 @@
+"""peewee models of the newest schema, bound through one ``DatabaseProxy``.
+
+The tables are created by ``migrations.py``, never by ``create_tables``; these classes only describe
+them for queries. ``Store.open`` points ``database_proxy`` at its database.
+"""
+
+from __future__ import annotations
+
+import peewee as pw
+
+database_proxy = pw.DatabaseProxy()
+
+
+class BaseModel(pw.Model):
+    class Meta:
+        database = database_proxy
+        legacy_table_names = False
+
+
+class WorkspaceRow(BaseModel):
+    id = pw.AutoField()
+    path = pw.TextField(unique=True)
+    name = pw.TextField()
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "workspace"
+
+
+class SessionRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    workspace = pw.ForeignKeyField(WorkspaceRow, column_name="workspace_id",
+                                   on_delete="RESTRICT")
+    parent = pw.ForeignKeyField("self", column_name="parent_id", null=True,
+                                on_delete="RESTRICT", backref="children")
+    root_id = pw.TextField()
+    is_child = pw.BooleanField()
+    name = pw.TextField()
+    mode = pw.TextField()
+    profile = pw.TextField(null=True)
+    model = pw.TextField(null=True)
+    effort = pw.TextField(null=True)
+    permission_mode = pw.TextField()
+    config_json = pw.TextField(default="{}")
+    state = pw.TextField()
+    archived_from = pw.TextField(null=True)
+    generation = pw.IntegerField(default=0)
+    next_event_sequence = pw.IntegerField(default=1)
+    last_work_id = pw.TextField(null=True)
+    created_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "session"
+
+
+class WorkItemRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    position = pw.IntegerField()
+    source_id = pw.TextField()
+    kind = pw.TextField()
+    content = pw.TextField()
+    status = pw.TextField()
+    reason = pw.TextField(null=True)
+    admission_json = pw.TextField(null=True)
+    created_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "work_item"
+
+
+class HistoryEntryRow(BaseModel):
+    id = pw.AutoField()
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    seq = pw.IntegerField()
+    work = pw.ForeignKeyField(WorkItemRow, column_name="work_id", null=True,
+                              on_delete="SET NULL")
+    step = pw.IntegerField(default=0)
+    kind = pw.TextField()
+    call_id = pw.TextField(null=True)
+    tool_name = pw.TextField(null=True)
+    content = pw.TextField(default="")
+    full_text = pw.TextField(null=True)
+    data_json = pw.TextField(null=True)
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "history_entry"
+
+
+class ControlEventRow(BaseModel):
+    id = pw.AutoField()
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    sequence = pw.IntegerField()
+    revision = pw.IntegerField()
+    kind = pw.TextField()
+    work_id = pw.TextField(null=True)
+    previous = pw.TextField(null=True)
+    current = pw.TextField(null=True)
+    reason = pw.TextField(null=True)
+    data_json = pw.TextField(null=True)
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "control_event"
+
+
+class SettingRow(BaseModel):
+    key = pw.TextField(primary_key=True)
+    value_json = pw.TextField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "setting"
+
+
+ALL_MODELS: tuple[type[BaseModel], ...] = (
+    WorkspaceRow, SessionRow, WorkItemRow, HistoryEntryRow, ControlEventRow, SettingRow)

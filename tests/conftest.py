@@ -1,0 +1,48 @@
+"""Shared fixtures. Every test runs with its own HOME, XDG folders and data folder, so nothing
+ever touches the real home folder, and with a keyring backend that cannot prompt."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fxdesk import notify
+from fxdesk.paths import DataPaths
+from fxdesk.store import Store
+
+# Before anything can read them (Qt reads QT_QPA_PLATFORM when the application is created).
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.null.Keyring"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory,
+                  monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (("XDG_DATA_HOME", ".local/share"), ("XDG_CONFIG_HOME", ".config"),
+                     ("XDG_CACHE_HOME", ".cache"), ("XDG_STATE_HOME", ".local/state")):
+        monkeypatch.setenv(var, str(home / sub))
+    monkeypatch.setenv("FXDESK_HOME", str(home / "fxdesk-data"))
+    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+    notify.hub.reset()
+    return home
+
+
+@pytest.fixture
+def data_paths(tmp_path: Path) -> DataPaths:
+    paths = DataPaths(tmp_path / "data", "test")
+    paths.ensure()
+    return paths
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = Store.open(tmp_path / "fxdesk.sqlite3")
+    try:
+        yield opened
+    finally:
+        opened.close()
