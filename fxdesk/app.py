@@ -112,8 +112,11 @@ class App:
             except Exception:
                 log.exception("shutdown: %s failed; continuing", subsystem.name)
             else:
-                log.info("shutdown: %s stopped (%.0f ms)", subsystem.name,
-                         (time.perf_counter() - began) * 1000)
+                log.info(
+                    "shutdown: %s stopped (%.0f ms)",
+                    subsystem.name,
+                    (time.perf_counter() - began) * 1000,
+                )
         self.started = False
 
 
@@ -124,8 +127,10 @@ def run_gui(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None =
     try:
         paths.ensure()
     except OSError as exc:
-        print(f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         return 5
     setup_logging(paths.log_file, verbose=verbose)
     log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
@@ -136,8 +141,7 @@ def run_gui(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None =
         code = run(app, argv if argv is not None else sys.argv)
     except BaseException as exc:
         report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
-        log.critical("fxdesk stopped on an uncaught exception; report: %s", report,
-                     exc_info=True)
+        log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)
         raise
     finally:
         undo_hooks()

@@ -13,12 +13,12 @@ from fxdesk.logs import setup_logging
 from fxdesk.paths import ENV_HOME, DataPaths, resolve
 
 EXIT_OK = 0
-EXIT_FAILED = 1          # the work failed, or a doctor check failed
-EXIT_USAGE = 2           # bad command line (argparse)
-EXIT_APPROVAL = 3        # stopped on a pending approval with --no-input
-EXIT_INTERRUPTED = 4     # the work was interrupted
-EXIT_DATA = 5            # the data folder or database cannot be used
-EXIT_INTERNAL = 70       # a bug (EX_SOFTWARE)
+EXIT_FAILED = 1  # the work failed, or a doctor check failed
+EXIT_USAGE = 2  # bad command line (argparse)
+EXIT_APPROVAL = 3  # stopped on a pending approval with --no-input
+EXIT_INTERRUPTED = 4  # the work was interrupted
+EXIT_DATA = 5  # the data folder or database cannot be used
+EXIT_INTERNAL = 70  # a bug (EX_SOFTWARE)
 
 EXIT_CODES_HELP = f"""\
 exit codes:
@@ -38,24 +38,28 @@ Handler = Callable[[argparse.Namespace, DataPaths], int]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="fxdesk", description="A native desktop control room for AI coding agents. "
-        "With no command, opens the window.", epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        prog="fxdesk",
+        description="A native desktop control room for AI coding agents. "
+        "With no command, opens the window.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"fxdesk {__version__}")
     parser.add_argument("--data-dir", metavar="DIR", help="use DIR as the data folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     doctor = commands.add_parser(
-        "doctor", help="check this machine and the data folder",
+        "doctor",
+        help="check this machine and the data folder",
         description="Check Qt, the keyring, the data folder and the database; say what to do "
-        "about each problem. Exits 1 if any check fails.")
+        "about each problem. Exits 1 if any check fails.",
+    )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
 
     probe = commands.add_parser("_probe-qt")  # internal, used by doctor; hidden from help
     probe.add_argument("platform")
-    commands._choices_actions = [a for a in commands._choices_actions
-                                 if a.dest != "_probe-qt"]
+    commands._choices_actions = [a for a in commands._choices_actions if a.dest != "_probe-qt"]
     return parser
 
 
@@ -91,8 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         paths.ensure()
         setup_logging(paths.log_file, verbose=args.verbose)
     except OSError as exc:
-        print(f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
-              file=sys.stderr)
+        print(
+            f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
         if args.command != "doctor":
             return EXIT_DATA
     try:
@@ -101,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception:
         logging.getLogger(__name__).exception("fxdesk %s failed", args.command)
-        print(f"fxdesk: internal error in '{args.command}'; details are in {paths.log_file}",
-              file=sys.stderr)
+        print(
+            f"fxdesk: internal error in '{args.command}'; details are in {paths.log_file}",
+            file=sys.stderr,
+        )
         return EXIT_INTERNAL

@@ -35,10 +35,16 @@ class Check:
 
 
 def check_environment() -> Check:
-    return Check("fxdesk", OK, f"fxdesk {__version__} on Python {platform.python_version()} "
-                 f"({sys.platform})", data={"version": __version__,
-                                            "python": platform.python_version(),
-                                            "frozen": bool(getattr(sys, "frozen", False))})
+    return Check(
+        "fxdesk",
+        OK,
+        f"fxdesk {__version__} on Python {platform.python_version()} ({sys.platform})",
+        data={
+            "version": __version__,
+            "python": platform.python_version(),
+            "frozen": bool(getattr(sys, "frozen", False)),
+        },
+    )
 
 
 def check_data_dir(paths: DataPaths) -> Check:
@@ -46,11 +52,21 @@ def check_data_dir(paths: DataPaths) -> Check:
     try:
         paths.ensure()
     except OSError as exc:
-        return Check("data_dir", FAIL, f"cannot create {paths.root}: {exc.strerror or exc}",
-                     "Choose a writable folder with --data-dir or FXDESK_HOME.", data)
+        return Check(
+            "data_dir",
+            FAIL,
+            f"cannot create {paths.root}: {exc.strerror or exc}",
+            "Choose a writable folder with --data-dir or FXDESK_HOME.",
+            data,
+        )
     if not os.access(paths.root, os.W_OK | os.X_OK):
-        return Check("data_dir", FAIL, f"{paths.root} is not writable",
-                     "Make it writable, or choose another folder with --data-dir.", data)
+        return Check(
+            "data_dir",
+            FAIL,
+            f"{paths.root} is not writable",
+            "Make it writable, or choose another folder with --data-dir.",
+            data,
+        )
     return Check("data_dir", OK, f"{paths.root} (from {paths.source})", data=data)
 
 
@@ -59,27 +75,48 @@ def check_database(paths: DataPaths) -> Check:
     try:
         store = Store.open(paths.database)
     except StoreError as exc:
-        return Check("database", FAIL, exc.user_message,
-                     "See the message; your file was left untouched.", data)
+        return Check(
+            "database",
+            FAIL,
+            exc.user_message,
+            "See the message; your file was left untouched.",
+            data,
+        )
     try:
         integrity = store.quick_check()
-        data.update(schema_version=store.schema_version, journal_mode=store.journal_mode,
-                    integrity=integrity, size_bytes=paths.database.stat().st_size)
+        data.update(
+            schema_version=store.schema_version,
+            journal_mode=store.journal_mode,
+            integrity=integrity,
+            size_bytes=paths.database.stat().st_size,
+        )
         if store.migrated_from is not None:
             data["migrated_from"] = store.migrated_from
     except StoreError as exc:
         return Check("database", FAIL, exc.user_message, "", data)
     finally:
         store.close()
-    summary = (f"{paths.database}, schema {data['schema_version']}, "
-               f"journal {data['journal_mode']}, integrity {integrity}")
+    summary = (
+        f"{paths.database}, schema {data['schema_version']}, "
+        f"journal {data['journal_mode']}, integrity {integrity}"
+    )
     if integrity != "ok":
-        return Check("database", FAIL, summary,
-                     "The database is damaged; restore it from a backup or move it away.", data)
+        return Check(
+            "database",
+            FAIL,
+            summary,
+            "The database is damaged; restore it from a backup or move it away.",
+            data,
+        )
     if data["journal_mode"] != "wal":
-        return Check("database", WARN, summary,
-                     "The file system does not support WAL; put the data folder on a local "
-                     "disk for smooth writes.", data)
+        return Check(
+            "database",
+            WARN,
+            summary,
+            "The file system does not support WAL; put the data folder on a local "
+            "disk for smooth writes.",
+            data,
+        )
     return Check("database", OK, summary, data=data)
 
 
@@ -89,8 +126,12 @@ def check_qt() -> Check:
     try:
         available = probe.platform_plugins()
     except Exception as exc:  # PySide6 missing or broken
-        return Check("qt", FAIL, f"Qt could not be loaded: {exc}",
-                     "Reinstall fxdesk (PySide6-Essentials 6.11.3).")
+        return Check(
+            "qt",
+            FAIL,
+            f"Qt could not be loaded: {exc}",
+            "Reinstall fxdesk (PySide6-Essentials 6.11.3).",
+        )
     results = probe.probe_all([name for name in PROBED_PLATFORMS if name in available])
     loading = [r.name for r in results if r.loads]
     packages = sorted({pkg for r in results for pkg in r.debian_packages})
@@ -104,13 +145,23 @@ def check_qt() -> Check:
     }
     summary = "platform plugins that load: " + (", ".join(loading) or "none")
     if packages:
-        return Check("qt", FAIL, summary + "; missing system libraries",
-                     "Install them: sudo apt-get install " + " ".join(packages), data)
+        return Check(
+            "qt",
+            FAIL,
+            summary + "; missing system libraries",
+            "Install them: sudo apt-get install " + " ".join(packages),
+            data,
+        )
     if not loading:
         return Check("qt", FAIL, summary, "Reinstall fxdesk; no Qt platform plugin starts.", data)
     if not any(name in loading for name in ("xcb", "wayland", "wayland-egl")):
-        return Check("qt", WARN, summary + "; no display, so only headless commands work",
-                     "Run fxdesk in a desktop session (DISPLAY or WAYLAND_DISPLAY set).", data)
+        return Check(
+            "qt",
+            WARN,
+            summary + "; no display, so only headless commands work",
+            "Run fxdesk in a desktop session (DISPLAY or WAYLAND_DISPLAY set).",
+            data,
+        )
     return Check("qt", OK, summary, data=data)
 
 
@@ -118,8 +169,9 @@ def check_keyring() -> Check:
     state = secret_store.status()
     data = {"backend": state.backend, "usable": state.usable}
     if not state.usable:
-        return Check("keyring", WARN, f"backend {state.backend}: no secret storage",
-                     state.detail, data)
+        return Check(
+            "keyring", WARN, f"backend {state.backend}: no secret storage", state.detail, data
+        )
     return Check("keyring", OK, f"backend {state.backend} ({state.detail})", data=data)
 
 
@@ -127,8 +179,13 @@ def check_crash_logs(paths: DataPaths) -> Check:
     reports = CrashLog(paths.crash_dir).previous_reports()
     data = {"reports": [str(p) for p in reports]}
     if reports:
-        return Check("crash_logs", WARN, f"{len(reports)} crash log(s) not yet looked at",
-                     f"Read {reports[-1]} (fxdesk offers it at the next start).", data)
+        return Check(
+            "crash_logs",
+            WARN,
+            f"{len(reports)} crash log(s) not yet looked at",
+            f"Read {reports[-1]} (fxdesk offers it at the next start).",
+            data,
+        )
     return Check("crash_logs", OK, "no crash logs", data=data)
 
 

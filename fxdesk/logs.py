@@ -35,8 +35,9 @@ _ROTATE_BYTES = 2 * 1024 * 1024
 _ROTATE_COUNT = 5
 
 
-def setup_logging(log_file: Path | None, *, verbose: bool = False,
-                  stderr_level: int = logging.WARNING) -> None:
+def setup_logging(
+    log_file: Path | None, *, verbose: bool = False, stderr_level: int = logging.WARNING
+) -> None:
     """Configure the root logger. Safe to call again (it replaces handlers it installed)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -48,7 +49,8 @@ def setup_logging(log_file: Path | None, *, verbose: bool = False,
     if log_file is not None:
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         file_handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=_ROTATE_BYTES, backupCount=_ROTATE_COUNT, encoding="utf-8")
+            log_file, maxBytes=_ROTATE_BYTES, backupCount=_ROTATE_COUNT, encoding="utf-8"
+        )
         file_handler.setFormatter(formatter)
         file_handler._fxdesk = True  # type: ignore[attr-defined]
         root.addHandler(file_handler)
@@ -71,17 +73,21 @@ def report_unexpected(exc_info: ExcInfo, where: str) -> None:
     text = format_exception(exc_info)
     log.error("unexpected error in %s:\n%s", where, text)
     details = f"fxdesk {__version__}, Python {sys.version.split()[0]}\nin {where}\n\n{text}"
-    notify.error(f"Something went wrong ({exc_info[0].__name__} in {where}). "
-                 "This is a bug in fxdesk; the details can be copied into a report.",
-                 key=f"bug:{exc_info[0].__name__}:{where}", details=details)
+    notify.error(
+        f"Something went wrong ({exc_info[0].__name__} in {where}). "
+        "This is a bug in fxdesk; the details can be copied into a report.",
+        key=f"bug:{exc_info[0].__name__}:{where}",
+        details=details,
+    )
 
 
 def install_exception_hooks() -> Callable[[], None]:
     """Route uncaught exceptions to ``report_unexpected``. Returns a function undoing it."""
     old_sys, old_thread = sys.excepthook, threading.excepthook
 
-    def sys_hook(exc_type: type[BaseException], exc: BaseException,
-                 tb: TracebackType | None) -> None:
+    def sys_hook(
+        exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
         if issubclass(exc_type, KeyboardInterrupt):
             old_sys(exc_type, exc, tb)
             return
@@ -165,8 +171,11 @@ class CrashLog:
         self.crash_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = time.strftime("%Y%m%d-%H%M%S")
         path = self.crash_dir / f"exception-{stamp}-pid{os.getpid()}.log"
-        path.write_text(f"fxdesk {__version__} stopped on an uncaught exception\n\n"
-                        + format_exception(exc_info), encoding="utf-8")
+        path.write_text(
+            f"fxdesk {__version__} stopped on an uncaught exception\n\n"
+            + format_exception(exc_info),
+            encoding="utf-8",
+        )
         return path
 
     def disarm(self) -> None:
@@ -188,7 +197,7 @@ def _pid_of(path: Path) -> int:
     stem = path.stem
     marker = stem.rfind("-pid")
     try:
-        return int(stem[marker + 4:]) if marker >= 0 else -1
+        return int(stem[marker + 4 :]) if marker >= 0 else -1
     except ValueError:
         return -1
 

@@ -1,9 +1,9 @@
 """One message API for every layer: ``notify.error/warning/info(text, key=...)``.
 
-A message is logged at once. Until a sink (the GUI's status bar, the CLI's stderr) attaches, messages
-wait in a small buffer, so nothing said during start-up is lost. Messages with the same ``key`` are
-de-duplicated: a repeat of the same key and text within ``DEDUPE_SECONDS`` is logged but not shown
-again, and the GUI replaces an earlier message with the same key instead of stacking it.
+A message is logged at once. Until a sink (the GUI's status bar, the CLI's stderr) attaches,
+messages wait in a small buffer, so nothing said during start-up is lost. Messages with the same
+``key`` are de-duplicated: a repeat of the same key and text within ``DEDUPE_SECONDS`` is logged
+but not shown again, and the GUI replaces an earlier message with the same key.
 
 Thread-safe: worker threads may call it; sinks must marshal to their own thread (the GUI sink emits
 a Qt signal, which Qt queues onto the GUI thread).
@@ -79,8 +79,12 @@ class MessageHub:
         return detach
 
     def post(self, message: Message) -> None:
-        log.log(_LOG_LEVELS[message.level], "%s%s", message.text,
-                f"\n{message.details}" if message.details else "")
+        log.log(
+            _LOG_LEVELS[message.level],
+            "%s%s",
+            message.text,
+            f"\n{message.details}" if message.details else "",
+        )
         with self._lock:
             if message.key is not None:
                 dedupe = (message.key, message.text)

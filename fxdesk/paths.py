@@ -58,8 +58,9 @@ class DataPaths:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
-def resolve(data_dir: str | os.PathLike[str] | None = None,
-            environ: Mapping[str, str] | None = None) -> DataPaths:
+def resolve(
+    data_dir: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None
+) -> DataPaths:
     """Pick the data folder: ``--data-dir``, then ``FXDESK_HOME``, then the platform default."""
     env = os.environ if environ is None else environ
     if data_dir is not None and str(data_dir):

@@ -27,12 +27,22 @@ def child_env(**extra: str) -> dict[str, str]:
 
 
 def run_fxdesk(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(fxdesk_command(*args), env=child_env(**env), capture_output=True,
-                          text=True, timeout=timeout, check=False)
+    return subprocess.run(
+        fxdesk_command(*args),
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
-def wait_for(condition: Callable[[], object], timeout: float = 30.0,
-             interval: float = 0.02, what: str = "condition") -> object:
+def wait_for(
+    condition: Callable[[], object],
+    timeout: float = 30.0,
+    interval: float = 0.02,
+    what: str = "condition",
+) -> object:
     """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while True:
@@ -46,6 +56,12 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0,
 
 def python_child(code: str, **kwargs: object) -> subprocess.Popen[str]:
     """Start ``python -c code`` with line-buffered text pipes."""
-    return subprocess.Popen([sys.executable, "-u", "-c", code], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=child_env(), **kwargs)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [sys.executable, "-u", "-c", code],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        **kwargs,
+    )  # type: ignore[call-overload]

@@ -60,20 +60,20 @@ class PermissionMode(enum.StrEnum):
 class WorkKind(enum.StrEnum):
     """Where a work item came from."""
 
-    PROMPT = "prompt"              # the person typed it
-    TASK = "task"                  # a parent session delegated it
+    PROMPT = "prompt"  # the person typed it
+    TASK = "task"  # a parent session delegated it
     CONTINUATION = "continuation"  # an inbox event woke an idle root session
 
 
 class EntryKind(enum.StrEnum):
     """One row of a session's committed history."""
 
-    USER = "user"                  # the message that started a turn
-    ASSISTANT = "assistant"        # one finished model response (text; tool calls follow)
-    TOOL_CALL = "tool_call"        # a tool call the model asked for
-    TOOL_RESULT = "tool_result"    # its finished result
-    TURN_END = "turn_end"          # the turn committed; proof for restart recovery
-    NOTICE = "notice"              # a system note shown to the person (e.g. interrupted)
+    USER = "user"  # the message that started a turn
+    ASSISTANT = "assistant"  # one finished model response (text; tool calls follow)
+    TOOL_CALL = "tool_call"  # a tool call the model asked for
+    TOOL_RESULT = "tool_result"  # its finished result
+    TURN_END = "turn_end"  # the turn committed; proof for restart recovery
+    NOTICE = "notice"  # a system note shown to the person (e.g. interrupted)
 
 
 @dataclass(frozen=True)

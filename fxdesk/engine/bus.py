@@ -24,7 +24,7 @@ class EventBus:
         self.published = 0
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
-        """Call ``handler`` for every event of ``event_type`` (or a subclass). Returns unsubscribe."""
+        """Call ``handler`` for every event of ``event_type`` or a subclass; returns unsubscribe."""
         self._handlers.setdefault(event_type, []).append(handler)
         return lambda: self._remove(self._handlers.get(event_type, []), handler)
 

@@ -54,13 +54,20 @@ class SessionService:
 
     async def catalog(self, *, include_archived: bool = True) -> Catalog:
         def read() -> Catalog:
-            return Catalog(repo.list_workspaces(),
-                           repo.list_sessions(include_archived=include_archived))
+            return Catalog(
+                repo.list_workspaces(), repo.list_sessions(include_archived=include_archived)
+            )
+
         return await self._store.read(read)
 
-    async def create_root(self, workspace_path: str | os.PathLike[str], *, name: str = "",
-                          permission_mode: PermissionMode = PermissionMode.ASK,
-                          profile: str | None = None) -> Session:
+    async def create_root(
+        self,
+        workspace_path: str | os.PathLike[str],
+        *,
+        name: str = "",
+        permission_mode: PermissionMode = PermissionMode.ASK,
+        profile: str | None = None,
+    ) -> Session:
         """Create a root session in one transaction (its workspace too, if new)."""
         folder = validate_workspace(workspace_path)
         session_id = new_session_id()
@@ -70,9 +77,14 @@ class SessionService:
             at = repo.now_ms()
             workspace, is_new = repo.ensure_workspace(str(folder), folder.name or str(folder), at)
             session = repo.create_session(
-                session_id=session_id, workspace=workspace, name=title,
-                mode=SessionMode.PERSISTENT, permission_mode=permission_mode, profile=profile,
-                at_ms=at)
+                session_id=session_id,
+                workspace=workspace,
+                name=title,
+                mode=SessionMode.PERSISTENT,
+                permission_mode=permission_mode,
+                profile=profile,
+                at_ms=at,
+            )
             return workspace, is_new, session
 
         workspace, is_new, session = await self._store.write(write, label="create_session")

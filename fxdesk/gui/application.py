@@ -90,8 +90,13 @@ class GuiController(QObject):
         except StoreError as exc:
             log.error("cannot start: %s", exc.user_message)
             self.exit_code = EXIT_DATA
-            box = QMessageBox(QMessageBox.Icon.Critical, APP_NAME, exc.user_message,
-                              QMessageBox.StandardButton.Close, self.window)
+            box = QMessageBox(
+                QMessageBox.Icon.Critical,
+                APP_NAME,
+                exc.user_message,
+                QMessageBox.StandardButton.Close,
+                self.window,
+            )
             dialog = asyncio.ensure_future(run_dialog(box))
             quit_wait = asyncio.ensure_future(self.quit_event.wait())
             await asyncio.wait({dialog, quit_wait}, return_when=asyncio.FIRST_COMPLETED)
@@ -105,7 +110,8 @@ class GuiController(QObject):
         self.model.load(catalog.workspaces, catalog.sessions)
         store = self.app.store
         self.window.status_info.setText(
-            f"{_short(self.app.paths.root)} · schema {store.schema_version}")
+            f"{_short(self.app.paths.root)} · schema {store.schema_version}"
+        )
         self.window.status_info.setToolTip(str(store.path))
         self._offer_crash_logs(self.app.crash_log.previous)
         notify.info("Ready")
@@ -131,17 +137,26 @@ class GuiController(QObject):
             return
         count = "a crash log" if len(reports) == 1 else f"{len(reports)} crash logs"
         banner = self.window.add_banner(
-            f"fxdesk stopped unexpectedly last time and left {count}.", kind="warning")
-        banner.add_action("Show crash log", lambda: self.tasks.spawn(
-            self._show_crash_log(reports[-1]), "show-crash-log"))
-        banner.dismissed.connect(lambda: [self.app.crash_log.mark_seen(p) for p in reports])
+            f"fxdesk stopped unexpectedly last time and left {count}.", kind="warning"
+        )
+
+        def show() -> None:
+            self.tasks.spawn(self._show_crash_log(reports[-1]), "show-crash-log")
+
+        def dismiss() -> None:
+            for report in reports:
+                self.app.crash_log.mark_seen(report)
+
+        banner.add_action("Show crash log", show)
+        banner.dismissed.connect(dismiss)
 
     async def _show_crash_log(self, path: Path) -> None:
         text = await asyncio.get_running_loop().run_in_executor(
-            None, lambda: path.read_text(encoding="utf-8", errors="replace"))
-        dialog = ErrorDetailsDialog(notify.Message(notify.Level.ERROR,
-                                                   f"Crash log {path.name}:", details=text),
-                                    self.window)
+            None, lambda: path.read_text(encoding="utf-8", errors="replace")
+        )
+        dialog = ErrorDetailsDialog(
+            notify.Message(notify.Level.ERROR, f"Crash log {path.name}:", details=text), self.window
+        )
         dialog.setWindowTitle("fxdesk: crash log")
         self.messages.dialogs.append(dialog)
         dialog.show()

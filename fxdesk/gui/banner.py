@@ -36,7 +36,8 @@ class Banner(QFrame):
             "#banner { background: palette(alternate-base); border: 1px solid palette(mid);"
             " border-radius: 4px; }"
             "#banner[kind='warning'] { border-left: 4px solid #d08a00; }"
-            "#banner[kind='info'] { border-left: 4px solid #3d7bd9; }")
+            "#banner[kind='info'] { border-left: 4px solid #3d7bd9; }"
+        )
 
     def add_action(self, text: str, callback: Callable[[], None]) -> QPushButton:
         button = QPushButton(text)

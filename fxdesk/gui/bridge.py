@@ -25,8 +25,9 @@ class EngineBridge(QObject):
 
     session_added = Signal(str)
 
-    def __init__(self, bus: EventBus, tree: SessionTreeModel,
-                 parent: QObject | None = None) -> None:
+    def __init__(
+        self, bus: EventBus, tree: SessionTreeModel, parent: QObject | None = None
+    ) -> None:
         super().__init__(parent)
         self._tree = tree
         self._unsubscribe: list[Callable[[], None]] = [

@@ -49,9 +49,11 @@ class EmptyState(QWidget):
         title.setFont(font)
         title.setAlignment(Qt.AlignmentFlag.AlignCenter)
         layout.addWidget(title)
-        text = QLabel("Point fxdesk at a project folder and start an agent session there.\n"
-                      "You will watch it work, answer its permission requests here, and never "
-                      "lose a session.")
+        text = QLabel(
+            "Point fxdesk at a project folder and start an agent session there.\n"
+            "You will watch it work, answer its permission requests here, and never "
+            "lose a session."
+        )
         text.setAlignment(Qt.AlignmentFlag.AlignCenter)
         text.setWordWrap(True)
         text.setForegroundRole(text.foregroundRole())
@@ -223,14 +225,17 @@ class MainWindow(QMainWindow):
         self.tree.expandAll()
 
     @Slot(QItemSelection, QItemSelection)
-    def _on_tree_selection_changed(self, selected: QItemSelection,
-                                   deselected: QItemSelection) -> None:
+    def _on_tree_selection_changed(
+        self, selected: QItemSelection, deselected: QItemSelection
+    ) -> None:
         indexes = selected.indexes()
         index: QModelIndex = indexes[0] if indexes else QModelIndex()
         snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
         if index.isValid() and index.data(ROLE_KIND) == KIND_SESSION and snapshot is not None:
-            self.session_header.setText(f"<h2>{_escape(snapshot.name)}</h2>"
-                                        f"<p>{STATE_LABELS[snapshot.state]} · {snapshot.id}</p>")
+            self.session_header.setText(
+                f"<h2>{_escape(snapshot.name)}</h2>"
+                f"<p>{STATE_LABELS[snapshot.state]} · {snapshot.id}</p>"
+            )
             self.centre.setCurrentIndex(self.PAGE_SESSION)
             self.session_selected.emit(snapshot.id)
         else:

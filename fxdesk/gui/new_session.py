@@ -30,8 +30,13 @@ MODE_LABELS = {
 class NewSessionDialog(QDialog):
     """Asks where and how to start a session. ``values()`` after ``accepted``."""
 
-    def __init__(self, parent: QWidget | None = None, *, folder: str = "",
-                 mode: PermissionMode = PermissionMode.ASK) -> None:
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        folder: str = "",
+        mode: PermissionMode = PermissionMode.ASK,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New session")
         self.setMinimumWidth(560)
@@ -59,8 +64,9 @@ class NewSessionDialog(QDialog):
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         form.addRow(self.problem)
-        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
-                                        | QDialogButtonBox.StandardButton.Cancel)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         ok.setText("Start session")
         self.buttons.accepted.connect(self.accept)
@@ -69,8 +75,11 @@ class NewSessionDialog(QDialog):
         self._validate()
 
     def values(self) -> tuple[str, str, PermissionMode]:
-        return (self.folder_edit.text().strip(), self.name_edit.text().strip(),
-                PermissionMode(self.mode_combo.currentData()))
+        return (
+            self.folder_edit.text().strip(),
+            self.name_edit.text().strip(),
+            PermissionMode(self.mode_combo.currentData()),
+        )
 
     def show_problem(self, text: str) -> None:
         self.problem.setText(text)
@@ -84,7 +93,8 @@ class NewSessionDialog(QDialog):
 
     @Slot()
     def _on_browse_clicked(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Choose the project folder",
-                                                  self.folder_edit.text() or str(Path.home()))
+        folder = QFileDialog.getExistingDirectory(
+            self, "Choose the project folder", self.folder_edit.text() or str(Path.home())
+        )
         if folder:
             self.folder_edit.setText(folder)

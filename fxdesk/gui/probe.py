@@ -59,7 +59,7 @@ def platform_plugins() -> list[str]:
     folder = Path(QLibraryInfo.path(QLibraryInfo.LibraryPath.PluginsPath)) / "platforms"
     names = []
     for lib in sorted(folder.glob("libq*.so")):
-        names.append(lib.name[len("libq"):-len(".so")])
+        names.append(lib.name[len("libq") : -len(".so")])
     return names
 
 
@@ -73,8 +73,15 @@ def probe(name: str) -> PlatformResult:
     """Start a QGuiApplication on platform ``name`` in a child process."""
     env = dict(os.environ, QT_QPA_PLATFORM=name, QT_DEBUG_PLUGINS="1")
     try:
-        done = subprocess.run(_probe_command(name), env=env, capture_output=True, text=True,
-                              errors="replace", timeout=PROBE_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            _probe_command(name),
+            env=env,
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
         return PlatformResult(name, False, f"did not start within {PROBE_TIMEOUT_S:g} s")
     if done.returncode == 0 and "probe: ok" in done.stdout:
@@ -91,10 +98,21 @@ def _reason(stderr: str, returncode: int) -> str:
         lowered = text.lower()
         if "could not connect to display" in lowered or "failed to create wl_display" in lowered:
             return "no display to connect to"
-    interesting = [line.strip() for line in stderr.splitlines()
-                   if line.strip() and not line.startswith(("Got keys", "checking directory",
-                                                            "looking at", "Found metadata",
-                                                            "loaded library", "QFactoryLoader"))]
+    interesting = [
+        line.strip()
+        for line in stderr.splitlines()
+        if line.strip()
+        and not line.startswith(
+            (
+                "Got keys",
+                "checking directory",
+                "looking at",
+                "Found metadata",
+                "loaded library",
+                "QFactoryLoader",
+            )
+        )
+    ]
     tail = interesting[-1] if interesting else f"exit code {returncode}"
     return tail[:300]
 

@@ -24,9 +24,9 @@ from fxdesk.domain.model import Session, SessionState, Workspace
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
-ROLE_KIND = Qt.ItemDataRole.UserRole + 1      # "workspace" | "session"
-ROLE_ID = Qt.ItemDataRole.UserRole + 2        # workspace id (int) or session id (str)
-ROLE_STATE = Qt.ItemDataRole.UserRole + 3     # SessionState value, sessions only
+ROLE_KIND = Qt.ItemDataRole.UserRole + 1  # "workspace" | "session"
+ROLE_ID = Qt.ItemDataRole.UserRole + 2  # workspace id (int) or session id (str)
+ROLE_STATE = Qt.ItemDataRole.UserRole + 3  # SessionState value, sessions only
 ROLE_SNAPSHOT = Qt.ItemDataRole.UserRole + 4  # the frozen Workspace / Session
 
 KIND_WORKSPACE = "workspace"
@@ -114,8 +114,9 @@ class SessionTreeModel(QAbstractItemModel):
         node = self._sessions.get(session.id)
         parent = self._parent_node(session)
         if parent is None:
-            raise KeyError(f"workspace {session.workspace_id} of session {session.id} "
-                           "is not in the tree")
+            raise KeyError(
+                f"workspace {session.workspace_id} of session {session.id} is not in the tree"
+            )
         if node is None:
             row = len(parent.children)
             self.beginInsertRows(self._index_of(parent), row, row)
@@ -125,8 +126,9 @@ class SessionTreeModel(QAbstractItemModel):
         elif node.parent is not parent:
             assert node.parent is not None
             old_parent, old_row, new_row = node.parent, node.row, len(parent.children)
-            self.beginMoveRows(self._index_of(old_parent), old_row, old_row,
-                               self._index_of(parent), new_row)
+            self.beginMoveRows(
+                self._index_of(old_parent), old_row, old_row, self._index_of(parent), new_row
+            )
             self._detach(node)
             node.parent = parent
             node.snapshot = session
@@ -222,10 +224,14 @@ class SessionTreeModel(QAbstractItemModel):
                 return f"workspace {snap.path}"
         return None
 
-    def headerData(self, section: int, orientation: Qt.Orientation,
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if (orientation == Qt.Orientation.Horizontal and section == 0
-                and role == Qt.ItemDataRole.DisplayRole):
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and section == 0
+            and role == Qt.ItemDataRole.DisplayRole
+        ):
             return "Sessions"
         return None
 
@@ -241,8 +247,7 @@ class SessionTreeModel(QAbstractItemModel):
             return QModelIndex()
         return self.createIndex(node.row, 0, node.uid)
 
-    def _new_node(self, kind: str, key: Any, parent: _Node,
-                  snapshot: Workspace | Session) -> _Node:
+    def _new_node(self, kind: str, key: Any, parent: _Node, snapshot: Workspace | Session) -> _Node:
         node = _Node(next(self._uids), kind, key, parent, snapshot)
         self._by_uid[node.uid] = node
         if kind == KIND_WORKSPACE:
@@ -314,8 +319,11 @@ class SessionFilterModel(QSortFilterProxyModel):
         model = self.sourceModel()
         index = model.index(source_row, 0, source_parent)
         snapshot = model.data(index, ROLE_SNAPSHOT)
-        if (isinstance(snapshot, Session) and snapshot.state == SessionState.ARCHIVED
-                and not self._show_archived):
+        if (
+            isinstance(snapshot, Session)
+            and snapshot.state == SessionState.ARCHIVED
+            and not self._show_archived
+        ):
             return False
         pattern = self.filterRegularExpression().pattern()
         if not pattern:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import sqlite3
@@ -55,8 +56,13 @@ class Store:
     _open_instance: Store | None = None
     _instance_lock = threading.Lock()
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
-                 faults: FaultInjector | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+        faults: FaultInjector | None = None,
+    ) -> None:
         self.path = Path(path)
         self.busy_timeout_s = busy_timeout_s
         self.faults = faults
@@ -91,7 +97,8 @@ class Store:
     async def aopen(cls, path: Path, **kwargs: Any) -> Store:
         """``open`` without blocking the running event loop."""
         return await asyncio.get_running_loop().run_in_executor(
-            None, lambda: cls.open(path, **kwargs))
+            None, lambda: cls.open(path, **kwargs)
+        )
 
     def close(self) -> None:
         """Close both connections and stop the threads. Idempotent; pending writes finish first."""
@@ -99,10 +106,8 @@ class Store:
             return
         self._closed = True
         for executor in (self._writer, self._reader):
-            try:
+            with contextlib.suppress(RuntimeError):  # executor already shut down
                 executor.submit(self._close_thread_connection).result()
-            except RuntimeError:  # executor already shut down
-                pass
         self._shutdown_executors()
         with Store._instance_lock:
             if Store._open_instance is self:
@@ -128,13 +133,21 @@ class Store:
         version = probe(self.path, self.busy_timeout_s)
         check_writable(self.path)
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._db.init(str(self.path), timeout=self.busy_timeout_s, pragmas=self._pragmas())
+        self._db.init(
+            str(self.path),
+            timeout=self.busy_timeout_s,  # type: ignore[arg-type]
+            pragmas=self._pragmas(),
+        )
         try:
             self._db.connect()
             self.journal_mode = str(self._db.pragma("journal_mode"))
             if self.journal_mode != "wal":
-                log.warning("database %s is in %s mode, not WAL (file system without shared "
-                            "memory?); writes will block readers", self.path, self.journal_mode)
+                log.warning(
+                    "database %s is in %s mode, not WAL (file system without shared "
+                    "memory?); writes will block readers",
+                    self.path,
+                    self.journal_mode,
+                )
             self._migrate(version)
         except Exception as exc:
             self._close_thread_connection()
@@ -143,8 +156,13 @@ class Store:
                 raise translated from exc
             raise
         database_proxy.initialize(self._db)
-        log.info("database open: %s (schema %d, %s, %.0f ms)", self.path, self.schema_version,
-                 self.journal_mode, (time.perf_counter() - started) * 1000)
+        log.info(
+            "database open: %s (schema %d, %s, %.0f ms)",
+            self.path,
+            self.schema_version,
+            self.journal_mode,
+            (time.perf_counter() - started) * 1000,
+        )
 
     def _pragmas(self) -> list[tuple[str, Any]]:
         return [
@@ -204,8 +222,9 @@ class Store:
         _refuse_on_running_loop("read_blocking")
         return self._submit(self._reader, self._read_job, fn).result()
 
-    def _submit(self, executor: concurrent.futures.ThreadPoolExecutor,
-                job: Callable[..., T], *args: Any) -> concurrent.futures.Future[T]:
+    def _submit(
+        self, executor: concurrent.futures.ThreadPoolExecutor, job: Callable[..., T], *args: Any
+    ) -> concurrent.futures.Future[T]:
         if self._closed:
             raise errors.StoreClosedError()
         try:
@@ -226,17 +245,20 @@ class Store:
                     raise _InjectedRollback
                 at_commit = True
         except _InjectedRollback:
-            raise errors.CommitFailed(f"saving ({label}) failed: injected definite "
-                                      "failure, nothing was written") from None
+            raise errors.CommitFailed(
+                f"saving ({label}) failed: injected definite failure, nothing was written"
+            ) from None
         except (pw.PeeweeException, sqlite3.Error) as exc:
-            translated = errors.translate(exc, self.path, busy_seconds=self.busy_timeout_s,
-                                          at_commit=at_commit)
+            translated = errors.translate(
+                exc, self.path, busy_seconds=self.busy_timeout_s, at_commit=at_commit
+            )
             if translated is not None:
                 raise translated from exc
             raise
         if fault is Fault.INDETERMINATE:
-            raise errors.CommitIndeterminate(f"saving ({label}) failed: injected indeterminate "
-                                             "failure, the change was committed")
+            raise errors.CommitIndeterminate(
+                f"saving ({label}) failed: injected indeterminate failure, the change was committed"
+            )
         return result
 
     def _read_job(self, fn: Callable[[], T]) -> T:
@@ -261,8 +283,10 @@ class Store:
 
     def execute_for_tests(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """Run raw SQL on the writer connection, bypassing fault injection (tests, benchmarks)."""
+
         def job() -> list[tuple[Any, ...]]:
             return list(self._db.execute_sql(sql, params).fetchall())
+
         _refuse_on_running_loop("execute_for_tests")
         return self._submit(self._writer, self._write_job, job, "raw", False).result()
 
@@ -277,8 +301,7 @@ def _consume_exception(future: asyncio.Future[Any]) -> None:
     # If the awaiting task was cancelled, nobody reads this result; log a failure instead of
     # letting asyncio print "exception was never retrieved".
     if not future.cancelled() and future.exception() is not None:
-        log.debug("store job finished with %r after its caller stopped waiting",
-                  future.exception())
+        log.debug("store job finished with %r after its caller stopped waiting", future.exception())
 
 
 def _refuse_on_running_loop(name: str) -> None:

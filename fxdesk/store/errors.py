@@ -23,40 +23,51 @@ class StoreError(Exception):
 
 class NewerSchemaError(StoreError):
     def __init__(self, path: Path, version: int) -> None:
-        super().__init__(f"The database {path} was created by a newer fxdesk (schema {version}); "
-                         "upgrade fxdesk or use --data-dir to start with another data folder.")
+        super().__init__(
+            f"The database {path} was created by a newer fxdesk (schema {version}); "
+            "upgrade fxdesk or use --data-dir to start with another data folder."
+        )
         self.version = version
 
 
 class NotADatabaseError(StoreError):
     def __init__(self, path: Path, why: str) -> None:
-        super().__init__(f"{path} is not an fxdesk database ({why}). It was left untouched; "
-                         "move it away or use --data-dir to start with another data folder.")
+        super().__init__(
+            f"{path} is not an fxdesk database ({why}). It was left untouched; "
+            "move it away or use --data-dir to start with another data folder."
+        )
 
 
 class CorruptDatabaseError(StoreError):
     def __init__(self, path: Path, why: str) -> None:
-        super().__init__(f"The database {path} is damaged ({why}). It was left untouched; restore "
-                         "it from a backup, or move it away to start fresh.")
+        super().__init__(
+            f"The database {path} is damaged ({why}). It was left untouched; restore "
+            "it from a backup, or move it away to start fresh."
+        )
 
 
 class ReadOnlyError(StoreError):
     def __init__(self, path: Path, why: str) -> None:
-        super().__init__(f"fxdesk cannot write to {path} ({why}). Make the data folder writable "
-                         "or use --data-dir to choose another one.")
+        super().__init__(
+            f"fxdesk cannot write to {path} ({why}). Make the data folder writable "
+            "or use --data-dir to choose another one."
+        )
 
 
 class DiskFullError(StoreError):
     def __init__(self, path: Path) -> None:
-        super().__init__(f"The disk holding {path} is full; nothing was saved. "
-                         "Free some space and try again.")
+        super().__init__(
+            f"The disk holding {path} is full; nothing was saved. Free some space and try again."
+        )
 
 
 class DatabaseLockedError(StoreError):
     def __init__(self, path: Path, seconds: float) -> None:
-        super().__init__(f"The database {path} stayed locked by another program for "
-                         f"{seconds:g} s; nothing was saved. Close other programs using it "
-                         "(another fxdesk?) and try again.")
+        super().__init__(
+            f"The database {path} stayed locked by another program for "
+            f"{seconds:g} s; nothing was saved. Close other programs using it "
+            "(another fxdesk?) and try again."
+        )
 
 
 class CommitFailed(StoreError):
@@ -105,8 +116,9 @@ def sqlite_causes(exc: BaseException) -> list[sqlite3.Error]:
     return found
 
 
-def translate(exc: BaseException, path: Path, *, busy_seconds: float,
-              at_commit: bool = False) -> StoreError | None:
+def translate(
+    exc: BaseException, path: Path, *, busy_seconds: float, at_commit: bool = False
+) -> StoreError | None:
     """Map a driver error to the store error the person understands, or ``None`` if it is a bug.
 
     ``at_commit`` marks errors raised by COMMIT itself: an I/O error there leaves the outcome
@@ -119,8 +131,9 @@ def translate(exc: BaseException, path: Path, *, busy_seconds: float,
     return None
 
 
-def _translate_one(cause: sqlite3.Error, path: Path, busy_seconds: float,
-                   at_commit: bool) -> StoreError | None:
+def _translate_one(
+    cause: sqlite3.Error, path: Path, busy_seconds: float, at_commit: bool
+) -> StoreError | None:
     code = (getattr(cause, "sqlite_errorcode", 0) or 0) & 0xFF
     text = str(cause)
     if code in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in text:
@@ -137,8 +150,12 @@ def _translate_one(cause: sqlite3.Error, path: Path, busy_seconds: float,
         return ReadOnlyError(path, text)
     if code == SQLITE_IOERR:
         if at_commit:
-            return CommitIndeterminate(f"Saving to {path} failed with an I/O error ({text}); "
-                                       "it is not known whether the change was saved.")
-        return StoreError(f"Reading or writing {path} failed with an I/O error ({text}). "
-                          "Check the disk, then try again.")
+            return CommitIndeterminate(
+                f"Saving to {path} failed with an I/O error ({text}); "
+                "it is not known whether the change was saved."
+            )
+        return StoreError(
+            f"Reading or writing {path} failed with an I/O error ({text}). "
+            "Check the disk, then try again."
+        )
     return None

@@ -42,7 +42,7 @@ class FaultPlan:
 
 @dataclass(frozen=True)
 class CommitRecord:
-    number: int        # position among all commits
+    number: int  # position among all commits
     label: str
     fault: Fault | None
 
@@ -57,8 +57,9 @@ class FaultInjector:
         self._per_label: dict[str, int] = {}
         self.records: list[CommitRecord] = []
 
-    def fail(self, nth: int, fault: Fault, *, onward: bool = False,
-             label: str | None = None) -> FaultPlan:
+    def fail(
+        self, nth: int, fault: Fault, *, onward: bool = False, label: str | None = None
+    ) -> FaultPlan:
         plan = FaultPlan(nth, fault, onward, label)
         with self._lock:
             self._plans.append(plan)

@@ -29,21 +29,27 @@ class Migration:
             execute(statement)
 
 
-_WORK_STATUSES = ("'pending','running','awaiting_approval','completed','failed','cancelled',"
-                  "'interrupted'")
-_SESSION_STATES = ("'idle','queued','running','awaiting_approval','interrupted','completed',"
-                   "'failed','cancelled','archived'")
+_WORK_STATUSES = (
+    "'pending','running','awaiting_approval','completed','failed','cancelled','interrupted'"
+)
+_SESSION_STATES = (
+    "'idle','queued','running','awaiting_approval','interrupted','completed',"
+    "'failed','cancelled','archived'"
+)
 
-V1 = Migration(1, "sessions, work items, history, control events, settings", [
-    f"PRAGMA application_id = {APPLICATION_ID}",
-    """
+V1 = Migration(
+    1,
+    "sessions, work items, history, control events, settings",
+    [
+        f"PRAGMA application_id = {APPLICATION_ID}",
+        """
     CREATE TABLE workspace (
         id INTEGER PRIMARY KEY,
         path TEXT NOT NULL UNIQUE,
         name TEXT NOT NULL,
         created_at_ms INTEGER NOT NULL
     )""",
-    f"""
+        f"""
     CREATE TABLE session (
         id TEXT PRIMARY KEY,
         workspace_id INTEGER NOT NULL REFERENCES workspace(id) ON DELETE RESTRICT,
@@ -65,10 +71,10 @@ V1 = Migration(1, "sessions, work items, history, control events, settings", [
         created_at_ms INTEGER NOT NULL,
         updated_at_ms INTEGER NOT NULL
     )""",
-    "CREATE INDEX session_workspace ON session (workspace_id)",
-    "CREATE INDEX session_parent ON session (parent_id)",
-    "CREATE INDEX session_root ON session (root_id)",
-    f"""
+        "CREATE INDEX session_workspace ON session (workspace_id)",
+        "CREATE INDEX session_parent ON session (parent_id)",
+        "CREATE INDEX session_root ON session (root_id)",
+        f"""
     CREATE TABLE work_item (
         id TEXT PRIMARY KEY,
         session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
@@ -83,11 +89,11 @@ V1 = Migration(1, "sessions, work items, history, control events, settings", [
         updated_at_ms INTEGER NOT NULL,
         UNIQUE (session_id, position)
     )""",
-    # Recovery and the tree look for unfinished work; keep that lookup small.
-    """
+        # Recovery and the tree look for unfinished work; keep that lookup small.
+        """
     CREATE INDEX work_item_unfinished ON work_item (session_id)
         WHERE status IN ('pending', 'running', 'awaiting_approval', 'interrupted')""",
-    """
+        """
     CREATE TABLE history_entry (
         id INTEGER PRIMARY KEY,
         session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
@@ -104,12 +110,12 @@ V1 = Migration(1, "sessions, work items, history, control events, settings", [
         created_at_ms INTEGER NOT NULL,
         UNIQUE (session_id, seq)
     )""",
-    "CREATE INDEX history_entry_work ON history_entry (work_id)",
-    # A tool call and its result are each committed at most once.
-    """
+        "CREATE INDEX history_entry_work ON history_entry (work_id)",
+        # A tool call and its result are each committed at most once.
+        """
     CREATE UNIQUE INDEX history_entry_call ON history_entry (session_id, call_id, kind)
         WHERE call_id IS NOT NULL""",
-    """
+        """
     CREATE TABLE control_event (
         id INTEGER PRIMARY KEY,
         session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
@@ -124,13 +130,14 @@ V1 = Migration(1, "sessions, work items, history, control events, settings", [
         created_at_ms INTEGER NOT NULL,
         UNIQUE (session_id, sequence)
     )""",
-    """
+        """
     CREATE TABLE setting (
         key TEXT PRIMARY KEY,
         value_json TEXT NOT NULL,
         updated_at_ms INTEGER NOT NULL
     )""",
-])
+    ],
+)
 
 MIGRATIONS: tuple[Migration, ...] = (V1,)
 LATEST_VERSION = MIGRATIONS[-1].version
@@ -144,8 +151,9 @@ def pending(current_version: int) -> list[Migration]:
 def _check_order() -> None:
     for index, migration in enumerate(MIGRATIONS, start=1):
         if migration.version != index:
-            raise AssertionError(f"migration {migration.name!r} is numbered "
-                                 f"{migration.version}, expected {index}")
+            raise AssertionError(
+                f"migration {migration.name!r} is numbered {migration.version}, expected {index}"
+            )
 
 
 _check_order()

@@ -83,42 +83,89 @@ def get_setting(key: str, default: Any = None) -> Any:
 
 def set_setting(key: str, value: Any) -> None:
     payload = json.dumps(value, sort_keys=True)
-    (SettingRow.insert(key=key, value_json=payload, updated_at_ms=now_ms())
-     .on_conflict_replace().execute())
+    (
+        SettingRow.insert(key=key, value_json=payload, updated_at_ms=now_ms())
+        .on_conflict_replace()
+        .execute()
+    )
 
 
-def append_event(session_id: str, *, revision: int, kind: str, at_ms: int,
-                 work_id: str | None = None, previous: str | None = None,
-                 current: str | None = None, reason: str | None = None,
-                 data: dict[str, Any] | None = None) -> int:
+def append_event(
+    session_id: str,
+    *,
+    revision: int,
+    kind: str,
+    at_ms: int,
+    work_id: str | None = None,
+    previous: str | None = None,
+    current: str | None = None,
+    reason: str | None = None,
+    data: dict[str, Any] | None = None,
+) -> int:
     """Append one control event at the session's next sequence; returns that sequence."""
     row = SessionRow.get_by_id(session_id)
     sequence = row.next_event_sequence
-    ControlEventRow.create(session=session_id, sequence=sequence, revision=revision, kind=kind,
-                           work_id=work_id, previous=previous, current=current, reason=reason,
-                           data_json=json.dumps(data, sort_keys=True) if data else None,
-                           created_at_ms=at_ms)
-    (SessionRow.update(next_event_sequence=sequence + 1)
-     .where(SessionRow.id == session_id).execute())
+    ControlEventRow.create(
+        session=session_id,
+        sequence=sequence,
+        revision=revision,
+        kind=kind,
+        work_id=work_id,
+        previous=previous,
+        current=current,
+        reason=reason,
+        data_json=json.dumps(data, sort_keys=True) if data else None,
+        created_at_ms=at_ms,
+    )
+    (
+        SessionRow.update(next_event_sequence=sequence + 1)
+        .where(SessionRow.id == session_id)
+        .execute()
+    )
     return int(sequence)
 
 
-def create_session(*, session_id: str, workspace: Workspace, name: str, mode: SessionMode,
-                   permission_mode: PermissionMode, at_ms: int, parent: Session | None = None,
-                   profile: str | None = None, model: str | None = None,
-                   effort: str | None = None, config: dict[str, Any] | None = None) -> Session:
+def create_session(
+    *,
+    session_id: str,
+    workspace: Workspace,
+    name: str,
+    mode: SessionMode,
+    permission_mode: PermissionMode,
+    at_ms: int,
+    parent: Session | None = None,
+    profile: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    config: dict[str, Any] | None = None,
+) -> Session:
     """Insert a root (``parent`` None) or child session with its ``created`` event."""
     SessionRow.create(
-        id=session_id, workspace=workspace.id,
+        id=session_id,
+        workspace=workspace.id,
         parent=parent.id if parent else None,
         root_id=parent.root_id if parent else session_id,
-        is_child=parent is not None, name=name, mode=mode.value, profile=profile, model=model,
-        effort=effort, permission_mode=permission_mode.value,
+        is_child=parent is not None,
+        name=name,
+        mode=mode.value,
+        profile=profile,
+        model=model,
+        effort=effort,
+        permission_mode=permission_mode.value,
         config_json=json.dumps(config or {}, sort_keys=True),
-        state=SessionState.IDLE.value, generation=1, next_event_sequence=1,
-        created_at_ms=at_ms, updated_at_ms=at_ms)
-    append_event(session_id, revision=1, kind="created", at_ms=at_ms,
-                 data={"name": name, "parent_id": parent.id if parent else None})
+        state=SessionState.IDLE.value,
+        generation=1,
+        next_event_sequence=1,
+        created_at_ms=at_ms,
+        updated_at_ms=at_ms,
+    )
+    append_event(
+        session_id,
+        revision=1,
+        kind="created",
+        at_ms=at_ms,
+        data={"name": name, "parent_id": parent.id if parent else None},
+    )
     created = get_session(session_id)
     assert created is not None
     return created

@@ -29,10 +29,12 @@ class WorkspaceRow(BaseModel):
 
 class SessionRow(BaseModel):
     id = pw.TextField(primary_key=True)
-    workspace = pw.ForeignKeyField(WorkspaceRow, column_name="workspace_id",
-                                   on_delete="RESTRICT")
-    parent = pw.ForeignKeyField("self", column_name="parent_id", null=True,
-                                on_delete="RESTRICT", backref="children")
+    workspace = pw.ForeignKeyField(WorkspaceRow, column_name="workspace_id", on_delete="RESTRICT")
+    parent = pw.ForeignKeyField(
+        "self", column_name="parent_id", null=True, on_delete="RESTRICT", backref="children"
+    )
+    workspace_id: int  # the raw foreign keys peewee adds beside the related-object fields
+    parent_id: str | None
     root_id = pw.TextField()
     is_child = pw.BooleanField()
     name = pw.TextField()
@@ -57,6 +59,7 @@ class SessionRow(BaseModel):
 class WorkItemRow(BaseModel):
     id = pw.TextField(primary_key=True)
     session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    session_id: str
     position = pw.IntegerField()
     source_id = pw.TextField()
     kind = pw.TextField()
@@ -75,8 +78,7 @@ class HistoryEntryRow(BaseModel):
     id = pw.AutoField()
     session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
     seq = pw.IntegerField()
-    work = pw.ForeignKeyField(WorkItemRow, column_name="work_id", null=True,
-                              on_delete="SET NULL")
+    work = pw.ForeignKeyField(WorkItemRow, column_name="work_id", null=True, on_delete="SET NULL")
     step = pw.IntegerField(default=0)
     kind = pw.TextField()
     call_id = pw.TextField(null=True)
@@ -117,4 +119,10 @@ class SettingRow(BaseModel):
 
 
 ALL_MODELS: tuple[type[BaseModel], ...] = (
-    WorkspaceRow, SessionRow, WorkItemRow, HistoryEntryRow, ControlEventRow, SettingRow)
+    WorkspaceRow,
+    SessionRow,
+    WorkItemRow,
+    HistoryEntryRow,
+    ControlEventRow,
+    SettingRow,
+)

@@ -15,9 +15,11 @@ import keyring.errors
 
 SERVICE = "fxdesk"
 
-NO_BACKEND_HELP = ("No usable keyring (OS secret store) was found. Install and unlock a Secret "
-                   "Service such as gnome-keyring or KWallet, or give keys through an environment "
-                   "variable (--api-key-env).")
+NO_BACKEND_HELP = (
+    "No usable keyring (OS secret store) was found. Install and unlock a Secret "
+    "Service such as gnome-keyring or KWallet, or give keys through an environment "
+    "variable (--api-key-env)."
+)
 
 
 @dataclass(frozen=True)

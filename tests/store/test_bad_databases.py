@@ -35,8 +35,9 @@ def _make_db(path: Path, rows: int = 3) -> None:
 def _digest(path: Path) -> str:
     """The file's hash, read by another process: opening and closing a database file in this
     process would drop the POSIX locks SQLite holds on it (fcntl semantics)."""
-    return subprocess.run(["sha256sum", str(path)], capture_output=True, text=True,
-                          check=True).stdout.split()[0]
+    return subprocess.run(
+        ["sha256sum", str(path)], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -54,8 +55,10 @@ def test_newer_schema_is_refused_untouched(tmp_path: Path) -> None:
     before = _snapshot(tmp_path)
     with pytest.raises(NewerSchemaError) as caught:
         Store.open(path)
-    assert (f"created by a newer fxdesk (schema {newer}); upgrade fxdesk or use --data-dir"
-            in caught.value.user_message)
+    assert (
+        f"created by a newer fxdesk (schema {newer}); upgrade fxdesk or use --data-dir"
+        in caught.value.user_message
+    )
     assert _snapshot(tmp_path) == before  # no -wal/-shm left behind either
 
 
@@ -98,8 +101,11 @@ def test_a_corrupt_database(tmp_path: Path) -> None:
 @contextlib.contextmanager
 def _tmpfs(folder: Path, size: str) -> Iterator[Path]:
     folder.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                          capture_output=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+        capture_output=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
     try:
@@ -216,7 +222,9 @@ def test_opening_a_database_locked_past_the_timeout(tmp_path: Path) -> None:
     conn.commit()
     conn.close()
     before = path.read_bytes()
-    with _locked_by_another_process(path, write=False), \
-            pytest.raises(DatabaseLockedError, match="stayed locked"):
+    with (
+        _locked_by_another_process(path, write=False),
+        pytest.raises(DatabaseLockedError, match="stayed locked"),
+    ):
         Store.open(path, busy_timeout_s=0.3)
     assert path.read_bytes() == before

@@ -64,7 +64,12 @@ def test_from_the_nth_on(faulty: tuple[Store, FaultInjector]) -> None:
     _set(store, "five")
     assert "five" in _keys(store)
     assert [r.fault for r in faults.records if r.label == "write"] == [
-        None, Fault.DEFINITE, Fault.DEFINITE, Fault.DEFINITE, None]
+        None,
+        Fault.DEFINITE,
+        Fault.DEFINITE,
+        Fault.DEFINITE,
+        None,
+    ]
 
 
 def test_plans_can_count_one_label_only(faulty: tuple[Store, FaultInjector]) -> None:
@@ -77,7 +82,8 @@ def test_plans_can_count_one_label_only(faulty: tuple[Store, FaultInjector]) -> 
         _set(store, "d", label="tool_result")
     assert {"a", "b", "c", "d"} <= _keys(store)
     assert [(r.label, r.fault) for r in faults.records if r.fault] == [
-        ("tool_result", Fault.INDETERMINATE)]
+        ("tool_result", Fault.INDETERMINATE)
+    ]
 
 
 def test_plans_are_validated() -> None:

@@ -31,11 +31,14 @@ def _seed(path: Path, version: int) -> None:
         return
     conn = sqlite3.connect(path, isolation_level=None)
     try:
-        conn.execute("INSERT INTO workspace (id, path, name, created_at_ms) "
-                     "VALUES (1, '/p', 'p', 1)")
-        conn.execute("INSERT INTO session (id, workspace_id, root_id, is_child, name, mode, "
-                     "permission_mode, state, created_at_ms, updated_at_ms) VALUES "
-                     "('s1', 1, 's1', 0, 'kept', 'persistent', 'ask', 'idle', 1, 1)")
+        conn.execute(
+            "INSERT INTO workspace (id, path, name, created_at_ms) VALUES (1, '/p', 'p', 1)"
+        )
+        conn.execute(
+            "INSERT INTO session (id, workspace_id, root_id, is_child, name, mode, "
+            "permission_mode, state, created_at_ms, updated_at_ms) VALUES "
+            "('s1', 1, 's1', 0, 'kept', 'persistent', 'ask', 'idle', 1, 1)"
+        )
         conn.execute("INSERT INTO setting VALUES ('theme', '\"dark\"', 1)")
     finally:
         conn.close()
@@ -88,15 +91,20 @@ def test_models_describe_exactly_the_migrated_tables(store: Store) -> None:
         assert columns == fields, table
 
 
-def test_a_failing_migration_leaves_the_previous_version(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_migration_leaves_the_previous_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "db.sqlite3"
     Store.open(path).close()
     before = path.read_bytes()
-    broken = migrations.Migration(migrations.LATEST_VERSION + 1, "broken", [
-        "CREATE TABLE half_done (x INTEGER)",
-        "THIS IS NOT SQL",
-    ])
+    broken = migrations.Migration(
+        migrations.LATEST_VERSION + 1,
+        "broken",
+        [
+            "CREATE TABLE half_done (x INTEGER)",
+            "THIS IS NOT SQL",
+        ],
+    )
     monkeypatch.setattr(migrations, "MIGRATIONS", (*migrations.MIGRATIONS, broken))
     monkeypatch.setattr(migrations, "LATEST_VERSION", broken.version)
     with pytest.raises(Exception, match="syntax error"):
@@ -113,4 +121,5 @@ def test_a_failing_migration_leaves_the_previous_version(tmp_path: Path,
 
 def test_migrations_are_numbered_in_order() -> None:
     assert [m.version for m in migrations.MIGRATIONS] == list(
-        range(1, len(migrations.MIGRATIONS) + 1))
+        range(1, len(migrations.MIGRATIONS) + 1)
+    )

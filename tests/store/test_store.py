@@ -107,9 +107,18 @@ def test_the_reader_cannot_write(store: Store) -> None:
 
 def test_foreign_keys_are_enforced(store: Store) -> None:
     def orphan() -> None:
-        SessionRow.create(id="s1", workspace=999, root_id="s1", is_child=False, name="x",
-                          mode="persistent", permission_mode="ask", state="idle",
-                          created_at_ms=1, updated_at_ms=1)
+        SessionRow.create(
+            id="s1",
+            workspace=999,
+            root_id="s1",
+            is_child=False,
+            name="x",
+            mode="persistent",
+            permission_mode="ask",
+            state="idle",
+            created_at_ms=1,
+            updated_at_ms=1,
+        )
 
     with pytest.raises(peewee.IntegrityError, match="FOREIGN KEY"):
         store.write_blocking(orphan)
@@ -130,9 +139,14 @@ def test_create_session_writes_session_and_created_event(store: Store) -> None:
     def create() -> object:
         workspace, created = repo.ensure_workspace("/tmp/project", "project", 10)
         assert created
-        return repo.create_session(session_id="abc", workspace=workspace, name="first",
-                                   mode=SessionMode.PERSISTENT,
-                                   permission_mode=PermissionMode.ASK, at_ms=10)
+        return repo.create_session(
+            session_id="abc",
+            workspace=workspace,
+            name="first",
+            mode=SessionMode.PERSISTENT,
+            permission_mode=PermissionMode.ASK,
+            at_ms=10,
+        )
 
     session = store.write_blocking(create)
     assert session.root_id == "abc" and session.next_event_sequence == 2
