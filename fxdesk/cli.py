@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -105,6 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return COMMANDS[args.command](args, paths)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `fxdesk ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
     except Exception:
         logging.getLogger(__name__).exception("fxdesk %s failed", args.command)
         print(

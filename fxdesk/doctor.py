@@ -120,6 +120,17 @@ def check_database(paths: DataPaths) -> Check:
     return Check("database", OK, summary, data=data)
 
 
+def display_platforms(environ: dict[str, str] | None = None) -> list[str]:
+    """The platform plugins this desktop session would use, most likely first."""
+    env = dict(os.environ) if environ is None else environ
+    wanted = []
+    if env.get("WAYLAND_DISPLAY"):
+        wanted.append("wayland")
+    if env.get("DISPLAY") or not wanted:
+        wanted.append("xcb")  # X11, and Qt's fallback under Wayland
+    return wanted
+
+
 def check_qt() -> Check:
     from fxdesk.gui import probe
 
@@ -127,39 +138,47 @@ def check_qt() -> Check:
         available = probe.platform_plugins()
     except Exception as exc:  # PySide6 missing or broken
         return Check(
-            "qt",
-            FAIL,
-            f"Qt could not be loaded: {exc}",
-            "Reinstall fxdesk (PySide6-Essentials 6.11.3).",
+            "qt", FAIL, f"Qt could not be loaded: {exc}", "Reinstall fxdesk (PySide6-Essentials)."
         )
-    results = probe.probe_all([name for name in PROBED_PLATFORMS if name in available])
-    loading = [r.name for r in results if r.loads]
-    packages = sorted({pkg for r in results for pkg in r.debian_packages})
+    results = {r.name: r for r in probe.probe_all([n for n in PROBED_PLATFORMS if n in available])}
+    loading = [name for name, r in results.items() if r.loads]
+    needed = [name for name in display_platforms() if name in results]
+    has_display = bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     data: dict[str, Any] = {
         "available": available,
         "loading": loading,
-        "failing": {r.name: r.detail for r in results if not r.loads},
+        "failing": {name: r.detail for name, r in results.items() if not r.loads},
         "not_probed": [n for n in available if n not in PROBED_PLATFORMS],
+        "display_platforms": needed,
         "display": os.environ.get("DISPLAY", ""),
         "wayland_display": os.environ.get("WAYLAND_DISPLAY", ""),
     }
     summary = "platform plugins that load: " + (", ".join(loading) or "none")
+    packages = sorted({pkg for name in needed for pkg in results[name].debian_packages})
     if packages:
         return Check(
             "qt",
             FAIL,
-            summary + "; missing system libraries",
+            f"{summary}; {', '.join(needed)} misses system libraries",
             "Install them: sudo apt-get install " + " ".join(packages),
             data,
         )
     if not loading:
         return Check("qt", FAIL, summary, "Reinstall fxdesk; no Qt platform plugin starts.", data)
-    if not any(name in loading for name in ("xcb", "wayland", "wayland-egl")):
+    if not has_display:
         return Check(
             "qt",
             WARN,
-            summary + "; no display, so only headless commands work",
+            f"{summary}; no display, so only headless commands work",
             "Run fxdesk in a desktop session (DISPLAY or WAYLAND_DISPLAY set).",
+            data,
+        )
+    if not any(name in loading for name in needed):
+        return Check(
+            "qt",
+            FAIL,
+            f"{summary}; the display ({', '.join(needed)}) does not start",
+            "; ".join(f"{n}: {results[n].detail}" for n in needed),
             data,
         )
     return Check("qt", OK, summary, data=data)
@@ -171,6 +190,14 @@ def check_keyring() -> Check:
     if not state.usable:
         return Check(
             "keyring", WARN, f"backend {state.backend}: no secret storage", state.detail, data
+        )
+    if not state.encrypted:
+        return Check(
+            "keyring",
+            WARN,
+            f"backend {state.backend} stores secrets unencrypted",
+            "Use the desktop's Secret Service (gnome-keyring, KWallet) instead.",
+            data,
         )
     return Check("keyring", OK, f"backend {state.backend} ({state.detail})", data=data)
 

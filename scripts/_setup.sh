@@ -11,7 +11,8 @@ PYTHON=${PYTHON:-python3}
 APT_RUNTIME="libegl1 libgl1 libfontconfig1 libfreetype6 libxkbcommon0 libx11-6 libglib2.0-0
   libdbus-1-3 fonts-dejavu-core libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0
   libx11-xcb1 libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-shm0
-  libxcb-sync1 libxcb-xfixes0 libxcb-xkb1 libxcb-util1 libxcb-render0"
+  libxcb-sync1 libxcb-xfixes0 libxcb-xkb1 libxcb-util1 libxcb-render0
+  libwayland-client0 libwayland-cursor0 libwayland-egl1"
 APT_TEST="xvfb xauth"
 
 apt_install() {

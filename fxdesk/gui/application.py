@@ -7,12 +7,14 @@ stops every subsystem through ``App.stop`` (each step logged) and returns exit c
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
+import time
 from pathlib import Path
 
 import qasync
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxdesk import APP_ID, APP_NAME, __version__, notify
@@ -41,7 +43,6 @@ def create_qapplication(argv: list[str]) -> QApplication:
     qapp.setApplicationVersion(__version__)
     qapp.setOrganizationName(APP_NAME)
     qapp.setDesktopFileName(APP_ID)
-    qapp.setQuitOnLastWindowClosed(False)  # quitting is the controller's orderly decision
     return qapp
 
 
@@ -50,6 +51,9 @@ class GuiController(QObject):
 
     def __init__(self, app: App) -> None:
         super().__init__()
+        # Quitting is this controller's orderly decision, never a side effect of a window
+        # closing (that would end the Qt loop under the running asyncio loop).
+        QApplication.setQuitOnLastWindowClosed(False)
         self.app = app
         self.model = SessionTreeModel(self)
         self.window = MainWindow(self.model)
@@ -57,6 +61,7 @@ class GuiController(QObject):
         self.tasks = TaskGroup()
         self.bridge: EngineBridge | None = None
         self.quit_event = asyncio.Event()
+        self.ready = asyncio.Event()  # set once the window shows the data
         self.exit_code = 0
         self.window.quit_requested.connect(self.request_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
@@ -114,6 +119,7 @@ class GuiController(QObject):
         )
         self.window.status_info.setToolTip(str(store.path))
         self._offer_crash_logs(self.app.crash_log.previous)
+        self.ready.set()
         notify.info("Ready")
         return True
 
@@ -128,6 +134,10 @@ class GuiController(QObject):
         self.messages.detach()
         self.window.allow_close = True
         self.window.close()
+        # Delete the widgets now, on this (the GUI) thread: left to Python's garbage collector
+        # they could be destroyed on whatever thread happens to collect them.
+        self.window.deleteLater()
+        self.deleteLater()
         log.info("shutdown: gui closed")
 
     # --- crash logs -----------------------------------------------------------------------
@@ -193,16 +203,53 @@ def _short(path: Path) -> str:
         return str(path)
 
 
+class MainThreadGarbageCollector(QObject):
+    """Runs Python's cyclic garbage collector on the GUI thread only.
+
+    Left automatic, the collector runs on whichever thread allocates at the wrong moment (the
+    database writer, an executor) and may destroy Qt objects there, which crashes. Anki solves
+    this the same way (``aqt/__init__.py``'s GC timer).
+    """
+
+    INTERVAL_MS = 10_000
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._timer = QTimer(self)
+        self._timer.setInterval(self.INTERVAL_MS)
+        self._timer.timeout.connect(self.collect)
+
+    def start(self) -> None:
+        gc.disable()
+        self._timer.start()
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.collect()
+        gc.enable()
+
+    @Slot()
+    def collect(self) -> None:
+        began = time.perf_counter()
+        found = gc.collect()
+        took_ms = (time.perf_counter() - began) * 1000
+        if took_ms > 20:
+            log.info("garbage collection took %.0f ms (%d objects)", took_ms, found)
+
+
 def run(app: App, argv: list[str]) -> int:
     """Open the window and run until quit. Returns the process exit code."""
     qapp = create_qapplication(argv)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(loop_exception_handler)
+    collector = MainThreadGarbageCollector()
+    collector.start()
     controller = GuiController(app)
     try:
         with loop:
             code: int = loop.run_until_complete(controller.main())
     finally:
+        collector.stop()
         asyncio.set_event_loop(None)
     return code

@@ -112,10 +112,12 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.new_action = QAction("&New session…", self)
-        self.new_action.setShortcut(QKeySequence.StandardKey.New)
+        self.new_action.setShortcut(QKeySequence("Ctrl+N"))
         self.new_action.triggered.connect(self.new_session_requested)
         self.quit_action = QAction("&Quit", self)
-        self.quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        self.quit_action.setShortcut(
+            QKeySequence("Ctrl+Q")
+        )  # StandardKey.Quit is empty on some themes
         self.quit_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
         self.quit_action.triggered.connect(self.quit_requested)
         self.filter_action = QAction("&Filter sessions", self)

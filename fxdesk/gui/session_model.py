@@ -79,17 +79,26 @@ class SessionTreeModel(QAbstractItemModel):
         for workspace in sorted(workspaces, key=lambda w: (w.name.lower(), w.id)):
             self._attach(self._new_node(KIND_WORKSPACE, workspace.id, self._root, workspace))
         pending = list(sessions)
+        wait = True
         while pending:  # parents before children, whatever order they came in
             left = []
             for session in pending:
-                parent = self._parent_node(session)
+                parent = self._parent_node(session, wait_for_parent=wait)
                 if parent is None:
                     left.append(session)
                 else:
                     self._attach(self._new_node(KIND_SESSION, session.id, parent, session))
             if len(left) == len(pending):
-                break  # orphans (unknown workspace): not shown
+                if not wait:
+                    break  # unknown workspace: cannot be shown
+                wait = False  # parents that never come: hang the children under the workspace
             pending = left
+        order = {session.id: position for position, session in enumerate(sessions)}
+        for node in self._by_uid.values():  # siblings keep the order they were given in
+            if node is not self._root and node.children:
+                node.children.sort(key=lambda child: order.get(child.key, 0))
+                for row, child in enumerate(node.children):
+                    child.row = row
         self.endResetModel()
 
     def add_workspace(self, workspace: Workspace) -> QModelIndex:
@@ -256,9 +265,15 @@ class SessionTreeModel(QAbstractItemModel):
             self._sessions[key] = node
         return node
 
-    def _parent_node(self, session: Session) -> _Node | None:
-        if session.parent_id is not None and session.parent_id in self._sessions:
-            return self._sessions[session.parent_id]
+    def _parent_node(self, session: Session, *, wait_for_parent: bool = False) -> _Node | None:
+        """The node a session hangs under. A child whose parent is unknown hangs under its
+        workspace, unless ``wait_for_parent`` (while loading, the parent may come later)."""
+        if session.parent_id is not None:
+            parent = self._sessions.get(session.parent_id)
+            if parent is not None:
+                return parent
+            if wait_for_parent:
+                return None
         return self._workspaces.get(session.workspace_id)
 
     def _sorted_row(self, workspace: Workspace) -> int:
@@ -312,8 +327,9 @@ class SessionFilterModel(QSortFilterProxyModel):
 
     def set_show_archived(self, show: bool) -> None:
         if show != self._show_archived:
+            self.beginFilterChange()
             self._show_archived = show
-            self.invalidateFilter()
+            self.endFilterChange()
 
     def filterAcceptsRow(self, source_row: int, source_parent: AnyIndex) -> bool:
         model = self.sourceModel()

@@ -27,6 +27,7 @@ class KeyringStatus:
     backend: str
     usable: bool
     detail: str
+    encrypted: bool = True
 
 
 def _describe(backend: keyring.backend.KeyringBackend) -> str:
@@ -45,4 +46,5 @@ def status() -> KeyringStatus:
     if module.startswith(("keyring.backends.fail", "keyring.backends.null")):
         return KeyringStatus(name, False, NO_BACKEND_HELP)
     priority = getattr(backend, "priority", None)
-    return KeyringStatus(name, True, f"priority {priority}")
+    plaintext = "Plaintext" in type(backend).__name__
+    return KeyringStatus(name, True, f"priority {priority}", encrypted=not plaintext)

@@ -1,0 +1,195 @@
+"""The GUI controller with the real App on a temporary data folder, on a qasync loop."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import shiboken6
+from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
+
+from fxdesk import notify
+from fxdesk.app import App
+from fxdesk.domain.model import PermissionMode, SessionState
+from fxdesk.gui.application import EXIT_DATA, GuiController
+from fxdesk.gui.banner import Banner
+from fxdesk.gui.messages import ErrorDetailsDialog
+from fxdesk.gui.new_session import NewSessionDialog
+from fxdesk.paths import DataPaths
+from fxdesk.store import migrations
+
+
+async def until(condition: Callable[[], object], within: float = 20.0) -> object:
+    """Wait on the loop (never nested event processing) until ``condition`` holds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (value := condition()):
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+    return value
+
+
+class Running:
+    """A controller whose ``main`` runs as a task; ``stop`` quits it and returns the exit code."""
+
+    def __init__(self, paths: DataPaths) -> None:
+        self.app = App(paths)
+        self.controller = GuiController(self.app)
+        self.task = asyncio.ensure_future(self.controller.main())
+
+    async def started(self) -> GuiController:
+        await until(lambda: self.controller.ready.is_set() or self.task.done())
+        return self.controller
+
+    async def stop(self) -> int:
+        self.controller.request_quit()
+        return await asyncio.wait_for(self.task, 30)
+
+
+async def test_starts_shows_the_empty_state_and_quits_cleanly(data_paths: DataPaths) -> None:
+    run = Running(data_paths)
+    controller = await run.started()
+    window = controller.window
+    assert window.isVisible()
+    assert window.centre.currentWidget() is window.empty_state
+    assert "schema" in window.status_info.text()
+    assert await run.stop() == 0
+    assert run.app.started is False
+    assert not shiboken6.isValid(window) or not window.isVisible()
+
+
+async def test_a_new_session_appears_in_the_tree_and_is_selected(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        session = await run.app.sessions.create_root(
+            project, name="Refactor", permission_mode=PermissionMode.AUTO
+        )
+        assert controller.model.session_count == 1
+        workspace = controller.model.index(0, 0)
+        assert workspace.data() == "project"
+        assert controller.window.selected_session() == session
+        assert "Refactor" in controller.window.session_header.text()
+    finally:
+        assert await run.stop() == 0
+    # durable: a second start shows it from the database
+    again = Running(data_paths)
+    controller = await again.started()
+    try:
+        assert controller.model.session_count == 1
+        index = controller.model.session_index(session.id)
+        assert index.data() == "Refactor"
+    finally:
+        assert await again.stop() == 0
+
+
+async def test_the_new_session_dialog_creates_a_session(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "my project"
+    project.mkdir()
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        controller.window.new_action.trigger()
+        dialog = await until(
+            lambda: next(
+                (w for w in QApplication.topLevelWidgets() if isinstance(w, NewSessionDialog)),
+                None,
+            )
+        )
+        assert isinstance(dialog, NewSessionDialog)
+        await until(dialog.isVisible)
+        ok = dialog.buttons.buttons()[0]
+        assert not dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
+        dialog.folder_edit.setText(str(tmp_path / "missing"))
+        assert dialog.problem.text() == "That folder does not exist."
+        dialog.folder_edit.setText(str(project))
+        dialog.name_edit.setText("Write tests")
+        dialog.mode_combo.setCurrentIndex(2)
+        assert ok.isEnabled()
+        dialog.accept()
+        await until(lambda: controller.model.session_count == 1)
+        created = controller.window.selected_session()
+        assert created is not None and created.name == "Write tests"
+        assert created.permission_mode == PermissionMode.YOLO
+        assert created.state == SessionState.IDLE
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_a_newer_database_is_explained_and_exits_with_the_data_code(
+    data_paths: DataPaths,
+) -> None:
+    conn = sqlite3.connect(data_paths.database)
+    conn.execute(f"PRAGMA application_id = {migrations.APPLICATION_ID}")
+    conn.execute("PRAGMA user_version = 42")
+    conn.commit()
+    conn.close()
+    run = Running(data_paths)
+    box = await until(
+        lambda: next(
+            (w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox)), None
+        )
+    )
+    assert isinstance(box, QMessageBox)
+    assert "created by a newer fxdesk (schema 42)" in box.text()
+    assert await run.stop() == EXIT_DATA
+
+
+async def test_crash_logs_of_the_last_run_are_offered(data_paths: DataPaths) -> None:
+    report = data_paths.crash_dir / "fault-20260101-000000-pid999999999.log"
+    report.write_text("Fatal Python error: Segmentation fault\n")
+    run = Running(data_paths)
+    run.app.crash_log.previous = [report]
+    controller = await run.started()
+    try:
+        banner = controller.window.findChild(Banner)
+        assert "stopped unexpectedly" in banner.label.text()
+        show = next(b for b in banner.findChildren(QPushButton) if b.text() == "Show crash log")
+        show.click()
+        dialog = await until(lambda: controller.messages.dialogs)
+        assert "Segmentation fault" in dialog[0].details.toPlainText()
+        dialog[0].close()
+        banner.dismiss_button.click()
+        assert report.with_suffix(".seen").exists() and not report.exists()
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_unexpected_errors_open_details_that_can_be_copied(data_paths: DataPaths) -> None:
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        notify.error("Something broke", details="Traceback: line 1")
+        dialogs = await until(lambda: controller.messages.dialogs)
+        dialog = dialogs[0]
+        assert isinstance(dialog, ErrorDetailsDialog) and dialog.isVisible()
+        assert not dialog.isModal()
+        dialog.copy_button.click()
+        assert QApplication.clipboard().text() == "Traceback: line 1"
+        assert "Something broke" in controller.window.statusBar().currentMessage()
+        dialog.close()
+    finally:
+        assert await run.stop() == 0
+
+
+@pytest.mark.parametrize("trigger", ["close", "ctrl_q"])
+async def test_every_quit_path_shuts_down_in_order(data_paths: DataPaths, trigger: str) -> None:
+    run = Running(data_paths)
+    controller = await run.started()
+    store = run.app.store
+    if trigger == "close":
+        controller.window.close()
+    else:
+        controller.window.quit_action.trigger()
+    assert await asyncio.wait_for(run.task, 30) == 0
+    assert store.closed

@@ -1,0 +1,84 @@
+"""Crash logs and the unexpected-exception hooks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from fxdesk import notify
+from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
+from tests.helpers import child_env
+
+CRASHER = """
+import sys
+from pathlib import Path
+from fxdesk.logs import CrashLog
+log = CrashLog(Path(sys.argv[1]))
+log.arm()
+print("armed", flush=True)
+import faulthandler
+faulthandler._sigsegv()
+"""
+
+
+def test_a_clean_run_leaves_no_crash_log(tmp_path: Path) -> None:
+    crash = CrashLog(tmp_path)
+    crash.arm()
+    assert len(list(tmp_path.glob("*.log"))) == 1
+    crash.disarm()
+    assert list(tmp_path.iterdir()) == []
+    assert crash.previous_reports() == []
+
+
+def test_a_hard_crash_leaves_a_report_that_the_next_run_offers(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", CRASHER, str(tmp_path)],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode < 0 or done.returncode > 128  # killed by SIGSEGV
+    next_run = CrashLog(tmp_path)
+    next_run.arm()
+    try:
+        assert len(next_run.previous) == 1
+        report = next_run.previous[0]
+        assert "Segmentation fault" in report.read_text()
+        next_run.mark_seen(report)
+        assert next_run.previous_reports() == []
+        assert report.with_suffix(".seen").exists()
+    finally:
+        next_run.disarm()
+
+
+def test_empty_logs_of_dead_runs_are_cleaned_up(tmp_path: Path) -> None:
+    stale = tmp_path / "fault-20260101-000000-pid999999999.log"
+    stale.touch()
+    assert CrashLog(tmp_path).previous_reports() == []
+    assert not stale.exists()
+    live = tmp_path / f"fault-20260101-000000-pid{os.getppid()}.log"
+    live.touch()  # another fxdesk still running: neither offered nor deleted
+    assert CrashLog(tmp_path).previous_reports() == []
+    assert live.exists()
+
+
+def test_uncaught_exceptions_in_threads_reach_the_person(tmp_path: Path) -> None:
+    setup_logging(tmp_path / "fxdesk.log")
+    received: list[notify.Message] = []
+    notify.hub.attach(received.append)
+    undo = install_exception_hooks()
+    try:
+        thread = threading.Thread(target=lambda: 1 / 0, name="worker-x")
+        thread.start()
+        thread.join()
+    finally:
+        undo()
+    assert len(received) == 1
+    assert "ZeroDivisionError in worker-x" in received[0].text
+    assert received[0].details is not None and "1 / 0" in received[0].details
+    assert "ZeroDivisionError" in (tmp_path / "fxdesk.log").read_text()
