@@ -1,8 +1,9 @@
 """The one SQLite database: opening it safely, and the single writer.
 
-All writes run on one thread (``fxdesk-db-writer``) that owns the write connection; reads run on a
-reader thread with its own connection (WAL lets them proceed while a write is in flight). The GUI
-thread therefore never waits on disk: it awaits ``Store.write``/``Store.read``.
+All writes run on one thread (``fxdesk-db-writer``, see ``writer.py``: group commit) that owns the
+write connection; reads run on a reader thread with its own connection (WAL lets them proceed
+while a write is in flight). The GUI thread therefore never waits on disk: it awaits
+``Store.write``/``Store.read``.
 
 Opening checks the file read-only before anything is written, so a database from a newer fxdesk, a
 file that is not a database, a damaged one or a read-only one gets a clear ``StoreError`` and stays
@@ -27,8 +28,9 @@ from typing import Any, TypeVar
 import peewee as pw
 
 from fxdesk.store import errors, migrations
-from fxdesk.store.faults import Fault, FaultInjector
+from fxdesk.store.faults import FaultInjector
 from fxdesk.store.schema import database_proxy
+from fxdesk.store.writer import Writer, WriterStats
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +39,6 @@ T = TypeVar("T")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 CACHE_SIZE_KIB = 16 * 1024
-
-
-class _InjectedRollback(Exception):
-    """Raised inside a transaction to make an injected definite failure roll it back."""
 
 
 class Store:
@@ -70,10 +68,9 @@ class Store:
         self.journal_mode = ""
         self.migrated_from: int | None = None
         self._db = pw.SqliteDatabase(None, autoconnect=False)
-        self._writer = concurrent.futures.ThreadPoolExecutor(1, "fxdesk-db-writer")
+        self._writer = Writer(self._db, self._translate, faults)
         self._reader = concurrent.futures.ThreadPoolExecutor(1, "fxdesk-db-reader")
         self._closed = False
-        self._writer_thread: int | None = None
 
     # --- opening and closing ---------------------------------------------------------------
 
@@ -87,7 +84,7 @@ class Store:
                 raise RuntimeError(f"a Store is already open on {cls._open_instance.path}")
             cls._open_instance = store
         try:
-            store._writer.submit(store._open_on_writer).result()
+            store._writer.call(store._open_on_writer).result()
         except BaseException:
             store.close()
             raise
@@ -105,9 +102,10 @@ class Store:
         if self._closed:
             return
         self._closed = True
-        for executor in (self._writer, self._reader):
-            with contextlib.suppress(RuntimeError):  # executor already shut down
-                executor.submit(self._close_thread_connection).result()
+        with contextlib.suppress(errors.StoreClosedError):
+            self._writer.call(self._close_thread_connection).result()
+        with contextlib.suppress(RuntimeError):  # executor already shut down
+            self._reader.submit(self._close_thread_connection).result()
         self._shutdown_executors()
         with Store._instance_lock:
             if Store._open_instance is self:
@@ -119,16 +117,24 @@ class Store:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def writer_stats(self) -> WriterStats:
+        return self._writer.stats
+
     def _shutdown_executors(self) -> None:
-        self._writer.shutdown(wait=True)
+        self._writer.stop()
         self._reader.shutdown(wait=True)
+
+    def _translate(self, exc: BaseException, at_commit: bool) -> errors.StoreError | None:
+        return errors.translate(
+            exc, self.path, busy_seconds=self.busy_timeout_s, at_commit=at_commit
+        )
 
     def _close_thread_connection(self) -> None:
         if not self._db.is_closed():
             self._db.close()
 
     def _open_on_writer(self) -> None:
-        self._writer_thread = threading.get_ident()
         started = time.perf_counter()
         version = probe(self.path, self.busy_timeout_s)
         check_writable(self.path)
@@ -205,8 +211,9 @@ class Store:
             StoreError: a failure the person can act on (``CommitFailed`` and
                 ``CommitIndeterminate`` among them).
         """
-        future = self._submit(self._writer, self._write_job, fn, label)
-        return await _await_shielded(future)
+        if self._closed:
+            raise errors.StoreClosedError()
+        return await _await_shielded(self._writer.write(fn, label))
 
     async def read(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot) on the reader thread."""
@@ -216,7 +223,9 @@ class Store:
     def write_blocking(self, fn: Callable[[], T], *, label: str = "write") -> T:
         """``write`` for code with no event loop (start-up, tests). Refuses to run on a loop."""
         _refuse_on_running_loop("write_blocking")
-        return self._submit(self._writer, self._write_job, fn, label).result()
+        if self._closed:
+            raise errors.StoreClosedError()
+        return self._writer.write(fn, label).result()
 
     def read_blocking(self, fn: Callable[[], T]) -> T:
         _refuse_on_running_loop("read_blocking")
@@ -231,35 +240,6 @@ class Store:
             return executor.submit(job, *args)
         except RuntimeError as exc:  # shut down between the check and the submit
             raise errors.StoreClosedError() from exc
-
-    def _write_job(self, fn: Callable[[], T], label: str, inject: bool = True) -> T:
-        self._db.connect(reuse_if_open=True)
-        fault: Fault | None = None
-        at_commit = False
-        try:
-            with self._db.atomic("IMMEDIATE"):
-                result = fn()
-                if self.faults is not None and inject:
-                    fault = self.faults.on_commit(label)
-                if fault is Fault.DEFINITE:
-                    raise _InjectedRollback
-                at_commit = True
-        except _InjectedRollback:
-            raise errors.CommitFailed(
-                f"saving ({label}) failed: injected definite failure, nothing was written"
-            ) from None
-        except (pw.PeeweeException, sqlite3.Error) as exc:
-            translated = errors.translate(
-                exc, self.path, busy_seconds=self.busy_timeout_s, at_commit=at_commit
-            )
-            if translated is not None:
-                raise translated from exc
-            raise
-        if fault is Fault.INDETERMINATE:
-            raise errors.CommitIndeterminate(
-                f"saving ({label}) failed: injected indeterminate failure, the change was committed"
-            )
-        return result
 
     def _read_job(self, fn: Callable[[], T]) -> T:
         if self._db.is_closed():
@@ -288,7 +268,7 @@ class Store:
             return list(self._db.execute_sql(sql, params).fetchall())
 
         _refuse_on_running_loop("execute_for_tests")
-        return self._submit(self._writer, self._write_job, job, "raw", False).result()
+        return self._writer.write(job, "raw", inject=False).result()
 
 
 async def _await_shielded(future: concurrent.futures.Future[T]) -> T:

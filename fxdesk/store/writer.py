@@ -1,0 +1,231 @@
+"""The single writer thread, with group commit.
+
+Every database write runs on this one thread, which owns the write connection. Writes that queue
+up while the thread is busy are committed together: one ``BEGIN IMMEDIATE`` ... ``COMMIT`` around
+several jobs, each inside its own savepoint. A job is still atomic and isolated (a job that raises
+rolls back to its savepoint and the others carry on), and its caller hears back only after the
+shared COMMIT, so "done" still means "durable". Under load this turns many small commits into a
+few larger ones; alone, a job costs the same as before.
+
+If SQLite itself abandons the transaction (disk full, I/O error) or the COMMIT fails, nothing of
+the batch was saved and every job in it fails with that error.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import concurrent.futures
+import logging
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import peewee as pw
+
+from fxdesk.store import errors
+from fxdesk.store.faults import Fault, FaultInjector
+
+log = logging.getLogger(__name__)
+
+MAX_BATCH = 64
+
+Translate = Callable[[BaseException, bool], "errors.StoreError | None"]
+
+
+@dataclass(eq=False)
+class _Write:
+    fn: Callable[[], Any]
+    label: str
+    inject: bool
+    future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future)
+
+
+@dataclass(eq=False)
+class _Call:
+    fn: Callable[[], Any]
+    future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future)
+
+
+_STOP = object()
+
+
+class _InjectedRollback(Exception):
+    """Raised inside a job's savepoint to make an injected definite failure roll it back."""
+
+
+@dataclass
+class WriterStats:
+    """What the writer did (for tests and benchmarks)."""
+
+    jobs: int = 0
+    batches: int = 0
+    largest_batch: int = 0
+
+
+class Writer:
+    """One thread that runs every write, group-committing the ones that queue up."""
+
+    def __init__(
+        self, db: pw.SqliteDatabase, translate: Translate, faults: FaultInjector | None
+    ) -> None:
+        self._db = db
+        self._translate = translate
+        self.faults = faults
+        self.stats = WriterStats()
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._stopped = False
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="fxdesk-db-writer", daemon=True)
+        self._thread.start()
+
+    @property
+    def ident(self) -> int | None:
+        return self._thread.ident
+
+    def write(
+        self, fn: Callable[[], Any], label: str, inject: bool = True
+    ) -> concurrent.futures.Future[Any]:
+        """Queue ``fn`` to run in a transaction; the future resolves after it is committed."""
+        return self._put(_Write(fn, label, inject))
+
+    def call(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
+        """Queue ``fn`` to run on the writer thread outside any transaction (open, close)."""
+        return self._put(_Call(fn))
+
+    def _put(self, job: _Write | _Call) -> concurrent.futures.Future[Any]:
+        with self._lock:
+            if self._stopped:
+                raise errors.StoreClosedError()
+            self._queue.put(job)
+        return job.future
+
+    def stop(self) -> None:
+        """Finish every queued job, then end the thread. Idempotent."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._queue.put(_STOP)
+        if threading.get_ident() != self._thread.ident:
+            self._thread.join()
+
+    # --- the thread -------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        backlog: collections.deque[Any] = collections.deque()
+        while True:
+            job = backlog.popleft() if backlog else self._queue.get()
+            if job is _STOP:
+                return
+            if isinstance(job, _Call):
+                _resolve_call(job)
+                continue
+            batch = [job]
+            while len(batch) < MAX_BATCH:
+                try:
+                    following = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if isinstance(following, _Write):
+                    batch.append(following)
+                else:
+                    backlog.append(following)
+                    break
+            self._commit(batch)
+
+    def _commit(self, batch: list[_Write]) -> None:
+        live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+        if not live:
+            return
+        self.stats.batches += 1
+        self.stats.jobs += len(live)
+        self.stats.largest_batch = max(self.stats.largest_batch, len(live))
+        outcomes: dict[_Write, tuple[bool, Any, Fault | None]] = {}
+        committing = False
+        lost: BaseException | None = None  # why SQLite abandoned the transaction
+        try:
+            self._db.connect(reuse_if_open=True)
+            with self._db.atomic("IMMEDIATE"):
+                alone = len(live) == 1  # no savepoint needed: the transaction is the job's
+                for job in live:
+                    outcomes[job] = self._run_one(job, savepoint=not alone)
+                    if alone and not outcomes[job][0]:
+                        raise _BatchLost(None)  # roll the lone job's transaction back
+                    if not self._in_transaction():
+                        # SQLite gave up the whole transaction (disk full, I/O error): nothing
+                        # of this batch survives. (peewee's own ROLLBACK then fails too.)
+                        failure = outcomes[job][1]
+                        lost = failure if isinstance(failure, BaseException) else None
+                        raise _BatchLost(lost)
+                committing = True
+        except Exception as exc:
+            cause = lost if lost is not None else exc
+            error = self._translate(cause, committing) or cause
+            for job in live:
+                ok, value, _fault = outcomes.get(job, (True, None, None))
+                _fail(job, error if ok else value)  # a job that failed alone keeps its own error
+            return
+        for job in live:
+            ok, value, fault = outcomes[job]
+            if not ok:
+                _fail(job, value)
+            elif fault is Fault.INDETERMINATE:
+                _fail(
+                    job,
+                    errors.CommitIndeterminate(
+                        f"saving ({job.label}) failed: injected indeterminate failure, "
+                        "the change was committed"
+                    ),
+                )
+            else:
+                job.future.set_result(value)
+
+    def _run_one(self, job: _Write, *, savepoint: bool) -> tuple[bool, Any, Fault | None]:
+        fault: Fault | None = None
+        try:
+            with self._db.atomic() if savepoint else contextlib.nullcontext():
+                value = job.fn()
+                if self.faults is not None and job.inject:
+                    fault = self.faults.on_commit(job.label)
+                if fault is Fault.DEFINITE:
+                    raise _InjectedRollback
+        except _InjectedRollback:
+            return (
+                False,
+                errors.CommitFailed(
+                    f"saving ({job.label}) failed: injected definite failure, nothing was written"
+                ),
+                fault,
+            )
+        except Exception as exc:
+            return False, self._translate(exc, False) or exc, None
+        return True, value, fault
+
+    def _in_transaction(self) -> bool:
+        conn = self._db.connection()
+        return bool(isinstance(conn, sqlite3.Connection) and conn.in_transaction)
+
+
+class _BatchLost(Exception):
+    def __init__(self, cause: BaseException | None) -> None:
+        super().__init__("the transaction was rolled back by SQLite")
+        self.cause = cause
+
+
+def _fail(job: _Write, error: BaseException) -> None:
+    job.future.set_exception(error)
+
+
+def _resolve_call(job: _Call) -> None:
+    if not job.future.set_running_or_notify_cancel():
+        return
+    try:
+        result = job.fn()
+    except BaseException as exc:
+        job.future.set_exception(exc)
+    else:
+        job.future.set_result(result)
