@@ -16,12 +16,12 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import qasync  # noqa: E402
-from PySide6.QtCore import QTimer  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+import qasync
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
 
-from fxdesk.store import Store  # noqa: E402
-from fxdesk.store.schema import SettingRow  # noqa: E402
+from fxdesk.store import Store
+from fxdesk.store.schema import SettingRow
 
 
 async def probe(path: Path, rows: int, batch: int) -> tuple[float, list[float]]:

@@ -14,8 +14,8 @@ the batch was saved and every job in it fails with that error.
 from __future__ import annotations
 
 import collections
-import contextlib
 import concurrent.futures
+import contextlib
 import logging
 import queue
 import sqlite3
