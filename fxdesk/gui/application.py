@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib.resources
 import logging
 import signal
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import qasync
 from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxdesk import APP_ID, APP_NAME, __version__, notify
@@ -43,7 +45,14 @@ def create_qapplication(argv: list[str]) -> QApplication:
     qapp.setApplicationVersion(__version__)
     qapp.setOrganizationName(APP_NAME)
     qapp.setDesktopFileName(APP_ID)
+    qapp.setWindowIcon(app_icon())
     return qapp
+
+
+def app_icon() -> QIcon:
+    icon = importlib.resources.files("fxdesk") / "resources" / f"{APP_ID}.svg"
+    with importlib.resources.as_file(icon) as path:
+        return QIcon(str(path))
 
 
 class GuiController(QObject):

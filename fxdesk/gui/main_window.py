@@ -171,6 +171,7 @@ class MainWindow(QMainWindow):
         self.tree.setHeaderHidden(True)
         self.tree.setUniformRowHeights(True)
         self.tree.setAccessibleName("Sessions")
+        self.tree.setStyleSheet("QTreeView::item { padding: 3px 0; }")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
         self.tree_stack.addWidget(self.tree)

@@ -19,6 +19,7 @@ from PySide6.QtCore import (
     QSortFilterProxyModel,
     Qt,
 )
+from PySide6.QtGui import QFont
 
 from fxdesk.domain.model import Session, SessionState, Workspace
 
@@ -28,6 +29,9 @@ ROLE_KIND = Qt.ItemDataRole.UserRole + 1  # "workspace" | "session"
 ROLE_ID = Qt.ItemDataRole.UserRole + 2  # workspace id (int) or session id (str)
 ROLE_STATE = Qt.ItemDataRole.UserRole + 3  # SessionState value, sessions only
 ROLE_SNAPSHOT = Qt.ItemDataRole.UserRole + 4  # the frozen Workspace / Session
+
+_BOLD = QFont()
+_BOLD.setBold(True)
 
 KIND_WORKSPACE = "workspace"
 KIND_SESSION = "session"
@@ -227,6 +231,8 @@ class SessionTreeModel(QAbstractItemModel):
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
                 return f"session, {STATE_LABELS[snap.state]}"
         elif isinstance(snap, Workspace):
+            if role == Qt.ItemDataRole.FontRole:
+                return _BOLD
             if role == Qt.ItemDataRole.ToolTipRole:
                 return snap.path
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:

@@ -86,3 +86,11 @@ def test_controls_have_accessible_names(qtbot: Any) -> None:
     window = make_window(qtbot)
     for widget in (window.filter_edit, window.new_button, window.tree, window.empty_state.button):
         assert widget.accessibleName(), widget
+
+
+def test_the_application_icon_ships_with_the_package(qapp: QApplication) -> None:
+    from fxdesk.gui.application import app_icon
+
+    icon = app_icon()
+    assert not icon.isNull()
+    assert not icon.pixmap(32, 32).isNull()
