@@ -139,7 +139,62 @@ V1 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1,)
+V2 = Migration(
+    2,
+    "deliveries, work notification policies, operation receipts, profiles",
+    [
+        # What a session reports to its root (the UI, or a parent agent): tool activity, terminal
+        # outcomes, interval reports. Stable ids make every append exactly-once.
+        """
+    CREATE TABLE delivery (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        target_id TEXT NOT NULL,
+        work_id TEXT,
+        kind TEXT NOT NULL CHECK (kind IN ('tool_activity', 'terminal', 'interval')),
+        payload_json TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL
+    )""",
+        "CREATE INDEX delivery_target ON delivery (target_id, created_at_ms)",
+        "CREATE INDEX delivery_session ON delivery (session_id, work_id)",
+        # A work item's notification policy, captured at admission; removed when it stops.
+        """
+    CREATE TABLE work_policy (
+        work_id TEXT PRIMARY KEY REFERENCES work_item(id) ON DELETE CASCADE,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        policy_json TEXT NOT NULL,
+        started_at_ms INTEGER NOT NULL,
+        next_due_ms INTEGER
+    )""",
+        "CREATE INDEX work_policy_session ON work_policy (session_id)",
+        # Receipts of idempotent session commands, replayable by operation id.
+        """
+    CREATE TABLE operation (
+        id TEXT PRIMARY KEY,
+        actor_id TEXT NOT NULL,
+        session_id TEXT,
+        code TEXT NOT NULL,
+        generation INTEGER NOT NULL,
+        event_sequence INTEGER NOT NULL,
+        fingerprint TEXT NOT NULL,
+        created_at_ms INTEGER NOT NULL
+    )""",
+        # Model provider profiles, without secrets (those live in the keyring).
+        """
+    CREATE TABLE profile (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('scripted', 'openai', 'anthropic')),
+        base_url TEXT,
+        model TEXT,
+        script_path TEXT,
+        settings_json TEXT NOT NULL DEFAULT '{}',
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

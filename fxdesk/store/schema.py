@@ -118,6 +118,61 @@ class SettingRow(BaseModel):
         table_name = "setting"
 
 
+class DeliveryRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    target_id = pw.TextField()
+    work_id = pw.TextField(null=True)
+    kind = pw.TextField()
+    payload_json = pw.TextField()
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "delivery"
+
+
+class WorkPolicyRow(BaseModel):
+    work = pw.ForeignKeyField(
+        WorkItemRow, column_name="work_id", primary_key=True, on_delete="CASCADE"
+    )
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    policy_json = pw.TextField()
+    started_at_ms = pw.IntegerField()
+    next_due_ms = pw.IntegerField(null=True)
+    stopped_at_ms = pw.IntegerField(null=True)
+
+    class Meta:
+        table_name = "work_policy"
+
+
+class OperationRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    actor_id = pw.TextField()
+    session_id = pw.TextField(null=True)
+    code = pw.TextField()
+    generation = pw.IntegerField()
+    event_sequence = pw.IntegerField()
+    fingerprint = pw.TextField()
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "operation"
+
+
+class ProfileRow(BaseModel):
+    name = pw.TextField(primary_key=True)
+    kind = pw.TextField()
+    base_url = pw.TextField(null=True)
+    model = pw.TextField(null=True)
+    script_path = pw.TextField(null=True)
+    settings_json = pw.TextField(default="{}")
+    created_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "profile"
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkspaceRow,
     SessionRow,
@@ -125,4 +180,8 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     HistoryEntryRow,
     ControlEventRow,
     SettingRow,
+    DeliveryRow,
+    WorkPolicyRow,
+    OperationRow,
+    ProfileRow,
 )

@@ -1,0 +1,386 @@
+"""The engine's durable state: work queues, control events, history and deliveries.
+
+Plain SQL on the hot paths (each call here runs inside a store job: ``await store.write(...)``),
+mapped to and from the domain's frozen types. Reducers decide; these functions load and save.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
+from fxdesk.domain.model import EntryKind, SessionMode, SessionState, WorkKind, WorkStatus
+from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.work import Change, ControlRecord, WorkItem, committed_work_id
+from fxdesk.store.schema import database_proxy as db
+
+_ITEM_COLUMNS = (
+    "id, session_id, position, source_id, kind, content, status, reason, created_at_ms, "
+    "updated_at_ms"
+)
+_OPEN = "('pending', 'running', 'awaiting_approval', 'interrupted')"
+
+
+def _item(row: Sequence[Any]) -> WorkItem:
+    return WorkItem(
+        id=row[0],
+        session_id=row[1],
+        position=row[2],
+        source_id=row[3],
+        kind=WorkKind(row[4]),
+        content=row[5],
+        status=WorkStatus(row[6]),
+        reason=row[7],
+        created_at_ms=row[8],
+        updated_at_ms=row[9],
+    )
+
+
+def load_record(session_id: str, include: Iterable[str] = ()) -> ControlRecord | None:
+    """A session's queue: its unfinished items (FIFO) plus the finished ones asked for."""
+    session = db.execute_sql(
+        "SELECT mode, state, generation, next_event_sequence, updated_at_ms, parent_id, "
+        "archived_from FROM session WHERE id = ?",
+        (session_id,),
+    ).fetchone()
+    if session is None:
+        return None
+    wanted = list(include)
+    sql = f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE session_id = ? AND (status IN {_OPEN}"
+    if wanted:
+        sql += f" OR id IN ({', '.join('?' * len(wanted))})"
+    sql += ") ORDER BY position"
+    rows = db.execute_sql(sql, (session_id, *wanted)).fetchall()
+    return ControlRecord(
+        session_id=session_id,
+        mode=SessionMode(session[0]),
+        state=SessionState(session[1]),
+        generation=session[2],
+        next_event_sequence=session[3],
+        items=tuple(_item(row) for row in rows),
+        updated_at_ms=session[4],
+        parent_id=session[5],
+        archived_from=SessionState(session[6]) if session[6] else None,
+    )
+
+
+def save_change(change: Change) -> None:
+    """Write a reducer's change: the session row, the changed items, the new events."""
+    record = change.record
+    db.execute_sql(
+        "UPDATE session SET state = ?, generation = ?, next_event_sequence = ?, "
+        "updated_at_ms = ?, archived_from = ? WHERE id = ?",
+        (
+            record.state.value,
+            record.generation,
+            record.next_event_sequence,
+            record.updated_at_ms,
+            record.archived_from.value if record.archived_from else None,
+            record.session_id,
+        ),
+    )
+    for item in change.items:
+        db.execute_sql(
+            f"INSERT INTO work_item ({_ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
+            "reason = excluded.reason, updated_at_ms = excluded.updated_at_ms",
+            (
+                item.id,
+                item.session_id,
+                item.position,
+                item.source_id,
+                item.kind.value,
+                item.content,
+                item.status.value,
+                item.reason,
+                item.created_at_ms,
+                item.updated_at_ms,
+            ),
+        )
+    for event in change.events:
+        db.execute_sql(
+            "INSERT INTO control_event (session_id, sequence, revision, kind, work_id, previous, "
+            "current, reason, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                event.session_id,
+                event.sequence,
+                event.revision,
+                event.kind,
+                event.work_id,
+                event.previous.value if event.previous else None,
+                event.current.value if event.current else None,
+                event.reason,
+                event.at_ms,
+            ),
+        )
+
+
+def next_position(session_id: str) -> int:
+    row = db.execute_sql(
+        "SELECT COALESCE(MAX(position), 0) FROM work_item WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return int(row[0]) + 1
+
+
+def list_items(session_id: str, limit: int = 200) -> list[WorkItem]:
+    """The newest ``limit`` items in FIFO order (for ``fxdesk show`` and the queue view)."""
+    rows = db.execute_sql(
+        f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE session_id = ? "
+        "ORDER BY position DESC LIMIT ?",
+        (session_id, limit),
+    ).fetchall()
+    return [_item(row) for row in reversed(rows)]
+
+
+def get_item(work_id: str) -> WorkItem | None:
+    row = db.execute_sql(
+        f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE id = ?", (work_id,)
+    ).fetchone()
+    return _item(row) if row else None
+
+
+def failure_reason(work_id: str) -> str | None:
+    """The reason on the event that finished the item (failures keep it there)."""
+    row = db.execute_sql(
+        "SELECT reason FROM control_event WHERE work_id = ? AND current IN "
+        "('failed', 'cancelled', 'interrupted') ORDER BY sequence DESC LIMIT 1",
+        (work_id,),
+    ).fetchone()
+    return row[0] if row else None
+
+
+def sessions_with_open_work() -> list[str]:
+    """Sessions that have pending, running or approval-waiting work (the recovery sweep)."""
+    rows = db.execute_sql(
+        "SELECT DISTINCT session_id FROM work_item "
+        "WHERE status IN ('pending', 'running', 'awaiting_approval')"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def _entry(row: Sequence[Any]) -> HistoryEntry:
+    return HistoryEntry(
+        id=row[0],
+        session_id=row[1],
+        seq=row[2],
+        work_id=row[3],
+        step=row[4],
+        kind=EntryKind(row[5]),
+        call_id=row[6],
+        tool_name=row[7],
+        content=row[8],
+        full_text=row[9],
+        data=json.loads(row[10]) if row[10] else {},
+        created_at_ms=row[11],
+    )
+
+
+_ENTRY_COLUMNS = (
+    "id, session_id, seq, work_id, step, kind, call_id, tool_name, content, full_text, "
+    "data_json, created_at_ms"
+)
+
+
+def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
+    """Append entries at the session's next sequence numbers; returns them with seq and id."""
+    row = db.execute_sql(
+        "SELECT COALESCE(MAX(seq), 0) FROM history_entry WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    seq = int(row[0])
+    stored = []
+    for entry in entries:
+        seq += 1
+        cursor = db.execute_sql(
+            f"INSERT INTO history_entry ({_ENTRY_COLUMNS}) "
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                seq,
+                entry.work_id,
+                entry.step,
+                entry.kind.value,
+                entry.call_id,
+                entry.tool_name,
+                entry.content,
+                entry.full_text,
+                json.dumps(entry.data, sort_keys=True) if entry.data else None,
+                entry.created_at_ms,
+            ),
+        )
+        stored.append(
+            HistoryEntry(
+                session_id=session_id,
+                seq=seq,
+                kind=entry.kind,
+                work_id=entry.work_id,
+                step=entry.step,
+                call_id=entry.call_id,
+                tool_name=entry.tool_name,
+                content=entry.content,
+                full_text=entry.full_text,
+                data=entry.data,
+                created_at_ms=entry.created_at_ms,
+                id=cursor.lastrowid,
+            )
+        )
+    return stored
+
+
+def work_entries(work_id: str) -> list[HistoryEntry]:
+    rows = db.execute_sql(
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE work_id = ? ORDER BY seq",
+        (work_id,),
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def context_entries(session_id: str, max_turns: int) -> list[HistoryEntry]:
+    """The last ``max_turns`` committed turns of the session (their rows, in order)."""
+    boundary = db.execute_sql(
+        "SELECT seq FROM history_entry WHERE session_id = ? AND kind = 'turn_end' "
+        "ORDER BY seq DESC LIMIT 1 OFFSET ?",
+        (session_id, max_turns),
+    ).fetchone()
+    start = boundary[0] if boundary else 0
+    rows = db.execute_sql(
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq > ? "
+        "AND work_id IN (SELECT work_id FROM history_entry WHERE session_id = ? "
+        "AND kind = 'turn_end' AND seq > ?) ORDER BY seq",
+        (session_id, start, session_id, start),
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def page_history(session_id: str, after_seq: int = 0, limit: int = 200) -> list[HistoryEntry]:
+    rows = db.execute_sql(
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq > ? "
+        "ORDER BY seq LIMIT ?",
+        (session_id, after_seq, limit),
+    ).fetchall()
+    return [_entry(row) for row in rows]
+
+
+def set_last_work_id(session_id: str, work_id: str) -> None:
+    db.execute_sql("UPDATE session SET last_work_id = ? WHERE id = ?", (work_id, session_id))
+
+
+def history_proof(session_id: str) -> str | None:
+    """The work id the committed history proves finished (spec §3.7, scenario 4)."""
+    last = db.execute_sql("SELECT last_work_id FROM session WHERE id = ?", (session_id,)).fetchone()
+    tail = db.execute_sql(
+        "SELECT kind, work_id FROM history_entry WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    last_work_id = last[0] if last else None
+    # The history "ends in an interrupted turn" when rows of another turn follow the last
+    # committed one.
+    interrupted = tail is not None and (tail[0] != "turn_end" or tail[1] != last_work_id)
+    return committed_work_id(last_work_id, tail is None, interrupted)
+
+
+# --- deliveries -------------------------------------------------------------------------------
+
+
+def append_delivery(delivery: Delivery) -> bool:
+    """Append unless a delivery with this id exists; True when it was new."""
+    cursor = db.execute_sql(
+        "INSERT OR IGNORE INTO delivery (id, session_id, target_id, work_id, kind, payload_json, "
+        "created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (
+            delivery.id,
+            delivery.session_id,
+            delivery.target_id,
+            delivery.work_id,
+            delivery.kind.value,
+            json.dumps(delivery.payload, sort_keys=True),
+            delivery.created_at_ms,
+        ),
+    )
+    return bool(cursor.rowcount)
+
+
+def deliveries(
+    *,
+    target_id: str | None = None,
+    session_id: str | None = None,
+    kind: DeliveryKind | None = None,
+    limit: int = 1000,
+) -> list[Delivery]:
+    clauses, params = [], []
+    if target_id is not None:
+        clauses.append("target_id = ?")
+        params.append(target_id)
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if kind is not None:
+        clauses.append("kind = ?")
+        params.append(kind.value)
+    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+    rows = db.execute_sql(
+        "SELECT id, session_id, target_id, kind, payload_json, work_id, created_at_ms "
+        f"FROM delivery {where} ORDER BY created_at_ms, rowid LIMIT ?",
+        (*params, limit),
+    ).fetchall()
+    return [
+        Delivery(r[0], r[1], r[2], DeliveryKind(r[3]), json.loads(r[4]), r[5], r[6]) for r in rows
+    ]
+
+
+def session_root_and_policy(session_id: str) -> tuple[str, NotificationPolicy]:
+    row = db.execute_sql(
+        "SELECT root_id, config_json FROM session WHERE id = ?", (session_id,)
+    ).fetchone()
+    config = json.loads(row[1] or "{}") if row else {}
+    return (row[0] if row else session_id), NotificationPolicy.from_data(
+        config.get("notifications")
+    )
+
+
+def terminal_delivery(item: WorkItem, root_id: str, at_ms: int) -> Delivery:
+    return Delivery(
+        id=terminal_id(item.session_id, item.id),
+        session_id=item.session_id,
+        target_id=root_id,
+        kind=DeliveryKind.TERMINAL,
+        payload={"state": item.status.value},
+        work_id=item.id,
+        created_at_ms=at_ms,
+    )
+
+
+def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None = None) -> int:
+    """Write the terminal deliveries finished items should have produced and lack (idempotent).
+
+    ``only`` limits the check to those work ids; None checks every finished item.
+    """
+    root_id, default_policy = session_root_and_policy(session_id)
+    sql = (
+        f"SELECT {', '.join('w.' + c.strip() for c in _ITEM_COLUMNS.split(','))}, p.policy_json "
+        "FROM work_item w LEFT JOIN work_policy p ON p.work_id = w.id "
+        "WHERE w.session_id = ? AND w.status IN ('completed', 'failed', 'cancelled') "
+        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.session_id = w.session_id "
+        "AND d.work_id = w.id AND d.kind = 'terminal')"
+    )
+    params: list[Any] = [session_id]
+    wanted = list(only) if only is not None else None
+    if wanted is not None:
+        if not wanted:
+            return 0
+        sql += f" AND w.id IN ({', '.join('?' * len(wanted))})"
+        params.extend(wanted)
+    written = 0
+    for row in db.execute_sql(sql, params).fetchall():
+        item = _item(row[:10])
+        policy = NotificationPolicy.from_json(row[10]) if row[10] else default_policy
+        if policy.wants_terminal(item.status) and append_delivery(
+            terminal_delivery(item, root_id, at_ms)
+        ):
+            written += 1
+    return written
