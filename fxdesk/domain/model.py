@@ -8,7 +8,9 @@ one turn whose steps form the history.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass
+from typing import Any
 
 
 class WorkStatus(enum.StrEnum):
@@ -106,3 +108,22 @@ class Session:
     last_work_id: str | None
     created_at_ms: int
     updated_at_ms: int
+    config_json: str = "{}"
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """Notification policy, agent definition... (parsed from ``config_json``)."""
+        value = json.loads(self.config_json or "{}")
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A model provider profile; its secret, if any, lives in the keyring, never here."""
+
+    name: str
+    kind: str  # scripted | openai | anthropic
+    base_url: str | None = None
+    model: str | None = None
+    script_path: str | None = None
+    created_at_ms: int = 0

@@ -1,10 +1,16 @@
-"""Events the engine publishes on its bus. Frozen dataclasses holding domain snapshots."""
+"""Events the engine publishes on its bus, after the change they describe is durable.
+
+Frozen dataclasses holding domain snapshots. The GUI subscribes through ``gui/bridge.py``.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.deliveries import Delivery
 from fxdesk.domain.model import Session, Workspace
+from fxdesk.domain.work import ControlEvent, WorkItem
 
 
 @dataclass(frozen=True)
@@ -23,3 +29,55 @@ class SessionChanged:
 
     session: Session
     previous: Session | None = None
+
+
+@dataclass(frozen=True)
+class WorkChanged:
+    """Work items changed state (one committed batch)."""
+
+    session_id: str
+    items: tuple[WorkItem, ...]
+    events: tuple[ControlEvent, ...]
+
+
+@dataclass(frozen=True)
+class HistoryAppended:
+    session_id: str
+    entries: tuple[HistoryEntry, ...]
+
+
+@dataclass(frozen=True)
+class DeliveryAdded:
+    delivery: Delivery
+
+
+@dataclass(frozen=True)
+class LiveChanged:
+    """The live view of a running item changed; fetch ``owner.live_snapshot`` to redraw."""
+
+    session_id: str
+    revision: int
+
+
+@dataclass(frozen=True)
+class BusyElsewhere:
+    """Another process holds (or no longer holds) a session's lock."""
+
+    session_id: str
+    busy: bool
+    holder_pid: int | None = None
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    sessions_changed: int = 0
+    work_interrupted: int = 0
+    work_completed: int = 0
+    sessions_external_busy: int = 0
+    sessions_failed: int = 0
+    busy_sessions: tuple[str, ...] = ()
+    interrupted_sessions: tuple[str, ...] = ()
+
+    @property
+    def fully_reconciled(self) -> bool:
+        return self.sessions_external_busy == 0 and self.sessions_failed == 0

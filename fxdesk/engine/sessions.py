@@ -1,20 +1,42 @@
-"""Creating and listing sessions: durable first, then published on the bus."""
+"""Session commands: create (root or child), send, close, detach, reparent; and the catalog.
+
+Each command is one durable transaction, published on the bus after it commits. Running the work
+is the ``SessionOwner``'s job; these only change what is queued and how sessions relate.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from fxdesk.domain.model import PermissionMode, Session, SessionMode, Workspace
+from fxdesk.domain import work as reducers
+from fxdesk.domain.model import (
+    PermissionMode,
+    Session,
+    SessionMode,
+    SessionState,
+    WorkKind,
+    Workspace,
+    WorkStatus,
+)
+from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.work import Change, WorkItem
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.events import SessionAdded, WorkspaceAdded
-from fxdesk.store import Store, repo
+from fxdesk.engine.events import SessionAdded, SessionChanged, WorkChanged, WorkspaceAdded
+from fxdesk.store import Store, control, repo
 
 
 class InvalidWorkspace(ValueError):
     """The chosen workspace folder cannot be used."""
+
+
+class SessionError(ValueError):
+    """A command that does not apply to the session (closed, unknown, active work...)."""
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,7 @@ class Catalog:
     sessions: list[Session]
 
 
-def new_session_id() -> str:
+def new_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
@@ -45,8 +67,32 @@ def validate_workspace(path: str | os.PathLike[str]) -> Path:
     return resolved
 
 
+def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: int) -> Change:
+    """Queue one message (inside a write)."""
+    record = control.load_record(session_id)
+    if record is None:
+        raise SessionError(f"no session {session_id}")
+    if record.state == SessionState.ARCHIVED:
+        raise SessionError(f"session {session_id} is closed")
+    item = WorkItem(
+        id=new_id(),
+        session_id=session_id,
+        position=control.next_position(session_id),
+        source_id=source_id,
+        kind=kind,
+        content=content,
+        status=WorkStatus.PENDING,
+        reason=None,
+        created_at_ms=at,
+        updated_at_ms=at,
+    )
+    change = reducers.enqueue(record, item, at)
+    control.save_change(change)
+    return change
+
+
 class SessionService:
-    """Root-session creation and the catalog; the session owner (work queues) builds on it."""
+    """Commands on sessions. Pair it with a ``SessionOwner`` to run what they queue."""
 
     def __init__(self, store: Store, bus: EventBus) -> None:
         self._store = store
@@ -60,6 +106,9 @@ class SessionService:
 
         return await self._store.read(read)
 
+    async def get(self, session_id: str) -> Session | None:
+        return await self._store.read(lambda: repo.get_session(session_id))
+
     async def create_root(
         self,
         workspace_path: str | os.PathLike[str],
@@ -67,14 +116,16 @@ class SessionService:
         name: str = "",
         permission_mode: PermissionMode = PermissionMode.ASK,
         profile: str | None = None,
+        model: str | None = None,
+        first_message: str | None = None,
     ) -> Session:
-        """Create a root session in one transaction (its workspace too, if new)."""
+        """Create a root session (and its workspace, if new) in one transaction."""
         folder = validate_workspace(workspace_path)
-        session_id = new_session_id()
-        title = name.strip() or "New session"
+        session_id = new_id()
+        title = name.strip() or _title_from(first_message) or "New session"
 
-        def write() -> tuple[Workspace, bool, Session]:
-            at = repo.now_ms()
+        def write() -> tuple[Workspace, bool, Session, Change | None]:
+            at = _now_ms()
             workspace, is_new = repo.ensure_workspace(str(folder), folder.name or str(folder), at)
             session = repo.create_session(
                 session_id=session_id,
@@ -83,12 +134,126 @@ class SessionService:
                 mode=SessionMode.PERSISTENT,
                 permission_mode=permission_mode,
                 profile=profile,
+                model=model,
                 at_ms=at,
             )
-            return workspace, is_new, session
+            change = None
+            if first_message:
+                change = _enqueue(session_id, first_message, WorkKind.PROMPT, "person", at)
+                session = repo.get_session(session_id) or session
+            return workspace, is_new, session, change
 
-        workspace, is_new, session = await self._store.write(write, label="create_session")
+        workspace, is_new, session, change = await self._store.write(write, label="create_session")
         if is_new:
             self._bus.publish(WorkspaceAdded(workspace))
         self._bus.publish(SessionAdded(session))
+        self._publish_work(change)
         return session
+
+    async def create_child(
+        self,
+        parent_id: str,
+        *,
+        name: str,
+        mode: SessionMode = SessionMode.ONE_OFF,
+        first_message: str | None = None,
+        permission_mode: PermissionMode = PermissionMode.YOLO,
+        profile: str | None = None,
+        model: str | None = None,
+        effort: str | None = None,
+        notifications: NotificationPolicy | None = None,
+        config: dict[str, Any] | None = None,
+    ) -> Session:
+        """Create a child session under ``parent_id`` with its first message, in one
+        transaction. The default permission mode of a child is ``yolo`` (spec §2.3)."""
+        session_id = new_id()
+        settings = dict(config or {})
+        if notifications is not None:
+            settings["notifications"] = json.loads(notifications.to_json())
+
+        def write() -> tuple[Session, Change | None]:
+            at = _now_ms()
+            parent = repo.get_session(parent_id)
+            if parent is None:
+                raise SessionError(f"no session {parent_id}")
+            if parent.state == SessionState.ARCHIVED:
+                raise SessionError(f"session {parent_id} is closed")
+            workspace = next(w for w in repo.list_workspaces() if w.id == parent.workspace_id)
+            session = repo.create_session(
+                session_id=session_id,
+                workspace=workspace,
+                name=name.strip() or "Sub-agent",
+                mode=mode,
+                permission_mode=permission_mode,
+                parent=parent,
+                profile=profile or parent.profile,
+                model=model,
+                effort=effort,
+                config=settings,
+                at_ms=at,
+            )
+            change = None
+            if first_message:
+                change = _enqueue(session_id, first_message, WorkKind.TASK, parent_id, at)
+                session = repo.get_session(session_id) or session
+            return session, change
+
+        session, change = await self._store.write(write, label="create_child")
+        self._bus.publish(SessionAdded(session))
+        self._publish_work(change)
+        return session
+
+    async def send(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        kind: WorkKind = WorkKind.PROMPT,
+        source_id: str = "person",
+    ) -> WorkItem:
+        """Queue a message; ``SessionOwner.start`` runs it."""
+        if not content.strip():
+            raise SessionError("the message is empty")
+
+        def write() -> tuple[Change, Session | None]:
+            change = _enqueue(session_id, content, kind, source_id, _now_ms())
+            return change, repo.get_session(session_id)
+
+        change, session = await self._store.write(write, label="send")
+        self._publish_work(change)
+        if session is not None:
+            self._bus.publish(SessionChanged(session))
+        return change.items[0]
+
+    async def rename(self, session_id: str, name: str) -> Session:
+        title = name.strip()
+        if not title:
+            raise SessionError("the name is empty")
+
+        def write() -> Session | None:
+            repo.rename_session(session_id, title, _now_ms())
+            return repo.get_session(session_id)
+
+        session = await self._store.write(write, label="rename")
+        if session is None:
+            raise SessionError(f"no session {session_id}")
+        self._bus.publish(SessionChanged(session))
+        return session
+
+    async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
+        return await self._store.read(lambda: control.list_items(session_id, limit))
+
+    def _publish_work(self, change: Change | None) -> None:
+        if change is not None:
+            self._bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
+
+
+def _title_from(message: str | None) -> str:
+    if not message:
+        return ""
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    return line if len(line) <= 60 else line[:59] + "…"
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

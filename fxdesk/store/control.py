@@ -384,3 +384,45 @@ def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None 
         ):
             written += 1
     return written
+
+
+# --- work notification policies -------------------------------------------------------------
+
+
+def capture_policy(
+    session_id: str,
+    work_id: str,
+    admission_json: str,
+    policy: NotificationPolicy,
+    at_ms: int,
+) -> int | None:
+    """Freeze the admission snapshot and the notification policy of an admitted item.
+
+    Returns the first interval check time, if the policy reports at intervals. A resumed item
+    keeps its first policy (and its start time).
+    """
+    db.execute_sql(
+        "UPDATE work_item SET admission_json = ? WHERE id = ?", (admission_json, work_id)
+    )
+    existing = db.execute_sql(
+        "SELECT next_due_ms, stopped_at_ms FROM work_policy WHERE work_id = ?", (work_id,)
+    ).fetchone()
+    if existing is not None:
+        return existing[0] if existing[1] is None else None
+    first = policy.first_check(at_ms)
+    db.execute_sql(
+        "INSERT INTO work_policy (work_id, session_id, policy_json, started_at_ms, next_due_ms, "
+        "stopped_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        (work_id, session_id, policy.to_json(), at_ms, first, None if first else at_ms),
+    )
+    return first
+
+
+def active_policies(session_id: str | None = None) -> list[tuple[str, str, int | None]]:
+    """(session id, work id, next due) of the policies still running."""
+    sql = "SELECT session_id, work_id, next_due_ms FROM work_policy WHERE stopped_at_ms IS NULL"
+    params: tuple[Any, ...] = ()
+    if session_id is not None:
+        sql += " AND session_id = ?"
+        params = (session_id,)
+    return [(r[0], r[1], r[2]) for r in db.execute_sql(sql, params).fetchall()]

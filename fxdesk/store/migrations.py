@@ -157,16 +157,18 @@ V2 = Migration(
     )""",
         "CREATE INDEX delivery_target ON delivery (target_id, created_at_ms)",
         "CREATE INDEX delivery_session ON delivery (session_id, work_id)",
-        # A work item's notification policy, captured at admission; removed when it stops.
+        # A work item's notification policy, captured at admission. When it stops it is kept,
+        # marked stopped, so a later repair still knows which terminal notices were wanted.
         """
     CREATE TABLE work_policy (
         work_id TEXT PRIMARY KEY REFERENCES work_item(id) ON DELETE CASCADE,
         session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
         policy_json TEXT NOT NULL,
         started_at_ms INTEGER NOT NULL,
-        next_due_ms INTEGER
+        next_due_ms INTEGER,
+        stopped_at_ms INTEGER
     )""",
-        "CREATE INDEX work_policy_session ON work_policy (session_id)",
+        "CREATE INDEX work_policy_active ON work_policy (session_id) WHERE stopped_at_ms IS NULL",
         # Receipts of idempotent session commands, replayable by operation id.
         """
     CREATE TABLE operation (

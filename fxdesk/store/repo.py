@@ -12,12 +12,13 @@ from typing import Any
 
 from fxdesk.domain.model import (
     PermissionMode,
+    Profile,
     Session,
     SessionMode,
     SessionState,
     Workspace,
 )
-from fxdesk.store.schema import ControlEventRow, SessionRow, SettingRow, WorkspaceRow
+from fxdesk.store.schema import ControlEventRow, ProfileRow, SessionRow, SettingRow, WorkspaceRow
 
 
 def now_ms() -> int:
@@ -48,6 +49,7 @@ def session_from_row(row: SessionRow) -> Session:
         last_work_id=row.last_work_id,
         created_at_ms=row.created_at_ms,
         updated_at_ms=row.updated_at_ms,
+        config_json=row.config_json or "{}",
     )
 
 
@@ -169,3 +171,48 @@ def create_session(
     created = get_session(session_id)
     assert created is not None
     return created
+
+
+def _profile(row: ProfileRow) -> Profile:
+    return Profile(
+        name=row.name,
+        kind=row.kind,
+        base_url=row.base_url,
+        model=row.model,
+        script_path=row.script_path,
+        created_at_ms=row.created_at_ms,
+    )
+
+
+def get_profile(name: str) -> Profile | None:
+    row = ProfileRow.get_or_none(ProfileRow.name == name)
+    return _profile(row) if row is not None else None
+
+
+def list_profiles() -> list[Profile]:
+    return [_profile(row) for row in ProfileRow.select().order_by(ProfileRow.name)]
+
+
+def save_profile(profile: Profile) -> None:
+    at = now_ms()
+    (
+        ProfileRow.insert(
+            name=profile.name,
+            kind=profile.kind,
+            base_url=profile.base_url,
+            model=profile.model,
+            script_path=profile.script_path,
+            created_at_ms=profile.created_at_ms or at,
+            updated_at_ms=at,
+        )
+        .on_conflict_replace()
+        .execute()
+    )
+
+
+def remove_profile(name: str) -> bool:
+    return bool(ProfileRow.delete().where(ProfileRow.name == name).execute())
+
+
+def rename_session(session_id: str, name: str, at_ms: int) -> None:
+    SessionRow.update(name=name, updated_at_ms=at_ms).where(SessionRow.id == session_id).execute()

@@ -1,0 +1,569 @@
+"""The session owner: runs every session's queue, root or child (spec child-sessions §3.9–3.12).
+
+One asyncio task (a *slot*) per session with work. ``start`` never loses a wake: a start that
+arrives while the slot runs makes it look at its queue again. Each item runs under the session's
+cross-process lock, so one session never runs two items at once, here or in another process.
+
+Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn;
+a late successful turn can never overwrite it. ``shutdown`` writes nothing: unfinished work stays
+as it is for the next start's recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import enum
+import functools
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxdesk import notify
+from fxdesk.domain import reasons
+from fxdesk.domain import work as reducers
+from fxdesk.domain.authority import AdmissionSnapshot, snapshot_mismatch
+from fxdesk.domain.live import LivePresentation, LiveSnapshot
+from fxdesk.domain.model import Session, SessionMode, SessionState, WorkStatus
+from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.work import Change, CompletionDecision, WorkItem, WorkOutcome
+from fxdesk.engine.authority import HostAuthority
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.cancel import CancelToken
+from fxdesk.engine.events import BusyElsewhere, RecoveryReport, SessionChanged, WorkChanged
+from fxdesk.engine.providers import ProviderResolver
+from fxdesk.engine.recovery import recover_sessions
+from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRunner, TurnRuntime
+from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
+from fxdesk.providers.base import ProviderError
+from fxdesk.store import Store, StoreError, control, repo
+from fxdesk.store.locks import SessionLock, SessionLockBusy
+
+log = logging.getLogger(__name__)
+
+COMPLETION_CACHE = 64
+
+
+class StartResult(enum.StrEnum):
+    STARTED = "started"
+    ALREADY_RUNNING = "already_running"
+
+
+class Result(enum.StrEnum):
+    """What running a session's queue came to (spec §3.11 ChildResult)."""
+
+    IDLE = "idle"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PAUSED = "paused"
+    EXTERNAL_BUSY = "external_busy"
+    NO_WORK = "no_work"
+    SESSION_FAILED = "session_failed"
+    CONTROL_FAILED = "control_failed"
+    ADMISSION_FAILED = "admission_failed"
+    OWNER_STOPPED = "owner_stopped"
+
+
+_MORE_WORK = "more_work"
+
+
+class SessionNotActive(LookupError):
+    """``join`` on a session with no running slot and no cached result."""
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+class WorkActive(RuntimeError):
+    """Refused: the session has active work (detach, reparent)."""
+
+
+@dataclass(eq=False)
+class _Slot:
+    session_id: str
+    retry: bool
+    cancel: CancelToken = field(default_factory=CancelToken)
+    shutdown: bool = False
+    wake_requested: bool = False
+    finished: bool = False
+    result: Result = Result.NO_WORK
+    live: LivePresentation = field(default_factory=LivePresentation)
+    task: asyncio.Task[Result] | None = None
+    model_calls: int = 0
+
+
+@dataclass(frozen=True)
+class _Admitted:
+    session: Session
+    item: WorkItem
+    snapshot: AdmissionSnapshot
+    policy: NotificationPolicy
+    workspace: Path
+
+
+class SessionOwner:
+    """Runs sessions' work. Create one per process; ``shutdown`` before the store closes."""
+
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        *,
+        lock_dir: Path,
+        providers: ProviderResolver,
+        runner: TurnRunner,
+        authority: HostAuthority | None = None,
+        lock_deadline_s: float = 0.0,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.lock_dir = lock_dir
+        self.providers = providers
+        self.runner = runner
+        self.authority = authority or HostAuthority(tool_names=tuple(runner.tools.names))
+        self.lock_deadline_s = lock_deadline_s
+        self.closed = False
+        self._slots: dict[str, _Slot] = {}
+        self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
+        self.waiters = WaiterRegistry()
+        self.busy_elsewhere: dict[str, int | None] = {}
+        self._workspaces: dict[int, Path] = {}
+
+    # --- start / join ------------------------------------------------------------------------
+
+    def start(self, session_id: str, retry: bool = False) -> StartResult:
+        """Run the session's queue; ``retry`` also resumes interrupted or approval-held work."""
+        if self.closed:
+            raise OwnerClosed("the session owner is shut down")
+        self._completions.pop(session_id, None)
+        slot = self._slots.get(session_id)
+        if slot is not None and not slot.finished:
+            slot.retry = slot.retry or retry
+            slot.wake_requested = True
+            return StartResult.ALREADY_RUNNING
+        slot = _Slot(session_id, retry)
+        self._slots[session_id] = slot
+        slot.task = asyncio.get_running_loop().create_task(
+            self._worker(slot), name=f"session-{session_id}"
+        )
+        return StartResult.STARTED
+
+    async def join(self, session_id: str) -> Result:
+        """Wait for the session's slot to finish; its final result (consumes a cached one)."""
+        slot = self._slots.get(session_id)
+        if slot is not None and slot.task is not None:
+            result = await asyncio.shield(slot.task)
+            self._completions.pop(session_id, None)
+            return result
+        if session_id in self._completions:
+            return self._completions.pop(session_id)
+        raise SessionNotActive(session_id)
+
+    def last_result(self, session_id: str) -> Result | None:
+        slot = self._slots.get(session_id)
+        if slot is not None and slot.finished:
+            return slot.result
+        return self._completions.get(session_id)
+
+    def is_running(self, session_id: str) -> bool:
+        slot = self._slots.get(session_id)
+        return slot is not None and not slot.finished
+
+    def external_busy(self, session_id: str) -> bool:
+        return (
+            session_id in self.busy_elsewhere
+            or self.last_result(session_id) == Result.EXTERNAL_BUSY
+        )
+
+    def live_snapshot(self, session_id: str) -> LiveSnapshot | None:
+        slot = self._slots.get(session_id)
+        return slot.live.snapshot() if slot is not None and not slot.finished else None
+
+    def waiter(self, session_id: str) -> SessionWaiter:
+        return self.waiters.register(session_id)
+
+    @property
+    def completion_count(self) -> int:
+        return len(self._completions)
+
+    @property
+    def active_slots(self) -> int:
+        return sum(1 for s in self._slots.values() if not s.finished)
+
+    async def _worker(self, slot: _Slot) -> Result:
+        prior: Result | None = None
+        result = Result.CONTROL_FAILED
+        try:
+            while True:
+                result = await self._drain(slot)
+                if (
+                    slot.wake_requested
+                    and not slot.shutdown
+                    and not self.closed
+                    and result
+                    not in (Result.AWAITING_APPROVAL, Result.PAUSED, Result.OWNER_STOPPED)
+                ):
+                    if result != Result.NO_WORK:
+                        prior = result
+                    slot.wake_requested = False
+                    slot.cancel = CancelToken()
+                    continue
+                break
+            if result == Result.NO_WORK and prior is not None:
+                result = prior
+        except Exception as exc:
+            log.exception("session %s: worker failed", slot.session_id)
+            notify.error(
+                f"fxdesk hit a bug while running session {slot.session_id}.",
+                key=f"worker:{slot.session_id}",
+                details=f"{type(exc).__name__}: {exc}",
+            )
+            result = Result.CONTROL_FAILED
+        finally:
+            slot.result = result
+            slot.finished = True
+            slot.live.clear()
+            if self._slots.get(slot.session_id) is slot:
+                del self._slots[slot.session_id]
+            self._completions[slot.session_id] = result
+            self._completions.move_to_end(slot.session_id)
+            while len(self._completions) > COMPLETION_CACHE:
+                self._completions.popitem(last=False)
+            self.waiters.signal(slot.session_id)
+        return result
+
+    async def _drain(self, slot: _Slot) -> Result:
+        while True:
+            outcome = await self._run_one(slot)
+            if outcome != _MORE_WORK:
+                assert isinstance(outcome, Result)
+                return outcome
+
+    # --- one item ----------------------------------------------------------------------------
+
+    async def _run_one(self, slot: _Slot) -> Result | str:
+        lock = SessionLock(self.lock_dir, slot.session_id)
+        try:
+            await self._acquire(lock)
+        except SessionLockBusy as busy:
+            log.info("session %s is busy in process %s", slot.session_id, busy.holder_pid)
+            return Result.EXTERNAL_BUSY
+        except OSError:
+            log.exception("session %s: cannot take its lock", slot.session_id)
+            return Result.SESSION_FAILED
+        try:
+            self.busy_elsewhere.pop(slot.session_id, None)
+            return await self._run_locked(slot)
+        finally:
+            lock.release()
+            slot.live.clear()
+
+    async def _acquire(self, lock: SessionLock) -> None:
+        if self.lock_deadline_s <= 0:
+            lock.acquire(0.0)
+        else:
+            await asyncio.to_thread(lock.acquire, self.lock_deadline_s)
+
+    async def _run_locked(self, slot: _Slot) -> Result | str:
+        try:
+            admitted = await self._admit(slot)
+        except StoreError as exc:
+            log.warning("session %s: admission not saved: %s", slot.session_id, exc)
+            return Result.CONTROL_FAILED
+        if isinstance(admitted, Result):
+            return admitted
+        slot.live.begin(admitted.item.id)
+        try:
+            resolved = await self.providers.resolve(admitted.session)
+        except ProviderError as exc:
+            outcome = TurnOutcome(
+                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
+            )
+        else:
+            outcome = await self.runner.run(
+                TurnRuntime(
+                    session=admitted.session,
+                    workspace=admitted.workspace,
+                    item=admitted.item,
+                    snapshot=admitted.snapshot,
+                    provider=resolved.provider,
+                    cancel=slot.cancel,
+                    stopping=lambda: slot.shutdown or self.closed,
+                    live=slot.live,
+                )
+            )
+        slot.model_calls += outcome.model_calls
+        if slot.shutdown or self.closed:
+            return Result.OWNER_STOPPED  # nothing durable: recovery decides at the next start
+        return await self._complete(slot, admitted, outcome)
+
+    async def _admit(self, slot: _Slot) -> _Admitted | Result:
+        session_id = slot.session_id
+
+        def read() -> tuple[Session | None, reducers.ControlRecord | None]:
+            return repo.get_session(session_id), control.load_record(session_id)
+
+        session, record = await self.store.read(read)
+        if session is None or record is None:
+            return Result.SESSION_FAILED
+        index = reducers.next_runnable(record.items, slot.retry)
+        if index is None:
+            if record.mode == SessionMode.ONE_OFF and record.state == SessionState.COMPLETED:
+                return Result.COMPLETED
+            return Result.NO_WORK
+        item = record.items[index]
+        if session.is_child and session.parent_id is None:
+            return Result.ADMISSION_FAILED  # a detached child cannot take work; nothing changes
+        model = session.model or "default"
+        try:
+            resolved_model = (await self.providers.resolve(session)).model
+        except ProviderError:
+            resolved_model = model  # the turn reports the provider problem
+        try:
+            snapshot: AdmissionSnapshot | None = self.authority.capture(
+                session, item, resolved_model, session.effort
+            )
+            problem = (
+                snapshot_mismatch(
+                    snapshot,
+                    parent_id=session.parent_id,
+                    source_id=item.source_id,
+                    model=resolved_model,
+                    effort=session.effort,
+                    permission_mode=session.permission_mode,
+                )
+                if snapshot is not None
+                else "no snapshot"
+            )
+        except Exception as exc:
+            log.warning("session %s: capture failed: %s", session_id, exc)
+            snapshot, problem = None, f"capture failed: {exc}"
+        policy = NotificationPolicy.from_data(session.config.get("notifications"))
+        workspace = await self._workspace(session.workspace_id)
+        now = _now_ms()
+
+        def write() -> tuple[str, Change | None, Session | None]:
+            current = control.load_record(session_id)
+            if current is None:
+                return "gone", None, None
+            position = reducers.next_runnable(current.items, slot.retry)
+            if position is None or current.items[position].id != item.id:
+                return "moved", None, None
+            if problem:
+                change = reducers.fail_admission(current, item.id, now)
+                control.save_change(change)
+                control.reconcile_terminals(session_id, now, only=[item.id])
+                return "failed", change, repo.get_session(session_id)
+            change = reducers.admit(current, position, now)
+            control.save_change(change)
+            assert snapshot is not None
+            control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
+            return "admitted", change, repo.get_session(session_id)
+
+        verdict, change, after = await self.store.write(write, label="admit")
+        self._publish(change, after)
+        if verdict == "moved":
+            return await self._admit(slot)  # the queue changed under us: look again
+        if verdict == "gone":
+            return Result.SESSION_FAILED
+        if verdict == "failed":
+            log.warning("session %s: admission of %s failed: %s", session_id, item.id, problem)
+            return Result.ADMISSION_FAILED
+        assert change is not None and after is not None and snapshot is not None
+        admitted_item = change.record.find(item.id)
+        assert admitted_item is not None
+        return _Admitted(after, admitted_item, snapshot, policy, workspace)
+
+    async def _complete(
+        self, slot: _Slot, admitted: _Admitted, outcome: TurnOutcome
+    ) -> Result | str:
+        session_id, work_id = slot.session_id, admitted.item.id
+        failure: str | None = None
+        if outcome.end == TurnEnd.COMPLETED:
+            result_outcome = WorkOutcome.COMPLETED
+        elif outcome.end == TurnEnd.PAUSED:
+            result_outcome = WorkOutcome.PAUSED
+        else:
+            result_outcome = WorkOutcome.FAILED
+            failure = outcome.diagnostic or (
+                reasons.CANCELLED
+                if outcome.end == TurnEnd.CANCELLED
+                else reasons.TURN_NOT_COMMITTED
+            )
+        now = _now_ms()
+
+        def write() -> tuple[CompletionDecision, Change | None, Session | None]:
+            record = control.load_record(session_id, include=[work_id])
+            if record is None:
+                return CompletionDecision.STALE_WORK, None, None
+            chosen = result_outcome
+            if chosen == WorkOutcome.PAUSED and control.history_proof(session_id) == work_id:
+                chosen = WorkOutcome.COMPLETED  # the history commit landed after all
+            decision, change = reducers.finish(
+                record, work_id, chosen, now, failure if chosen == WorkOutcome.FAILED else None
+            )
+            if change is not None:
+                control.save_change(change)
+                control.reconcile_terminals(session_id, now, only=[work_id])
+            return decision, change, repo.get_session(session_id) if change else None
+
+        try:
+            decision, change, after = await self.store.write(write, label="complete")
+        except StoreError as exc:
+            log.warning("session %s: completion of %s not saved: %s", session_id, work_id, exc)
+            return Result.CONTROL_FAILED
+        self._publish(change, after)
+        if decision == CompletionDecision.CANCELLATION_WON:
+            return Result.CANCELLED
+        if decision == CompletionDecision.STALE_WORK or change is None:
+            return Result.CONTROL_FAILED
+        finished = change.record.find(work_id)
+        assert finished is not None
+        if finished.status == WorkStatus.INTERRUPTED:
+            return Result.PAUSED
+        if finished.status == WorkStatus.AWAITING_APPROVAL:
+            return Result.AWAITING_APPROVAL
+        if finished.status == WorkStatus.FAILED:
+            return Result.FAILED
+        if change.record.mode == SessionMode.ONE_OFF:
+            return Result.COMPLETED
+        if reducers.next_runnable(change.record.items, slot.retry) is not None:
+            return _MORE_WORK
+        return Result.IDLE
+
+    # --- cancel ------------------------------------------------------------------------------
+
+    async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
+        """Cancel every pending, running and approval-waiting item: durable first, then the
+        live turn is told. Returns how many items changed; safe to repeat (a repeat still
+        repairs a missing terminal delivery)."""
+        reason = reasons.validate_reason(reason)
+        now = _now_ms()
+
+        def write() -> tuple[int, Change | None, Session | None]:
+            record = control.load_record(session_id)
+            if record is None:
+                raise SessionNotFound(session_id)
+            count, change = reducers.cancel(record, reason, now)
+            if change is not None:
+                control.save_change(change)
+            control.reconcile_terminals(session_id, now)
+            return count, change, repo.get_session(session_id) if change else None
+
+        count, change, after = await self.store.write(write, label="cancel")
+        self._publish(change, after)
+        self.complete_committed_cancellation(session_id, reason)
+        return count
+
+    def complete_committed_cancellation(self, session_id: str, reason: str = "cancelled") -> None:
+        """The live part of a cancel that is already durable: stop the turn, wake waiters."""
+        slot = self._slots.get(session_id)
+        if slot is not None:
+            slot.cancel.cancel(reason)
+        self.waiters.signal(session_id)
+
+    # --- recovery ----------------------------------------------------------------------------
+
+    async def recover(self, chunk: int = 200) -> RecoveryReport:
+        """After a start: unfinished work becomes interrupted (or completed, when the history
+        proves it); sessions another live process holds are reported and left alone. Nothing
+        runs until resumed (spec §3.7, §3.12 "recover")."""
+        session_ids = await self.store.read(control.sessions_with_open_work)
+        totals = collections.Counter[str]()
+        busy_ids: list[str] = []
+        interrupted_ids: list[str] = []
+        for start in range(0, len(session_ids), chunk):
+            locks: list[SessionLock] = []
+            try:
+                for session_id in session_ids[start : start + chunk]:
+                    lock = SessionLock(self.lock_dir, session_id)
+                    try:
+                        lock.acquire(0.0)
+                    except SessionLockBusy as busy:
+                        totals["busy"] += 1
+                        busy_ids.append(session_id)
+                        if session_id not in self._slots:  # our own running work is not "busy"
+                            self._mark_busy(session_id, busy.holder_pid)
+                        continue
+                    locks.append(lock)
+                outcomes = await self.store.write(
+                    functools.partial(recover_sessions, [lock.session_id for lock in locks]),
+                    label="recover",
+                )
+            finally:
+                for lock in locks:
+                    lock.release()
+            for outcome in outcomes:
+                if outcome.failed:
+                    totals["failed"] += 1
+                    continue
+                self._mark_busy(outcome.session_id, None, busy=False)
+                if outcome.change is not None:
+                    totals["changed"] += 1
+                    totals["interrupted"] += outcome.stats.interrupted
+                    totals["completed"] += outcome.stats.completed
+                    if outcome.stats.interrupted:
+                        interrupted_ids.append(outcome.session_id)
+                    self._publish(outcome.change, outcome.session)
+        report = RecoveryReport(
+            sessions_changed=totals["changed"],
+            work_interrupted=totals["interrupted"],
+            work_completed=totals["completed"],
+            sessions_external_busy=totals["busy"],
+            sessions_failed=totals["failed"],
+            busy_sessions=tuple(busy_ids),
+            interrupted_sessions=tuple(interrupted_ids),
+        )
+        log.info("recovery: %s", report)
+        self.bus.publish(report)
+        return report
+
+    def _mark_busy(self, session_id: str, holder_pid: int | None, busy: bool = True) -> None:
+        if busy:
+            self.busy_elsewhere[session_id] = holder_pid
+        elif self.busy_elsewhere.pop(session_id, "absent") == "absent":
+            return
+        self.bus.publish(BusyElsewhere(session_id, busy, holder_pid))
+
+    # --- shutdown ----------------------------------------------------------------------------
+
+    async def shutdown(self) -> None:
+        """Stop every slot and release every waiter. Writes nothing durable."""
+        if self.closed:
+            return
+        self.closed = True
+        self.waiters.closed = True
+        slots = list(self._slots.values())
+        for slot in slots:
+            slot.shutdown = True
+            slot.cancel.cancel("fxdesk is shutting down")
+        self.waiters.signal_all()
+        tasks = [slot.task for slot in slots if slot.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        log.info("session owner stopped (%d running sessions left for recovery)", len(tasks))
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    async def _workspace(self, workspace_id: int) -> Path:
+        path = self._workspaces.get(workspace_id)
+        if path is None:
+            workspaces = await self.store.read(repo.list_workspaces)
+            self._workspaces.update({w.id: Path(w.path) for w in workspaces})
+            path = self._workspaces.get(workspace_id, Path.cwd())
+        return path
+
+    def _publish(self, change: Change | None, session: Session | None) -> None:
+        if change is None:
+            return
+        self.bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
+        if session is not None:
+            self.bus.publish(SessionChanged(session))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000

@@ -1,0 +1,47 @@
+"""Start-up recovery of many sessions in one transaction (runs on the store's writer thread)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from fxdesk.domain.model import Session, WorkStatus
+from fxdesk.domain.work import Change, RestartRecovery, recover
+from fxdesk.store import control, repo
+from fxdesk.store.schema import database_proxy
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Recovered:
+    session_id: str
+    stats: RestartRecovery = field(default_factory=RestartRecovery)
+    change: Change | None = None
+    session: Session | None = None
+    failed: bool = False
+
+
+def recover_sessions(session_ids: list[str]) -> list[Recovered]:
+    """Recover each session in its own savepoint, all in one transaction (writer thread)."""
+    now = time.time_ns() // 1_000_000
+    results = []
+    for session_id in session_ids:
+        try:
+            with database_proxy.atomic():
+                record = control.load_record(session_id)
+                if record is None:
+                    continue
+                proof = control.history_proof(session_id)
+                stats, change = recover(record, proof, now)
+                if change is not None:
+                    control.save_change(change)
+                    finished = [i.id for i in change.items if i.status == WorkStatus.COMPLETED]
+                    control.reconcile_terminals(session_id, now, only=finished)
+                session = repo.get_session(session_id) if change else None
+                results.append(Recovered(session_id, stats, change, session))
+        except Exception:
+            log.exception("recovery of session %s failed", session_id)
+            results.append(Recovered(session_id, failed=True))
+    return results

@@ -1,0 +1,390 @@
+"""One work item as one turn: model call → tool calls → model call … until a final answer.
+
+The turn is persisted step by step. Each finished model response (with its tool calls) is one
+commit; each tool call commits a ``started`` activity before it runs and its result (with the
+final activity) after. The final answer, a ``turn_end`` row and the session's ``last_work_id`` are
+the *history commit* that proves the turn finished.
+
+Resuming an interrupted turn continues after the last committed step. A tool call whose start was
+committed but whose result was not is reported to the model as "interrupted, outcome unknown" and
+never run again; a call that never started runs normally.
+
+If saving a step fails, the turn stops (``PAUSED``): what was committed is consistent, and an
+explicit resume carries on from there.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxdesk.domain import reasons
+from fxdesk.domain.authority import AdmissionSnapshot
+from fxdesk.domain.conversation import (
+    UNKNOWN_OUTCOME_RESULT,
+    HistoryEntry,
+    ToolCall,
+    build_messages,
+    open_tool_calls,
+)
+from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
+from fxdesk.domain.live import LiveEvent, LivePresentation
+from fxdesk.domain.model import EntryKind, Session
+from fxdesk.domain.work import WorkItem
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.cancel import Cancelled, CancelToken
+from fxdesk.engine.events import DeliveryAdded, HistoryAppended
+from fxdesk.providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderError,
+    StreamEvent,
+    TextDelta,
+    ToolCallStarted,
+    ToolSpec,
+    Usage,
+    collect,
+)
+from fxdesk.store import Store, StoreError, control
+from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a coding agent working in the person's project folder through the tools you are "
+    "given. Work step by step, use tools to inspect and change files, and finish with a short "
+    "summary of what you did."
+)
+
+
+class TurnEnd(enum.StrEnum):
+    COMPLETED = "completed"  # the history commit landed
+    FAILED = "failed"  # provider failure, max iterations...
+    PAUSED = "paused"  # a step could not be saved; resume continues
+    CANCELLED = "cancelled"  # the cancel token was raised
+    STOPPED = "stopped"  # the owner is shutting down: nothing more is written
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    end: TurnEnd
+    diagnostic: str | None = None
+    model_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass
+class TurnRuntime:
+    """What one turn runs with; built fresh per work item, never shared."""
+
+    session: Session
+    workspace: Path
+    item: WorkItem
+    snapshot: AdmissionSnapshot
+    provider: Provider
+    cancel: CancelToken
+    stopping: Callable[[], bool]
+    live: LivePresentation | None = None
+
+
+class _Stop(Exception):
+    def __init__(self, outcome: TurnEnd, diagnostic: str | None = None) -> None:
+        super().__init__(outcome.value)
+        self.end = outcome
+        self.diagnostic = diagnostic
+
+
+class TurnRunner:
+    """Runs turns against one store, tool registry and event bus."""
+
+    def __init__(
+        self,
+        store: Store,
+        tools: ToolRegistry,
+        bus: EventBus,
+        *,
+        max_iterations: int = 25,
+        max_history_turns: int = 8,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    ) -> None:
+        self.store = store
+        self.tools = tools
+        self.bus = bus
+        self.max_iterations = max_iterations
+        self.max_history_turns = max_history_turns
+        self.system_prompt = system_prompt
+
+    async def run(self, rt: TurnRuntime) -> TurnOutcome:
+        turn = _Turn(self, rt)
+        try:
+            return await turn.run()
+        except _Stop as stop:
+            return TurnOutcome(stop.end, stop.diagnostic, turn.model_calls, turn.usage)
+
+
+class _Turn:
+    def __init__(self, runner: TurnRunner, rt: TurnRuntime) -> None:
+        self.runner = runner
+        self.rt = rt
+        self.store = runner.store
+        self.model_calls = 0
+        self.usage = Usage()
+        self.context: list[HistoryEntry] = []
+        self.entries: list[HistoryEntry] = []
+        self.step = 0
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    async def run(self) -> TurnOutcome:
+        session_id, work_id = self.rt.session.id, self.rt.item.id
+        max_turns = self.runner.max_history_turns
+
+        def load() -> tuple[list[HistoryEntry], list[HistoryEntry], set[str]]:
+            context = [
+                e for e in control.context_entries(session_id, max_turns) if e.work_id != work_id
+            ]
+            own = control.work_entries(work_id)
+            started = {
+                d.payload.get("call_id", "")
+                for d in control.deliveries(session_id=session_id, kind=DeliveryKind.TOOL_ACTIVITY)
+                if d.work_id == work_id and d.payload.get("phase") == ToolPhase.STARTED.value
+            }
+            return context, own, started
+
+        self.context, self.entries, started = await self.store.read(load)
+        if any(e.kind == EntryKind.TURN_END for e in self.entries):
+            return self._outcome(TurnEnd.COMPLETED)  # the history commit already landed
+        self.step = max((e.step for e in self.entries), default=0)
+        if not any(e.kind == EntryKind.USER for e in self.entries):
+            await self._commit([self._entry(EntryKind.USER, content=self.rt.item.content)], "user")
+        for call_entry in open_tool_calls(self.entries):
+            call = ToolCall(
+                call_entry.call_id or "", call_entry.tool_name or "", call_entry.content
+            )
+            if call.id in started:
+                await self._record_unknown_outcome(call)
+            else:
+                await self._run_tool(call)
+        while True:
+            self._check()
+            if self.model_calls >= self.runner.max_iterations:
+                raise _Stop(
+                    TurnEnd.FAILED,
+                    reasons.diagnostic(
+                        reasons.MAX_ITERATIONS,
+                        f"{self.model_calls} model calls without a final answer",
+                    ),
+                )
+            response = await self._call_model()
+            self.step += 1
+            rows = [
+                self._entry(
+                    EntryKind.ASSISTANT,
+                    content=response.text,
+                    data={
+                        "finish_reason": response.finish_reason,
+                        "model": self.rt.snapshot.model,
+                        "usage": [response.usage.input_tokens, response.usage.output_tokens],
+                    },
+                )
+            ]
+            rows += [
+                self._entry(
+                    EntryKind.TOOL_CALL, call_id=c.id, tool_name=c.name, content=c.arguments
+                )
+                for c in response.tool_calls
+            ]
+            if not response.tool_calls:
+                rows.append(
+                    self._entry(
+                        EntryKind.TURN_END,
+                        data={
+                            "model_calls": self.model_calls,
+                            "usage": [self.usage.input_tokens, self.usage.output_tokens],
+                        },
+                    )
+                )
+                await self._commit(rows, "history_commit", final=True)
+                return self._outcome(TurnEnd.COMPLETED)
+            await self._commit(rows, "model_response")
+            for call in response.tool_calls:
+                await self._run_tool(call)
+
+    def _outcome(self, end: TurnEnd) -> TurnOutcome:
+        return TurnOutcome(end, None, self.model_calls, self.usage)
+
+    def _check(self) -> None:
+        if self.rt.stopping():
+            raise _Stop(TurnEnd.STOPPED)
+        if self.rt.cancel.cancelled:
+            raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason)
+
+    # --- model calls -------------------------------------------------------------------------
+
+    async def _call_model(self) -> ModelResponse:
+        tools = tuple(
+            ToolSpec(t.name, t.description, t.parameters)
+            for t in self.runner.tools
+            if t.name in self.rt.snapshot.tool_names
+        )
+        request = ModelRequest(
+            model=self.rt.snapshot.model,
+            messages=tuple(build_messages(self.context + self.entries)),
+            tools=tools,
+            system=self.runner.system_prompt,
+            effort=self.rt.snapshot.effort,
+        )
+        self.model_calls += 1
+        live = self.rt.live
+
+        def on_event(event: StreamEvent) -> None:
+            if live is None:
+                return
+            if isinstance(event, TextDelta):
+                live.append_text(event.text)
+            elif isinstance(event, ToolCallStarted):
+                live.append_event(LiveEvent("tool_started", event.name, event.call_id))
+            elif isinstance(event, Usage):
+                live.append_event(LiveEvent("usage"))
+
+        try:
+            response = await self.rt.cancel.race(
+                collect(self.rt.provider.stream(request), on_event)
+            )
+        except Cancelled:
+            self._check()
+            raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
+        except ProviderError as exc:
+            self._check()
+            raise _Stop(
+                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
+            ) from None
+        self.usage = Usage(
+            self.usage.input_tokens + response.usage.input_tokens,
+            self.usage.output_tokens + response.usage.output_tokens,
+        )
+        self._check()
+        return response
+
+    # --- tools -------------------------------------------------------------------------------
+
+    async def _run_tool(self, call: ToolCall) -> None:
+        self._check()
+        self._live_tool(call, ToolPhase.STARTED)
+        await self._commit([], "tool_started", delivery=self._activity(call, ToolPhase.STARTED))
+        ctx = ToolContext(self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id)
+        began = time.monotonic()
+        if call.name not in self.rt.snapshot.tool_names:
+            result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
+        else:
+            try:
+                result = await self.rt.cancel.race(
+                    self.runner.tools.invoke(call.name, call.arguments, ctx)
+                )
+            except Cancelled:
+                raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
+            except Exception as exc:  # a tool bug must not take the session down
+                log.exception("tool %s crashed", call.name)
+                result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
+        phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
+        self._live_tool(call, phase)
+        row = self._entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=result.output,
+            full_text=result.full_output,
+            data={"ok": result.ok, "duration_ms": int((time.monotonic() - began) * 1000)}
+            | ({"data": result.data} if result.data else {}),
+        )
+        self._check()
+        await self._commit([row], "tool_result", delivery=self._activity(call, phase))
+
+    async def _record_unknown_outcome(self, call: ToolCall) -> None:
+        row = self._entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=UNKNOWN_OUTCOME_RESULT,
+            data={"ok": False, "interrupted": True},
+        )
+        await self._commit([row], "tool_result", delivery=self._activity(call, ToolPhase.FAILED))
+
+    def _live_tool(self, call: ToolCall, phase: ToolPhase) -> None:
+        if self.rt.live is not None:
+            self.rt.live.append_tool(call.name, phase.value, call.id)
+            self.rt.live.append_event(
+                LiveEvent(
+                    "tool_finished" if phase != ToolPhase.STARTED else "tool_started",
+                    call.name,
+                    call.id,
+                    call.arguments if phase == ToolPhase.STARTED else phase.value,
+                )
+            )
+
+    def _activity(self, call: ToolCall, phase: ToolPhase) -> Delivery:
+        session = self.rt.session
+        return Delivery(
+            id=tool_activity_id(session.id, self.rt.item.id, call.id, phase),
+            session_id=session.id,
+            target_id=session.root_id,
+            kind=DeliveryKind.TOOL_ACTIVITY,
+            payload={"tool": call.name, "phase": phase.value, "call_id": call.id},
+            work_id=self.rt.item.id,
+            created_at_ms=_now_ms(),
+        )
+
+    # --- persistence -------------------------------------------------------------------------
+
+    def _entry(self, kind: EntryKind, **fields: object) -> HistoryEntry:
+        return HistoryEntry(
+            session_id=self.rt.session.id,
+            seq=0,
+            kind=kind,
+            work_id=self.rt.item.id,
+            step=self.step,
+            created_at_ms=_now_ms(),
+            **fields,  # type: ignore[arg-type]
+        )
+
+    async def _commit(
+        self,
+        rows: list[HistoryEntry],
+        label: str,
+        *,
+        delivery: Delivery | None = None,
+        final: bool = False,
+    ) -> None:
+        """Save one step; on failure stop the turn (PAUSED), never guess what landed."""
+        if self.rt.stopping():
+            raise _Stop(TurnEnd.STOPPED)
+        session_id, work_id = self.rt.session.id, self.rt.item.id
+
+        def write() -> tuple[list[HistoryEntry], bool]:
+            stored = control.append_history(session_id, rows) if rows else []
+            added = control.append_delivery(delivery) if delivery is not None else False
+            if final:
+                control.set_last_work_id(session_id, work_id)
+            return stored, added
+
+        try:
+            stored, added = await self.store.write(write, label=label)
+        except StoreError as exc:
+            log.warning("turn of %s could not save %s: %s", work_id, label, exc)
+            raise _Stop(
+                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
+            ) from None
+        self.entries.extend(stored)
+        if stored:
+            self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
+        if added and delivery is not None:
+            self.runner.bus.publish(DeliveryAdded(delivery))
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
