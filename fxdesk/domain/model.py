@@ -127,3 +127,14 @@ class Profile:
     model: str | None = None
     script_path: str | None = None
     created_at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The durable answer to a session command; replaying an idempotent command returns it."""
+
+    code: str
+    session_id: str
+    generation: int
+    event_sequence: int
+    fingerprint: str

@@ -415,3 +415,24 @@ def committed_work_id(
     if last_work_id is None or history_empty or last_turn_interrupted:
         return None
     return last_work_id
+
+
+def relationship_changed(record: ControlRecord, parent_id: str | None, now_ms: int) -> Change:
+    """Detach (``parent_id`` None) or reparent: one ``relationship_changed`` event."""
+    revision = record.generation + 1
+    event = ControlEvent(
+        session_id=record.session_id,
+        sequence=record.next_event_sequence,
+        revision=revision,
+        kind="relationship_changed",
+        at_ms=now_ms,
+        reason=f"parent {parent_id}" if parent_id else "detached",
+    )
+    after = replace(
+        record,
+        parent_id=parent_id,
+        generation=revision,
+        next_event_sequence=record.next_event_sequence + 1,
+        updated_at_ms=now_ms,
+    )
+    return Change(after, (), (event,))

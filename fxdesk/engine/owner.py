@@ -466,13 +466,25 @@ class SessionOwner:
             slot.cancel.cancel(reason)
         self.waiters.signal(session_id)
 
+    async def stop_live_work(self, session_id: str, reason: str = "closed") -> None:
+        """After a durable close: stop the session's running turn without writing its result,
+        and wait for the slot to end."""
+        slot = self._slots.get(session_id)
+        self.waiters.signal(session_id)
+        if slot is None or slot.task is None:
+            return
+        slot.shutdown = True
+        slot.cancel.cancel(reason)
+        await asyncio.gather(slot.task, return_exceptions=True)
+
     # --- recovery ----------------------------------------------------------------------------
 
-    async def recover(self, chunk: int = 200) -> RecoveryReport:
+    async def recover(self, root_id: str | None = None, chunk: int = 200) -> RecoveryReport:
         """After a start: unfinished work becomes interrupted (or completed, when the history
         proves it); sessions another live process holds are reported and left alone. Nothing
-        runs until resumed (spec §3.7, §3.12 "recover")."""
-        session_ids = await self.store.read(control.sessions_with_open_work)
+        runs until resumed (spec §3.7, §3.12 "recover"). With ``root_id``, only the sessions
+        below that root are looked at ("recoverTree")."""
+        session_ids = await self.store.read(lambda: control.sessions_with_open_work(root_id))
         totals = collections.Counter[str]()
         busy_ids: list[str] = []
         interrupted_ids: list[str] = []

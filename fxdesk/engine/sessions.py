@@ -6,6 +6,7 @@ is the ``SessionOwner``'s job; these only change what is queued and how sessions
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -17,6 +18,7 @@ from typing import Any
 from fxdesk.domain import work as reducers
 from fxdesk.domain.model import (
     PermissionMode,
+    Receipt,
     Session,
     SessionMode,
     SessionState,
@@ -25,9 +27,10 @@ from fxdesk.domain.model import (
     WorkStatus,
 )
 from fxdesk.domain.notifications import NotificationPolicy
-from fxdesk.domain.work import Change, WorkItem
+from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkChanged, WorkspaceAdded
+from fxdesk.engine.owner import SessionOwner, WorkActive
 from fxdesk.store import Store, control, repo
 
 
@@ -91,12 +94,26 @@ def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: 
     return change
 
 
-class SessionService:
-    """Commands on sessions. Pair it with a ``SessionOwner`` to run what they queue."""
+class OperationConflict(SessionError):
+    """The operation id was already used by another actor or for another command."""
 
-    def __init__(self, store: Store, bus: EventBus) -> None:
+
+@dataclass(frozen=True)
+class EventPage:
+    events: list[ControlEvent]
+    next_cursor: str | None
+    generation: int
+    restart_required: bool
+
+
+class SessionService:
+    """Commands on sessions. Pair it with a ``SessionOwner`` to run what they queue; when
+    ``owner`` is set, close also stops the session's live work."""
+
+    def __init__(self, store: Store, bus: EventBus, owner: SessionOwner | None = None) -> None:
         self._store = store
         self._bus = bus
+        self.owner = owner
 
     async def catalog(self, *, include_archived: bool = True) -> Catalog:
         def read() -> Catalog:
@@ -203,6 +220,57 @@ class SessionService:
         self._publish_work(change)
         return session
 
+    async def create_child_once(
+        self,
+        operation_id: str,
+        parent_id: str,
+        *,
+        actor_id: str = "person",
+        expected_generation: int | None = None,
+        **kwargs: Any,
+    ) -> Receipt:
+        """``create_child`` as an idempotent operation: replaying the same ``operation_id`` by
+        the same actor returns the original receipt, whatever ran since (spec scenario 53)."""
+        command_hash = hashlib.sha256(
+            json.dumps(
+                {"parent": parent_id, **{k: str(v) for k, v in sorted(kwargs.items())}},
+                sort_keys=True,
+            ).encode()
+        ).hexdigest()
+
+        def replay() -> Receipt | None:
+            row = repo.get_operation(operation_id)
+            if row is None:
+                return None
+            actor, source, receipt = row
+            if actor != actor_id or source != command_hash:
+                raise OperationConflict(f"operation_conflict: {operation_id} was used otherwise")
+            if expected_generation is not None and expected_generation != receipt.generation:
+                raise OperationConflict(
+                    f"operation_conflict: {operation_id} is at generation "
+                    f"{receipt.generation}, not {expected_generation}"
+                )
+            return receipt
+
+        existing = await self._store.read(replay)
+        if existing is not None:
+            return existing
+        session = await self.create_child(parent_id, **kwargs)
+        record = await self._store.read(lambda: control.load_record(session.id))
+        assert record is not None
+        receipt = Receipt(
+            "created",
+            session.id,
+            record.generation,
+            record.next_event_sequence - 1,
+            hashlib.sha256(f"{operation_id}:{session.id}".encode()).hexdigest()[:32],
+        )
+        await self._store.write(
+            lambda: repo.save_operation(operation_id, actor_id, command_hash, receipt),
+            label="operation",
+        )
+        return receipt
+
     async def send(
         self,
         session_id: str,
@@ -240,12 +308,125 @@ class SessionService:
         self._bus.publish(SessionChanged(session))
         return session
 
+    async def close(
+        self, session_id: str, *, actor_id: str | None = None, reason: str = "closed"
+    ) -> Receipt:
+        """Archive the session: its queue is cancelled and it is archived in one transaction,
+        then its live work is stopped. ``actor_id`` (an agent session) must be an ancestor the
+        session is attached to; the person (no actor) may close anything."""
+
+        def write() -> tuple[Change, Session | None]:
+            session = repo.get_session(session_id)
+            if session is None:
+                raise SessionError(f"no session {session_id}")
+            if actor_id is not None and actor_id not in _ancestors(session):
+                raise SessionError("child_unavailable: the session is not attached to the caller")
+            record = control.load_record(session_id)
+            assert record is not None
+            if record.state == SessionState.ARCHIVED:
+                raise SessionError(f"session {session_id} is already closed")
+            change = reducers.archive(record, reason, _now_ms())
+            control.save_change(change)
+            control.reconcile_terminals(session_id, _now_ms())
+            return change, repo.get_session(session_id)
+
+        change, session = await self._store.write(write, label="close")
+        self._publish_work(change)
+        if session is not None:
+            self._bus.publish(SessionChanged(session))
+        if self.owner is not None:
+            await self.owner.stop_live_work(session_id, reason)
+        return _receipt("lifecycle_changed", change)
+
+    async def detach(self, session_id: str) -> Receipt:
+        """Detach a child from its parent (refused while it has active work)."""
+        return await self._relate(session_id, None)
+
+    async def reparent(self, session_id: str, parent_id: str) -> Receipt:
+        """Move a child under another parent in the same workspace (refused while active)."""
+        return await self._relate(session_id, parent_id)
+
+    async def _relate(self, session_id: str, parent_id: str | None) -> Receipt:
+        if self.owner is not None and self.owner.is_running(session_id):
+            raise WorkActive("invalid_state: the session has active work")
+
+        def write() -> tuple[Change, Session | None]:
+            session = repo.get_session(session_id)
+            if session is None or not session.is_child:
+                raise SessionError(f"{session_id} is not a sub-agent session")
+            record = control.load_record(session_id)
+            assert record is not None
+            if any(
+                i.status in (WorkStatus.RUNNING, WorkStatus.AWAITING_APPROVAL) for i in record.items
+            ):
+                raise WorkActive("invalid_state: the session has active work")
+            root_id = session_id
+            if parent_id is not None:
+                parent = repo.get_session(parent_id)
+                if parent is None or parent.workspace_id != session.workspace_id:
+                    raise SessionError(f"no session {parent_id} in the same workspace")
+                if session_id in (parent_id, *_ancestors(parent)):
+                    raise SessionError("a session cannot be moved under itself")
+                root_id = parent.root_id
+            change = reducers.relationship_changed(record, parent_id, _now_ms())
+            repo.set_parent(session_id, parent_id, root_id)
+            control.save_change(change)
+            return change, repo.get_session(session_id)
+
+        change, session = await self._store.write(write, label="relationship")
+        if session is not None:
+            self._bus.publish(SessionChanged(session))
+        return _receipt("relationship_changed", change)
+
+    async def inspect(
+        self, session_id: str, cursor: str | None = None, limit: int = 50
+    ) -> EventPage:
+        """A page of control events. A cursor is bound to the revision it was taken at; after
+        newer transitions it comes back with ``restart_required`` (page again from the start)."""
+
+        def read() -> EventPage:
+            record = control.load_record(session_id)
+            if record is None:
+                raise SessionError(f"no session {session_id}")
+            after = 0
+            if cursor is not None:
+                revision, _, sequence = cursor.partition(":")
+                if int(revision) != record.generation:
+                    return EventPage([], None, record.generation, True)
+                after = int(sequence)
+            events = control.events(session_id, after, limit)
+            last = events[-1].sequence if events else after
+            more = last < record.next_event_sequence - 1
+            next_cursor = f"{record.generation}:{last}" if more else None
+            return EventPage(events, next_cursor, record.generation, False)
+
+        return await self._store.read(read)
+
     async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
         return await self._store.read(lambda: control.list_items(session_id, limit))
 
     def _publish_work(self, change: Change | None) -> None:
         if change is not None:
             self._bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
+
+
+def _ancestors(session: Session) -> list[str]:
+    """Ids of the sessions above ``session`` (inside a store job)."""
+    found: list[str] = []
+    current: Session | None = session
+    while current is not None and current.parent_id is not None and len(found) < 1000:
+        found.append(current.parent_id)
+        current = repo.get_session(current.parent_id)
+    return found
+
+
+def _receipt(code: str, change: Change) -> Receipt:
+    last = change.events[-1] if change.events else None
+    sequence = last.sequence if last else change.record.next_event_sequence - 1
+    fingerprint = hashlib.sha256(
+        f"{code}:{change.record.session_id}:{change.record.generation}:{sequence}".encode()
+    ).hexdigest()[:32]
+    return Receipt(code, change.record.session_id, change.record.generation, sequence, fingerprint)
 
 
 def _title_from(message: str | None) -> str:

@@ -14,7 +14,7 @@ from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
 from fxdesk.domain.model import EntryKind, SessionMode, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.notifications import NotificationPolicy
-from fxdesk.domain.work import Change, ControlRecord, WorkItem, committed_work_id
+from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem, committed_work_id
 from fxdesk.store.schema import database_proxy as db
 
 _ITEM_COLUMNS = (
@@ -152,13 +152,18 @@ def failure_reason(work_id: str) -> str | None:
     return row[0] if row else None
 
 
-def sessions_with_open_work() -> list[str]:
-    """Sessions that have pending, running or approval-waiting work (the recovery sweep)."""
-    rows = db.execute_sql(
-        "SELECT DISTINCT session_id FROM work_item "
-        "WHERE status IN ('pending', 'running', 'awaiting_approval')"
-    ).fetchall()
-    return [row[0] for row in rows]
+def sessions_with_open_work(root_id: str | None = None) -> list[str]:
+    """Sessions that have pending, running or approval-waiting work (the recovery sweep);
+    with ``root_id``, only the sessions below that root."""
+    sql = (
+        "SELECT DISTINCT w.session_id FROM work_item w "
+        "WHERE w.status IN ('pending', 'running', 'awaiting_approval')"
+    )
+    params: tuple[str, ...] = ()
+    if root_id is not None:
+        sql += " AND w.session_id IN (SELECT id FROM session WHERE root_id = ? AND id != ?)"
+        params = (root_id, root_id)
+    return [row[0] for row in db.execute_sql(sql, params).fetchall()]
 
 
 # --- history ----------------------------------------------------------------------------------
@@ -426,3 +431,25 @@ def active_policies(session_id: str | None = None) -> list[tuple[str, str, int |
         sql += " AND session_id = ?"
         params = (session_id,)
     return [(r[0], r[1], r[2]) for r in db.execute_sql(sql, params).fetchall()]
+
+
+def events(session_id: str, after_sequence: int = 0, limit: int = 50) -> list[ControlEvent]:
+    rows = db.execute_sql(
+        "SELECT sequence, revision, kind, work_id, previous, current, reason, created_at_ms "
+        "FROM control_event WHERE session_id = ? AND sequence > ? ORDER BY sequence LIMIT ?",
+        (session_id, after_sequence, limit),
+    ).fetchall()
+    return [
+        ControlEvent(
+            session_id=session_id,
+            sequence=r[0],
+            revision=r[1],
+            kind=r[2],
+            at_ms=r[7],
+            work_id=r[3],
+            previous=WorkStatus(r[4]) if r[4] else None,
+            current=WorkStatus(r[5]) if r[5] else None,
+            reason=r[6],
+        )
+        for r in rows
+    ]

@@ -179,6 +179,7 @@ V2 = Migration(
         generation INTEGER NOT NULL,
         event_sequence INTEGER NOT NULL,
         fingerprint TEXT NOT NULL,
+        command_hash TEXT NOT NULL,
         created_at_ms INTEGER NOT NULL
     )""",
         # Model provider profiles, without secrets (those live in the keyring).

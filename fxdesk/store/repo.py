@@ -13,12 +13,20 @@ from typing import Any
 from fxdesk.domain.model import (
     PermissionMode,
     Profile,
+    Receipt,
     Session,
     SessionMode,
     SessionState,
     Workspace,
 )
-from fxdesk.store.schema import ControlEventRow, ProfileRow, SessionRow, SettingRow, WorkspaceRow
+from fxdesk.store.schema import (
+    ControlEventRow,
+    OperationRow,
+    ProfileRow,
+    SessionRow,
+    SettingRow,
+    WorkspaceRow,
+)
 
 
 def now_ms() -> int:
@@ -216,3 +224,40 @@ def remove_profile(name: str) -> bool:
 
 def rename_session(session_id: str, name: str, at_ms: int) -> None:
     SessionRow.update(name=name, updated_at_ms=at_ms).where(SessionRow.id == session_id).execute()
+
+
+def set_parent(session_id: str, parent_id: str | None, root_id: str) -> None:
+    """Move a session (and everything under it) to ``parent_id`` in the tree of ``root_id``."""
+    SessionRow.update(parent=parent_id).where(SessionRow.id == session_id).execute()
+    pending = [session_id]
+    while pending:
+        current = pending.pop()
+        SessionRow.update(root_id=root_id).where(SessionRow.id == current).execute()
+        pending.extend(
+            row.id for row in SessionRow.select(SessionRow.id).where(SessionRow.parent == current)
+        )
+
+
+def get_operation(operation_id: str) -> tuple[str, str, Receipt] | None:
+    """(actor, command hash, receipt) of a recorded operation."""
+    row = OperationRow.get_or_none(OperationRow.id == operation_id)
+    if row is None:
+        return None
+    receipt = Receipt(
+        row.code, row.session_id or "", row.generation, row.event_sequence, row.fingerprint
+    )
+    return row.actor_id, row.command_hash, receipt
+
+
+def save_operation(operation_id: str, actor_id: str, command_hash: str, receipt: Receipt) -> None:
+    OperationRow.create(
+        id=operation_id,
+        actor_id=actor_id,
+        session_id=receipt.session_id,
+        code=receipt.code,
+        generation=receipt.generation,
+        event_sequence=receipt.event_sequence,
+        fingerprint=receipt.fingerprint,
+        command_hash=command_hash,
+        created_at_ms=now_ms(),
+    )

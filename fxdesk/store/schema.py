@@ -153,6 +153,7 @@ class OperationRow(BaseModel):
     generation = pw.IntegerField()
     event_sequence = pw.IntegerField()
     fingerprint = pw.TextField()
+    command_hash = pw.TextField()
     created_at_ms = pw.IntegerField()
 
     class Meta:
