@@ -34,6 +34,7 @@ from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.events import BusyElsewhere, RecoveryReport, SessionChanged, WorkChanged
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
+from fxdesk.engine.timers import NotificationScheduler
 from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRunner, TurnRuntime
 from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
 from fxdesk.providers.base import ProviderError
@@ -118,6 +119,7 @@ class SessionOwner:
         runner: TurnRunner,
         authority: HostAuthority | None = None,
         lock_deadline_s: float = 0.0,
+        scheduler: NotificationScheduler | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -126,6 +128,7 @@ class SessionOwner:
         self.runner = runner
         self.authority = authority or HostAuthority(tool_names=tuple(runner.tools.names))
         self.lock_deadline_s = lock_deadline_s
+        self.scheduler = scheduler or NotificationScheduler(None, None)
         self.closed = False
         self._slots: dict[str, _Slot] = {}
         self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
@@ -346,26 +349,28 @@ class SessionOwner:
         workspace = await self._workspace(session.workspace_id)
         now = _now_ms()
 
-        def write() -> tuple[str, Change | None, Session | None]:
+        def write() -> tuple[str, Change | None, Session | None, int | None]:
             current = control.load_record(session_id)
             if current is None:
-                return "gone", None, None
+                return "gone", None, None, None
             position = reducers.next_runnable(current.items, slot.retry)
             if position is None or current.items[position].id != item.id:
-                return "moved", None, None
+                return "moved", None, None, None
             if problem:
                 change = reducers.fail_admission(current, item.id, now)
                 control.save_change(change)
                 control.reconcile_terminals(session_id, now, only=[item.id])
-                return "failed", change, repo.get_session(session_id)
+                return "failed", change, repo.get_session(session_id), None
             change = reducers.admit(current, position, now)
             control.save_change(change)
             assert snapshot is not None
-            control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
-            return "admitted", change, repo.get_session(session_id)
+            first = control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
+            return "admitted", change, repo.get_session(session_id), first
 
-        verdict, change, after = await self.store.write(write, label="admit")
+        verdict, change, after, first_check = await self.store.write(write, label="admit")
         self._publish(change, after)
+        if first_check is not None:
+            self.scheduler.register(session_id, item.id, first_check)
         if verdict == "moved":
             return await self._admit(slot)  # the queue changed under us: look again
         if verdict == "gone":
@@ -416,6 +421,8 @@ class SessionOwner:
         except StoreError as exc:
             log.warning("session %s: completion of %s not saved: %s", session_id, work_id, exc)
             return Result.CONTROL_FAILED
+        finally:
+            self.scheduler.wake(session_id)
         self._publish(change, after)
         if decision == CompletionDecision.CANCELLATION_WON:
             return Result.CANCELLED
@@ -465,6 +472,21 @@ class SessionOwner:
         if slot is not None:
             slot.cancel.cancel(reason)
         self.waiters.signal(session_id)
+        self.scheduler.wake(session_id)
+
+    async def stop_notifications(self, session_id: str) -> None:
+        """After a close or detach: stop the session's policies durably, then drop their
+        schedules; if that cannot be saved, wake them so the next poll stops them."""
+        now = _now_ms()
+        try:
+            await self.store.write(
+                lambda: control.stop_policies(session_id, now), label="stop_policies"
+            )
+        except StoreError as exc:
+            log.warning("session %s: notification cleanup deferred: %s", session_id, exc)
+            self.scheduler.wake(session_id)
+            return
+        self.scheduler.remove_session(session_id)
 
     async def stop_live_work(self, session_id: str, reason: str = "closed") -> None:
         """After a durable close: stop the session's running turn without writing its result,
@@ -554,6 +576,7 @@ class SessionOwner:
             slot.shutdown = True
             slot.cancel.cancel("fxdesk is shutting down")
         self.waiters.signal_all()
+        await self.scheduler.stop()
         tasks = [slot.task for slot in slots if slot.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -336,6 +336,7 @@ class SessionService:
             self._bus.publish(SessionChanged(session))
         if self.owner is not None:
             await self.owner.stop_live_work(session_id, reason)
+            await self.owner.stop_notifications(session_id)
         return _receipt("lifecycle_changed", change)
 
     async def detach(self, session_id: str) -> Receipt:
@@ -376,6 +377,8 @@ class SessionService:
         change, session = await self._store.write(write, label="relationship")
         if session is not None:
             self._bus.publish(SessionChanged(session))
+        if parent_id is None and self.owner is not None:
+            await self.owner.stop_notifications(session_id)
         return _receipt("relationship_changed", change)
 
     async def inspect(

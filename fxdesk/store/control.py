@@ -453,3 +453,31 @@ def events(session_id: str, after_sequence: int = 0, limit: int = 50) -> list[Co
         )
         for r in rows
     ]
+
+
+def policy_state(work_id: str) -> tuple[NotificationPolicy, int, int | None, bool] | None:
+    """(policy, started at, next due, stopped) of a work item's captured policy."""
+    row = db.execute_sql(
+        "SELECT policy_json, started_at_ms, next_due_ms, stopped_at_ms FROM work_policy "
+        "WHERE work_id = ?",
+        (work_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return NotificationPolicy.from_json(row[0]), row[1], row[2], row[3] is not None
+
+
+def set_policy_due(work_id: str, next_due_ms: int | None) -> None:
+    db.execute_sql(
+        "UPDATE work_policy SET next_due_ms = ? WHERE work_id = ?", (next_due_ms, work_id)
+    )
+
+
+def stop_policies(session_id: str, at_ms: int, work_id: str | None = None) -> int:
+    """Mark the session's (or one item's) running policies stopped; how many were."""
+    sql = "UPDATE work_policy SET stopped_at_ms = ? WHERE session_id = ? AND stopped_at_ms IS NULL"
+    params: tuple[Any, ...] = (at_ms, session_id)
+    if work_id is not None:
+        sql += " AND work_id = ?"
+        params += (work_id,)
+    return int(db.execute_sql(sql, params).rowcount)
