@@ -254,12 +254,13 @@ class SessionOwner:
             await self._acquire(lock)
         except SessionLockBusy as busy:
             log.info("session %s is busy in process %s", slot.session_id, busy.holder_pid)
+            self._mark_busy(slot.session_id, busy.holder_pid)
             return Result.EXTERNAL_BUSY
         except OSError:
             log.exception("session %s: cannot take its lock", slot.session_id)
             return Result.SESSION_FAILED
         try:
-            self.busy_elsewhere.pop(slot.session_id, None)
+            self._mark_busy(slot.session_id, None, busy=False)
             return await self._run_locked(slot)
         finally:
             lock.release()

@@ -74,8 +74,9 @@ class Engine:
         )
         workspace = root / "workspace"
         workspace.mkdir(exist_ok=True)
-        engine = cls(root, store, bus, provider, owner, SessionService(store, bus), workspace,
-                     faults)
+        engine = cls(
+            root, store, bus, provider, owner, SessionService(store, bus), workspace, faults
+        )
         bus.subscribe_all(engine.events.append)
         return engine
 

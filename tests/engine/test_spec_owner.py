@@ -1,0 +1,663 @@
+"""Spec child-sessions §9 scenarios for the session owner, by number."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from fxdesk.domain import reasons
+from fxdesk.domain.authority import Grant, Rule
+from fxdesk.domain.live import (
+    EVENTS_CAP,
+    TEXT_CAP_BYTES,
+    TOOLS_CAP,
+    LiveEvent,
+    LivePresentation,
+)
+from fxdesk.domain.model import PermissionMode, SessionMode, SessionState, WorkStatus
+from fxdesk.engine.authority import HostAuthority
+from fxdesk.engine.owner import Result, SessionNotActive, StartResult
+from fxdesk.engine.waiters import OwnerClosed, WaitResult
+from fxdesk.providers.scripted import Fault, Reply
+from fxdesk.store import control
+from fxdesk.store.locks import SessionLock
+from tests.engine.harness import Engine, say, wait_until
+
+
+def test_scenario_1_live_presentation_is_bounded_copied_and_cleared() -> None:
+    live = LivePresentation()
+    live.begin("work-live")
+    live.append_text("hello")
+    live.append_tool("read_file", "started")
+    live.append_event(LiveEvent("tool_started", "read_file", "c1", '{"path": "x"}'))
+    first = live.snapshot()
+    assert first is not None
+    assert (first.work_id, first.text, [t.name for t in first.tools]) == (
+        "work-live",
+        "hello",
+        ["read_file"],
+    )
+    assert len(first.events) == 2  # the text chunk became an event too
+    live.append_text(" world")
+    live.append_tool("grep", "started")
+    assert first.text == "hello" and len(first.tools) == 1  # the old copy is unchanged
+    live.append_text("x" * (TEXT_CAP_BYTES + 8))
+    for n in range(34):
+        live.append_tool(f"tool{n}", "started")
+    for _ in range(258):
+        live.append_event(LiveEvent("usage"))
+    full = live.snapshot()
+    assert full is not None
+    assert len(full.text.encode()) == TEXT_CAP_BYTES
+    assert len(full.tools) == TOOLS_CAP and len(full.events) == EVENTS_CAP
+    assert full.text_truncated and full.tools_truncated and full.events_truncated
+    revision = full.revision
+    live.clear()
+    assert live.snapshot() is None and live.revision > revision
+
+
+def test_scenario_2_an_exception_building_a_snapshot_leaves_nothing_half_built() -> None:
+    """Scenario 2 (intent): snapshots are built whole or not at all; a failing append leaves
+    the live view as it was."""
+    live = LivePresentation()
+    live.begin("w")
+    live.append_text("kept")
+    before = live.snapshot()
+
+    class Exploding(LiveEvent):
+        @property
+        def cost(self) -> int:
+            raise MemoryError("no room")
+
+    with pytest.raises(MemoryError):
+        live.append_event(Exploding("status", "x"))
+    assert live.snapshot() == before
+
+
+async def test_scenario_5_admission_snapshot_is_a_copy_with_the_configured_mode(
+    tmp_path: Path,
+) -> None:
+    authority = HostAuthority(
+        tool_names=("read_file", "write_file"),
+        rules=(Rule("read_file", "a.txt", "allow"),),
+        grants=(Grant("write_file", "/tmp/a"),),
+        sandbox="macos",
+    )
+    engine = await Engine.create(tmp_path, [say("ok")], authority=authority)
+    try:
+        session = await engine.sessions.create_root(
+            engine.workspace,
+            permission_mode=PermissionMode.ASK,
+            model="test/model",
+            first_message="go",
+        )
+        assert await engine.run(session.id) == Result.IDLE
+        (snapshot,) = authority.captures
+        assert snapshot.permission_mode == PermissionMode.ASK
+        assert snapshot.model == "test/model" and snapshot.sandbox == "macos"
+        assert snapshot.tool_names[1] == "write_file" and snapshot.grants[0].target == "/tmp/a"
+        authority.update(tool_names=())  # later changes do not reach the frozen copy
+        assert snapshot.tool_names == ("read_file", "write_file")
+        (item,) = await engine.items(session.id)
+        stored = await engine.store.read(
+            lambda: control.db.execute_sql(
+                "SELECT admission_json FROM work_item WHERE id = ?", (item.id,)
+            ).fetchone()[0]
+        )
+        assert '"permission_mode": "ask"' in stored
+    finally:
+        await engine.close()
+
+
+async def test_scenario_19_waiters_are_filtered_sticky_and_bounded(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    try:
+        a, b = engine.owner.waiter("child-a"), engine.owner.waiter("child-b")
+        engine.owner.waiters.signal("child-a")
+        assert await a.wait(0.005) == WaitResult.SIGNALED  # signalled before the wait
+        assert await b.wait(0.001) == WaitResult.TIMED_OUT
+        a.close()
+        a.close()  # idempotent
+        b.close()
+        assert engine.owner.waiters.count == 0
+    finally:
+        await engine.close()
+    with pytest.raises(OwnerClosed):
+        engine.owner.waiter("late")
+
+
+async def test_scenario_20_many_finished_sessions_keep_64_results(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    engine.provider.when_done = "repeat_last"
+    engine.provider.steps = [say("done")]
+    try:
+        root = await engine.root_session()
+        children = []
+        for n in range(65):
+            mode = SessionMode.ONE_OFF if n % 2 == 0 else SessionMode.PERSISTENT
+            children.append(await engine.child(root, f"task {n}", mode=mode))
+        for child in children:
+            engine.owner.start(child.id)
+        await wait_until(lambda: engine.owner.active_slots == 0, 60)
+        assert engine.owner.completion_count == 64
+        assert engine.owner.last_result(children[0].id) is None  # the oldest was overwritten
+        assert engine.owner.last_result(children[-1].id) == Result.COMPLETED  # one-off
+        assert engine.owner.last_result(children[-2].id) == Result.IDLE  # persistent
+    finally:
+        await engine.close()
+
+
+async def test_scenario_21_wakes_racing_the_end_of_a_slot_run_every_turn(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    engine.provider.when_done = "repeat_last"
+    engine.provider.steps = [say("ok")]
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "turn-0")
+        engine.owner.start(child.id)
+        for n in range(1, 16):
+            await engine.sessions.send(child.id, f"turn-{n}", source_id=root.id)
+            assert engine.owner.start(child.id) in (
+                StartResult.STARTED,
+                StartResult.ALREADY_RUNNING,
+            )
+            await asyncio.sleep(0)
+        await wait_until(lambda: engine.owner.active_slots == 0)
+        items = await engine.items(child.id)
+        assert [i.content for i in items] == [f"turn-{n}" for n in range(16)]
+        assert {i.status for i in items} == {WorkStatus.COMPLETED}
+        assert engine.provider.requests[-1].messages[-1].content == "turn-15"
+        kinds = await engine.history_kinds(child.id)
+        assert kinds.count("turn_end") == 16
+    finally:
+        await engine.close()
+
+
+async def test_scenario_23_shutdown_while_someone_joins(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("never")])
+    root = await engine.root_session()
+    child = await engine.child(root, "blocked")
+    engine.provider.hold()
+    engine.owner.start(child.id)
+    await wait_until(lambda: engine.provider.entered)
+    joiner = asyncio.ensure_future(engine.owner.join(child.id))
+    await asyncio.sleep(0.01)
+    await engine.close()
+    assert await asyncio.wait_for(joiner, 10) == Result.OWNER_STOPPED
+
+
+async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    engine.provider.when_done = "repeat_last"
+    engine.provider.steps = [Reply(text="answer")]
+    try:
+        root = await engine.root_session()
+        a = await engine.sessions.create_child(
+            root.id,
+            name="a",
+            mode=SessionMode.PERSISTENT,
+            model="model/a",
+            effort="high",
+            first_message="a1",
+        )
+        await engine.sessions.send(a.id, "a2", source_id=root.id)
+        b = await engine.sessions.create_child(
+            root.id,
+            name="b",
+            mode=SessionMode.PERSISTENT,
+            model="model/b",
+            effort="low",
+            first_message="b1",
+        )
+        once = await engine.sessions.create_child(
+            root.id,
+            name="once",
+            mode=SessionMode.ONE_OFF,
+            model="model/once",
+            effort="medium",
+            first_message="once",
+        )
+        assert engine.owner.start(a.id) == StartResult.STARTED
+        assert engine.owner.start(a.id) == StartResult.ALREADY_RUNNING
+        assert engine.owner.start(b.id) == StartResult.STARTED
+        assert engine.owner.start(once.id) == StartResult.STARTED
+        assert await engine.owner.join(a.id) == Result.IDLE
+        assert await engine.owner.join(b.id) == Result.IDLE
+        assert await engine.owner.join(once.id) == Result.COMPLETED
+        lock = SessionLock(engine.root / "locks", a.id)
+        assert lock.try_acquire()  # released after each item
+        lock.release()
+        items_a = await engine.items(a.id)
+        assert [i.content for i in items_a] == ["a1", "a2"]
+        assert (await engine.session(a.id)).last_work_id == items_a[-1].id
+        by_model = {r.model: r.effort for r in engine.provider.requests}
+        assert by_model == {"model/a": "high", "model/b": "low", "model/once": "medium"}
+        assert (await engine.session(once.id)).state == SessionState.COMPLETED
+    finally:
+        await engine.close()
+
+
+async def test_scenario_26_turns_of_different_sessions_overlap(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("one"), say("two")])
+    try:
+        root = await engine.root_session()
+        first, second = await engine.child(root, "x"), await engine.child(root, "y")
+        engine.provider.hold()
+        engine.owner.start(first.id)
+        engine.owner.start(second.id)
+        await wait_until(lambda: engine.provider.entered == 2)  # both inside a turn at once
+        engine.provider.release()
+        assert await engine.owner.join(first.id) == Result.IDLE
+        assert await engine.owner.join(second.id) == Result.IDLE
+    finally:
+        await engine.close()
+
+
+async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -> None:
+    authority = HostAuthority(
+        tool_names=("read_file",),
+        sandbox="macos",
+        rules=(Rule("read_file", "old.txt", "allow"),),
+        grants=(Grant("read_file", "/tmp/old.txt"),),
+        integrations=("mcp:old",),
+    )
+    engine = await Engine.create(
+        tmp_path, [say("a-old"), say("b-new"), say("a-new")], authority=authority
+    )
+    try:
+        root = await engine.root_session()
+        a = await engine.child(root, "a-old", "a-new")
+        b = await engine.child(root, "b-new")
+        engine.provider.hold()
+        engine.owner.start(a.id)
+        await wait_until(lambda: engine.provider.entered == 1)
+        authority.update(
+            tool_names=("write_file",),
+            sandbox="vercel",
+            rules=(Rule("write_file", "new.txt", "allow"),),
+            grants=(Grant("write_file", "/tmp/new.txt"),),
+            integrations=("mcp:new",),
+        )
+        engine.owner.start(b.id)
+        await wait_until(lambda: engine.provider.entered == 2)
+        engine.provider.release()
+        await engine.owner.join(a.id)
+        await engine.owner.join(b.id)
+        seen = [(s.source_id, s.sandbox, s.tool_names, s.integrations) for s in authority.captures]
+        assert len(seen) == 3
+        old = seen[0]
+        assert old[1:] == ("macos", ("read_file",), ("mcp:old",))
+        assert all(s[1:] == ("vercel", ("write_file",), ("mcp:new",)) for s in seen[1:])
+    finally:
+        await engine.close()
+
+
+async def test_scenario_28_a_durable_cancel_beats_a_successful_turn(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("too late")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "active", "queued")
+        engine.provider.hold()
+        engine.owner.start(child.id)
+        await wait_until(lambda: engine.provider.entered)
+        assert await engine.owner.cancel(child.id, "user cancelled") == 2
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.CANCELLED
+        items = await engine.items(child.id)
+        assert [(i.status, i.reason) for i in items] == [
+            (WorkStatus.CANCELLED, "user cancelled")
+        ] * 2
+        assert (await engine.session(child.id)).state == SessionState.IDLE
+    finally:
+        await engine.close()
+
+
+async def test_scenario_29_completing_a_committed_cancellation_needs_no_store(
+    tmp_path: Path,
+) -> None:
+    engine = await Engine.create(tmp_path, [say("x")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "running")
+        engine.provider.hold()
+        engine.owner.start(child.id)
+        await wait_until(lambda: engine.provider.entered)
+        # The durable cancel happened elsewhere; the live part alone stops the turn.
+        await engine.store.write(lambda: _cancel_durably(child.id), label="external-cancel")
+        engine.owner.complete_committed_cancellation(child.id, "stop")
+        assert await engine.owner.join(child.id) == Result.CANCELLED
+    finally:
+        await engine.close()
+
+
+def _cancel_durably(session_id: str) -> None:
+    from fxdesk.domain import work
+
+    record = control.load_record(session_id)
+    assert record is not None
+    _count, change = work.cancel(record, "stop", 1)
+    assert change is not None
+    control.save_change(change)
+
+
+async def test_scenario_32_recovery_interrupts_and_a_resume_runs_once(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("ran")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "pending work")
+        report = await engine.owner.recover()
+        assert report.work_interrupted == 1 and engine.provider.calls == 0
+        (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.INTERRUPTED
+        assert item.reason == reasons.RESTART_INTERRUPTED
+        assert await engine.run(child.id) == Result.NO_WORK  # nothing runs by itself
+        assert await engine.run(child.id, retry=True) == Result.IDLE
+        assert engine.provider.calls == 1
+    finally:
+        await engine.close()
+
+
+async def test_scenario_33_tree_recovery_only_touches_the_tree(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    try:
+        root, other = await engine.root_session(), await engine.root_session()
+        child = await engine.child(root, "mine")
+        unrelated = await engine.child(other, "theirs")
+        chat = await engine.root_session("an ordinary chat message")
+        report = await engine.owner.recover(root_id=root.id)
+        assert (report.sessions_changed, report.work_interrupted, report.sessions_failed) == (
+            1,
+            1,
+            0,
+        )
+        assert (await engine.items(child.id))[0].status == WorkStatus.INTERRUPTED
+        assert (await engine.items(unrelated.id))[0].status == WorkStatus.PENDING
+        assert (await engine.items(chat.id))[0].status == WorkStatus.PENDING
+        assert (await engine.session(chat.id)).workspace_id == chat.workspace_id
+    finally:
+        await engine.close()
+
+
+async def test_scenario_34_recovery_never_rebinds_workspaces(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    try:
+        other_folder = tmp_path / "workspace-a"
+        other_folder.mkdir()
+        chat = await engine.sessions.create_root(other_folder, first_message="hello")
+        await engine.owner.recover()
+        after = await engine.session(chat.id)
+        assert after.workspace_id == chat.workspace_id
+        catalog = await engine.sessions.catalog()
+        assert {w.path for w in catalog.workspaces} == {str(other_folder.resolve())}
+    finally:
+        await engine.close()
+
+
+async def test_scenario_40_a_restart_before_the_history_commit_interrupts(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("never committed")])
+    root = await engine.root_session()
+    child = await engine.child(root, "work")
+    engine.provider.hold()
+    engine.owner.start(child.id)
+    await wait_until(lambda: engine.provider.entered)
+    await engine.close()
+    again = await Engine.create(tmp_path, [say("second owner")])
+    try:
+        report = await again.owner.recover()
+        assert (report.work_interrupted, report.work_completed) == (1, 0)
+        assert len(engine.provider.requests) + len(again.provider.requests) == 1
+        assert (await again.items(child.id))[0].status == WorkStatus.INTERRUPTED
+    finally:
+        await again.close()
+
+
+async def test_scenario_46_admission_failure_records_typed_state(tmp_path: Path) -> None:
+    class BrokenAuthority(HostAuthority):
+        def capture(self, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+            raise RuntimeError("capture service down")
+
+    engine = await Engine.create(tmp_path, [say("x")], authority=BrokenAuthority())
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "cannot start")
+        assert await engine.run(child.id) == Result.ADMISSION_FAILED
+        (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.FAILED
+        assert await engine.store.read(lambda: control.failure_reason(item.id)) == (
+            reasons.ADMISSION_FAILED
+        )
+        assert engine.provider.calls == 0
+    finally:
+        await engine.close()
+
+
+async def test_scenario_47_a_lock_held_elsewhere_keeps_the_queue(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("ran once")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "queued")
+        other = SessionLock(engine.root / "locks", child.id)
+        other.acquire()
+        assert await engine.run(child.id) == Result.EXTERNAL_BUSY
+        assert (await engine.items(child.id))[0].status == WorkStatus.PENDING
+        assert engine.provider.calls == 0 and engine.owner.external_busy(child.id)
+        other.release()
+        assert await engine.run(child.id) == Result.IDLE
+        assert engine.provider.calls == 1
+        assert (await engine.items(child.id))[0].status == WorkStatus.COMPLETED
+    finally:
+        await engine.close()
+
+
+async def test_scenario_49_local_execution_is_never_busy_elsewhere(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("x")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "running here")
+        engine.provider.hold()
+        engine.owner.start(child.id)
+        await wait_until(lambda: engine.provider.entered)
+        report = await engine.owner.recover()
+        assert report.sessions_external_busy == 1
+        assert not engine.owner.external_busy(child.id)
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.IDLE
+        report = await engine.owner.recover()
+        assert report.fully_reconciled and not engine.owner.external_busy(child.id)
+    finally:
+        await engine.close()
+
+
+@pytest.mark.parametrize("failing_writes", [False, True])
+async def test_scenarios_50_51_56_shutdown_writes_nothing(
+    tmp_path: Path, failing_writes: bool
+) -> None:
+    engine = await Engine.create(tmp_path, [say("x")])
+    root = await engine.root_session()
+    child = await engine.child(root, "active", "queued")
+    engine.provider.hold()
+    engine.owner.start(child.id)
+    await wait_until(lambda: engine.provider.entered)
+    commits_before = engine.faults.commits_seen
+    if failing_writes:
+        from fxdesk.store.faults import Fault as StoreFault
+
+        engine.faults.fail(commits_before + 1, StoreFault.DEFINITE, onward=True)
+    await engine.owner.shutdown()
+    assert engine.faults.commits_seen == commits_before  # not even an attempt
+    items = await engine.items(child.id)
+    assert [(i.status, i.reason) for i in items] == [
+        (WorkStatus.RUNNING, None),
+        (WorkStatus.PENDING, None),
+    ]
+    await engine.close()
+    lock = SessionLock(tmp_path / "locks", child.id)
+    assert lock.try_acquire()  # the session can be reopened
+    lock.release()
+
+
+async def test_scenario_52_revisions_advance_and_cursors_go_stale(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("1"), say("2")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "one", "two")
+        first = await engine.sessions.inspect(child.id, limit=1)
+        assert first.next_cursor is not None
+        revision = first.generation
+        assert await engine.run(child.id) == Result.IDLE
+        page = await engine.sessions.inspect(child.id, limit=100)
+        assert page.generation > revision
+        sequences = [e.sequence for e in page.events]
+        assert sequences == list(range(1, len(sequences) + 1))
+        revisions = [e.revision for e in page.events]
+        assert revisions == sorted(revisions)
+        record = await engine.store.read(lambda: control.load_record(child.id))
+        assert record is not None and record.next_event_sequence == len(sequences) + 1
+        stale = await engine.sessions.inspect(child.id, first.next_cursor)
+        assert stale.restart_required
+        page1 = await engine.sessions.inspect(child.id, limit=2)
+        page2 = await engine.sessions.inspect(child.id, page1.next_cursor, limit=2)
+        assert [e.sequence for e in page1.events] == [1, 2]
+        assert page2.events[0].sequence == 3
+    finally:
+        await engine.close()
+
+
+async def test_scenario_53_operation_replay_is_stable(tmp_path: Path) -> None:
+    from fxdesk.engine.sessions import OperationConflict
+
+    engine = await Engine.create(tmp_path, [say("ran")])
+    try:
+        root = await engine.root_session()
+        receipt = await engine.sessions.create_child_once(
+            "stable-operation",
+            root.id,
+            actor_id=root.id,
+            name="replay",
+            mode=SessionMode.PERSISTENT,
+            first_message="run once",
+        )
+        assert await engine.run(receipt.session_id) == Result.IDLE
+        assert (await engine.session(receipt.session_id)).generation > receipt.generation
+        again = await engine.sessions.create_child_once(
+            "stable-operation",
+            root.id,
+            actor_id=root.id,
+            expected_generation=receipt.generation,
+            name="replay",
+            mode=SessionMode.PERSISTENT,
+            first_message="run once",
+        )
+        assert again == receipt
+        with pytest.raises(OperationConflict):
+            await engine.sessions.create_child_once(
+                "stable-operation",
+                root.id,
+                actor_id="someone-else",
+                name="replay",
+                mode=SessionMode.PERSISTENT,
+                first_message="run once",
+            )
+        catalog = await engine.sessions.catalog()
+        assert sum(1 for s in catalog.sessions if s.name == "replay") == 1
+    finally:
+        await engine.close()
+
+
+async def test_scenario_54_close_archives_before_stopping_live_work(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("x")])
+    engine.sessions.owner = engine.owner
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "active", "queued")
+        engine.provider.hold()
+        engine.owner.start(child.id)
+        await wait_until(lambda: engine.provider.entered)
+        receipt = await engine.sessions.close(child.id)
+        assert receipt.code == "lifecycle_changed"
+        after = await engine.session(child.id)
+        assert after.state == SessionState.ARCHIVED and after.archived_from == SessionState.IDLE
+        assert {i.status for i in await engine.items(child.id)} == {WorkStatus.CANCELLED}
+        assert not engine.owner.is_running(child.id)
+    finally:
+        await engine.close()
+
+
+async def test_scenario_55_an_unauthorized_close_changes_nothing(tmp_path: Path) -> None:
+    from fxdesk.engine.sessions import SessionError
+
+    engine = await Engine.create(tmp_path)
+    engine.sessions.owner = engine.owner
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root)
+        detached = await engine.sessions.detach(child.id)
+        assert detached.code == "relationship_changed"
+        before = await engine.session(child.id)
+        with pytest.raises(SessionError, match="child_unavailable"):
+            await engine.sessions.close(child.id, actor_id=root.id)
+        after = await engine.session(child.id)
+        assert after.generation == before.generation and after.parent_id is None
+        assert after.state == SessionState.IDLE
+    finally:
+        await engine.close()
+
+
+async def test_detach_and_reparent_are_refused_while_work_is_active(tmp_path: Path) -> None:
+    """Scenario 37's relationship part: detach/reparent racing active work → invalid_state."""
+    from fxdesk.engine.owner import WorkActive
+
+    engine = await Engine.create(tmp_path, [say("x")])
+    engine.sessions.owner = engine.owner
+    try:
+        root = await engine.root_session()
+        other = await engine.child(root)
+        child = await engine.child(root, "busy")
+        engine.provider.hold()
+        engine.owner.start(child.id)
+        await wait_until(lambda: engine.provider.entered)
+        with pytest.raises(WorkActive, match="invalid_state"):
+            await engine.sessions.detach(child.id)
+        with pytest.raises(WorkActive, match="invalid_state"):
+            await engine.sessions.reparent(child.id, other.id)
+        engine.provider.release()
+        await engine.owner.join(child.id)
+        await engine.sessions.reparent(child.id, other.id)
+        assert (await engine.session(child.id)).parent_id == other.id
+    finally:
+        await engine.close()
+
+
+async def test_join_without_a_slot_or_result_is_refused(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path)
+    try:
+        with pytest.raises(SessionNotActive):
+            await engine.owner.join("nobody")
+    finally:
+        await engine.close()
+
+
+async def test_a_detached_child_cannot_take_work(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("x")])
+    engine.sessions.owner = engine.owner
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root)
+        await engine.sessions.detach(child.id)
+        await engine.sessions.send(child.id, "orphaned work", source_id=root.id)
+        assert await engine.run(child.id) == Result.ADMISSION_FAILED
+        assert (await engine.items(child.id))[0].status == WorkStatus.PENDING  # unchanged
+    finally:
+        await engine.close()
+
+
+async def test_provider_errors_do_not_leak_the_stream(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [Fault("rate_limited", "slow down", after_text="pa")])
+    try:
+        session = await engine.root_session("x")
+        assert await engine.run(session.id) == Result.FAILED
+        assert engine.owner.live_snapshot(session.id) is None
+    finally:
+        await engine.close()
