@@ -16,7 +16,6 @@ import collections
 import enum
 import functools
 import logging
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.events import BusyElsewhere, RecoveryReport, SessionChanged, WorkChanged
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
-from fxdesk.engine.timers import NotificationScheduler
+from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRunner, TurnRuntime
 from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
 from fxdesk.providers.base import ProviderError
@@ -120,6 +119,7 @@ class SessionOwner:
         authority: HostAuthority | None = None,
         lock_deadline_s: float = 0.0,
         scheduler: NotificationScheduler | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.bus = bus
@@ -129,6 +129,7 @@ class SessionOwner:
         self.authority = authority or HostAuthority(tool_names=tuple(runner.tools.names))
         self.lock_deadline_s = lock_deadline_s
         self.scheduler = scheduler or NotificationScheduler(None, None)
+        self.clock = clock or (scheduler.clock if scheduler and scheduler.clock else SystemClock())
         self.closed = False
         self._slots: dict[str, _Slot] = {}
         self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
@@ -348,7 +349,7 @@ class SessionOwner:
             snapshot, problem = None, f"capture failed: {exc}"
         policy = NotificationPolicy.from_data(session.config.get("notifications"))
         workspace = await self._workspace(session.workspace_id)
-        now = _now_ms()
+        now = self.clock.now_ms()
 
         def write() -> tuple[str, Change | None, Session | None, int | None]:
             current = control.load_record(session_id)
@@ -400,7 +401,7 @@ class SessionOwner:
                 if outcome.end == TurnEnd.CANCELLED
                 else reasons.TURN_NOT_COMMITTED
             )
-        now = _now_ms()
+        now = self.clock.now_ms()
 
         def write() -> tuple[CompletionDecision, Change | None, Session | None]:
             record = control.load_record(session_id, include=[work_id])
@@ -450,7 +451,7 @@ class SessionOwner:
         live turn is told. Returns how many items changed; safe to repeat (a repeat still
         repairs a missing terminal delivery)."""
         reason = reasons.validate_reason(reason)
-        now = _now_ms()
+        now = self.clock.now_ms()
 
         def write() -> tuple[int, Change | None, Session | None]:
             record = control.load_record(session_id)
@@ -478,7 +479,7 @@ class SessionOwner:
     async def stop_notifications(self, session_id: str) -> None:
         """After a close or detach: stop the session's policies durably, then drop their
         schedules; if that cannot be saved, wake them so the next poll stops them."""
-        now = _now_ms()
+        now = self.clock.now_ms()
         try:
             await self.store.write(
                 lambda: control.stop_policies(session_id, now), label="stop_policies"
@@ -526,7 +527,9 @@ class SessionOwner:
                         continue
                     locks.append(lock)
                 outcomes = await self.store.write(
-                    functools.partial(recover_sessions, [lock.session_id for lock in locks]),
+                    functools.partial(
+                        recover_sessions, [lock.session_id for lock in locks], self.clock.now_ms()
+                    ),
                     label="recover",
                 )
             finally:
@@ -599,7 +602,3 @@ class SessionOwner:
         self.bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
         if session is not None:
             self.bus.publish(SessionChanged(session))
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 
 from fxdesk.domain.model import Session, WorkStatus
@@ -23,9 +22,8 @@ class Recovered:
     failed: bool = False
 
 
-def recover_sessions(session_ids: list[str]) -> list[Recovered]:
+def recover_sessions(session_ids: list[str], now: int) -> list[Recovered]:
     """Recover each session in its own savepoint, all in one transaction (writer thread)."""
-    now = time.time_ns() // 1_000_000
     results = []
     for session_id in session_ids:
         try:

@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 
 from fxdesk.store import StoreError
-from fxdesk.store.errors import CommitIndeterminate, DatabaseLockedError, StoreClosedError
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +80,9 @@ class PollReport:
 
 
 def _retryable(exc: BaseException) -> bool:
-    return isinstance(
-        exc, RetryablePollError | DatabaseLockedError | CommitIndeterminate | StoreClosedError
-    ) or (isinstance(exc, StoreError) and not exc.definite)
+    """Store trouble (a busy lock, an indeterminate or failed commit, a full disk) passes;
+    anything else is a bug in the poller and stops that schedule."""
+    return isinstance(exc, RetryablePollError | StoreError)
 
 
 class NotificationScheduler:

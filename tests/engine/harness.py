@@ -12,9 +12,11 @@ from fxdesk.domain.model import PermissionMode, Session, SessionMode
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.engine.sessions import SessionService
+from fxdesk.engine.timers import Clock, NotificationScheduler
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
 from fxdesk.store import Store, control, repo
@@ -56,6 +58,7 @@ class Engine:
         *,
         authority: HostAuthority | None = None,
         max_iterations: int = 25,
+        clock: Clock | None = None,
     ) -> Engine:
         root.mkdir(parents=True, exist_ok=True)
         faults = FaultInjector()
@@ -64,6 +67,7 @@ class Engine:
         provider = ScriptedProvider(list(steps))
         tools = ToolRegistry(basic_tools())
         runner = TurnRunner(store, tools, bus, max_iterations=max_iterations)
+        scheduler = NotificationScheduler(clock, StorePoller(store, bus)) if clock else None
         owner = SessionOwner(
             store,
             bus,
@@ -71,11 +75,13 @@ class Engine:
             providers=FixedResolver(provider),
             runner=runner,
             authority=authority,
+            scheduler=scheduler,
+            clock=clock,
         )
         workspace = root / "workspace"
         workspace.mkdir(exist_ok=True)
         engine = cls(
-            root, store, bus, provider, owner, SessionService(store, bus), workspace, faults
+            root, store, bus, provider, owner, SessionService(store, bus, owner), workspace, faults
         )
         bus.subscribe_all(engine.events.append)
         return engine

@@ -568,7 +568,6 @@ async def test_scenario_53_operation_replay_is_stable(tmp_path: Path) -> None:
 
 async def test_scenario_54_close_archives_before_stopping_live_work(tmp_path: Path) -> None:
     engine = await Engine.create(tmp_path, [say("x")])
-    engine.sessions.owner = engine.owner
     try:
         root = await engine.root_session()
         child = await engine.child(root, "active", "queued")
@@ -589,7 +588,6 @@ async def test_scenario_55_an_unauthorized_close_changes_nothing(tmp_path: Path)
     from fxdesk.engine.sessions import SessionError
 
     engine = await Engine.create(tmp_path)
-    engine.sessions.owner = engine.owner
     try:
         root = await engine.root_session()
         child = await engine.child(root)
@@ -610,7 +608,6 @@ async def test_detach_and_reparent_are_refused_while_work_is_active(tmp_path: Pa
     from fxdesk.engine.owner import WorkActive
 
     engine = await Engine.create(tmp_path, [say("x")])
-    engine.sessions.owner = engine.owner
     try:
         root = await engine.root_session()
         other = await engine.child(root)
@@ -641,7 +638,6 @@ async def test_join_without_a_slot_or_result_is_refused(tmp_path: Path) -> None:
 
 async def test_a_detached_child_cannot_take_work(tmp_path: Path) -> None:
     engine = await Engine.create(tmp_path, [say("x")])
-    engine.sessions.owner = engine.owner
     try:
         root = await engine.root_session()
         child = await engine.child(root)
