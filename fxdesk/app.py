@@ -17,11 +17,20 @@ from dataclasses import dataclass
 
 from fxdesk import __version__
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.events import RecoveryReport
+from fxdesk.engine.notifier import StorePoller
+from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.sessions import SessionService
+from fxdesk.engine.timers import NotificationScheduler, SystemClock
+from fxdesk.engine.turn import TurnRunner
 from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
 from fxdesk.paths import DataPaths
 from fxdesk.store import Store
 from fxdesk.store.faults import FaultInjector
+from fxdesk.store.locks import InstanceLock
+from fxdesk.tools.base import ToolRegistry
+from fxdesk.tools.basic import basic_tools
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +52,18 @@ class App:
         crash_log: crash logs of earlier runs, and this run's.
     """
 
-    def __init__(self, paths: DataPaths, *, faults: FaultInjector | None = None) -> None:
+    def __init__(
+        self,
+        paths: DataPaths,
+        *,
+        faults: FaultInjector | None = None,
+        providers: ProviderResolver | None = None,
+    ) -> None:
         self.paths = paths
         self.faults = faults
+        self.providers = providers
+        self.recovery: RecoveryReport | None = None
+        self._owner: SessionOwner | None = None
         self.bus = EventBus()
         self.crash_log = CrashLog(paths.crash_dir)
         self._store: Store | None = None
@@ -60,6 +78,12 @@ class App:
         return self._store
 
     @property
+    def owner(self) -> SessionOwner:
+        if self._owner is None:
+            raise RuntimeError("the engine is not started")
+        return self._owner
+
+    @property
     def sessions(self) -> SessionService:
         if self._sessions is None:
             raise RuntimeError("the engine is not started")
@@ -70,6 +94,15 @@ class App:
         try:
             await self._start("store", self._start_store)
             await self._start("engine", self._start_engine)
+        except BaseException:
+            await self.stop()
+            raise
+        self.started = True
+
+    async def start_store_only(self) -> None:
+        """Open the database without the engine (commands that only read or edit settings)."""
+        try:
+            await self._start("store", self._start_store)
         except BaseException:
             await self.stop()
             raise
@@ -94,10 +127,31 @@ class App:
         return _Subsystem("store", stop)
 
     async def _start_engine(self) -> _Subsystem:
-        self._sessions = SessionService(self.store, self.bus)
+        store = self.store
+        self.tools = ToolRegistry(basic_tools())
+        runner = TurnRunner(store, self.tools, self.bus)
+        scheduler = NotificationScheduler(SystemClock(), StorePoller(store, self.bus))
+        self.instance_lock = InstanceLock(self.paths.locks)
+        alone = self.instance_lock.hold_shared()
+        owner = SessionOwner(
+            store,
+            self.bus,
+            lock_dir=self.paths.locks,
+            providers=self.providers or ProfileResolver(store),
+            runner=runner,
+            scheduler=scheduler,
+        )
+        self._owner = owner
+        self._sessions = SessionService(store, self.bus, owner)
+        # Nothing runs before recovery; pending work is only ours to judge when we are alone.
+        self.recovery = await owner.recover(include_pending=alone)
+        scheduler.start()
 
         async def stop() -> None:
+            await owner.shutdown()
+            self.instance_lock.release()
             self._sessions = None
+            self._owner = None
 
         return _Subsystem("engine", stop)
 

@@ -58,6 +58,64 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
 
+    run = commands.add_parser(
+        "run",
+        help="start a session in a workspace and run it to the end",
+        description="Create a root session in DIR with PROMPT as its first message, run it, and "
+        "stream it here. Exit 0 completed, 1 failed, 3 waiting for an approval, 4 interrupted.",
+    )
+    run.add_argument("-w", "--workspace", metavar="DIR", required=True, help="the project folder")
+    run.add_argument("--profile", metavar="NAME", help="model profile (default: the default one)")
+    run.add_argument("--name", help="session name (default: from the prompt)")
+    run.add_argument(
+        "--mode",
+        choices=["ask", "auto", "yolo"],
+        default="auto",
+        help="permission mode (default: auto)",
+    )
+    run.add_argument("prompt", help="what the agent should do")
+
+    sessions = commands.add_parser("sessions", help="list sessions")
+    sessions.add_argument("--json", action="store_true")
+    sessions.add_argument("--all", action="store_true", help="include archived sessions")
+
+    show = commands.add_parser("show", help="a session's queue, transcript and usage")
+    show.add_argument("session", metavar="ID", help="session id or unique prefix")
+    show.add_argument("--json", action="store_true")
+
+    send = commands.add_parser("send", help="queue a message to a session and run it")
+    send.add_argument("session", metavar="ID")
+    send.add_argument("message")
+    send.add_argument("--no-wait", action="store_true", help="queue it and return")
+
+    cancel = commands.add_parser("cancel", help="cancel a session's queued and running work")
+    cancel.add_argument("session", metavar="ID")
+    cancel.add_argument("--reason", default="cancelled by the person")
+
+    resume = commands.add_parser("resume", help="resume interrupted work and run the queue")
+    resume.add_argument("session", metavar="ID")
+
+    recover = commands.add_parser(
+        "recover",
+        help="run start-up recovery and report what it did",
+        description="Mark work left unfinished by a stopped fxdesk as interrupted (or completed, "
+        "when its history proves it), and name sessions busy in another process.",
+    )
+    recover.add_argument("--json", action="store_true")
+
+    profiles = commands.add_parser("profiles", help="model provider profiles")
+    profile_commands = profiles.add_subparsers(dest="profiles_command", metavar="ACTION")
+    listing = profile_commands.add_parser("list", help="list profiles")
+    listing.add_argument("--json", action="store_true")
+    add = profile_commands.add_parser("add", help="add or replace a profile")
+    add.add_argument("name")
+    add.add_argument("--kind", choices=["scripted", "openai", "anthropic"], required=True)
+    add.add_argument("--script", metavar="FILE", help="the script of a scripted profile")
+    add.add_argument("--model", help="model name")
+    add.add_argument("--default", action="store_true", help="make it the default profile")
+    remove = profile_commands.add_parser("remove", help="remove a profile")
+    remove.add_argument("name")
+
     probe = commands.add_parser("_probe-qt")  # internal, used by doctor; hidden from help
     probe.add_argument("platform")
     commands._choices_actions = [a for a in commands._choices_actions if a.dest != "_probe-qt"]
@@ -75,8 +133,24 @@ def cmd_doctor(args: argparse.Namespace, paths: DataPaths) -> int:
     return EXIT_OK if all(c.status != doctor.FAIL for c in checks) else EXIT_FAILED
 
 
+def _engine_command(name: str) -> Handler:
+    def handler(args: argparse.Namespace, paths: DataPaths) -> int:
+        from fxdesk import commands
+
+        if name == "profiles" and args.profiles_command is None:
+            args.profiles_command, args.json = "list", False
+        result: int = getattr(commands, f"cmd_{name}")(args, paths)
+        return result
+
+    return handler
+
+
 COMMANDS: dict[str, Handler] = {
     "doctor": cmd_doctor,
+    **{
+        name: _engine_command(name)
+        for name in ("run", "sessions", "show", "send", "cancel", "resume", "recover", "profiles")
+    },
 }
 
 

@@ -309,14 +309,22 @@ def cancel(record: ControlRecord, reason: str, now_ms: int) -> tuple[int, Change
 
 
 def recover(
-    record: ControlRecord, committed_work_id: str | None, now_ms: int
+    record: ControlRecord,
+    committed_work_id: str | None,
+    now_ms: int,
+    *,
+    include_pending: bool = True,
 ) -> tuple[RestartRecovery, Change | None]:
     """After a restart: unfinished items become interrupted, or completed when the committed
-    history proves their turn finished (spec §3.7). Nothing becomes runnable."""
+    history proves their turn finished (spec §3.7). Nothing becomes runnable.
+
+    ``include_pending=False`` leaves pending items alone: while other fxdesk processes are
+    alive, a pending item may be theirs to start.
+    """
     updates: list[Update] = []
     interrupted = completed = 0
     for item in record.items:
-        if item.status not in OPEN:
+        if item.status not in OPEN or (not include_pending and item.status == WorkStatus.PENDING):
             continue
         if item.id == committed_work_id and item.status != WorkStatus.PENDING:
             done = replace(item, status=WorkStatus.COMPLETED, reason=None, updated_at_ms=now_ms)

@@ -52,6 +52,15 @@ class DeliveryAdded:
 
 
 @dataclass(frozen=True)
+class TextStreamed:
+    """Assistant text as it streams in (live only; the durable copy comes with the step)."""
+
+    session_id: str
+    work_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class LiveChanged:
     """The live view of a running item changed; fetch ``owner.live_snapshot`` to redraw."""
 

@@ -503,12 +503,17 @@ class SessionOwner:
 
     # --- recovery ----------------------------------------------------------------------------
 
-    async def recover(self, root_id: str | None = None, chunk: int = 200) -> RecoveryReport:
+    async def recover(
+        self, root_id: str | None = None, *, include_pending: bool = True, chunk: int = 200
+    ) -> RecoveryReport:
         """After a start: unfinished work becomes interrupted (or completed, when the history
         proves it); sessions another live process holds are reported and left alone. Nothing
         runs until resumed (spec §3.7, §3.12 "recover"). With ``root_id``, only the sessions
-        below that root are looked at ("recoverTree")."""
-        session_ids = await self.store.read(lambda: control.sessions_with_open_work(root_id))
+        below that root are looked at ("recoverTree"); ``include_pending=False`` leaves pending
+        work alone (other fxdesk processes are alive and may be about to start it)."""
+        session_ids = await self.store.read(
+            lambda: control.sessions_with_open_work(root_id, include_pending)
+        )
         totals = collections.Counter[str]()
         busy_ids: list[str] = []
         interrupted_ids: list[str] = []
@@ -528,7 +533,10 @@ class SessionOwner:
                     locks.append(lock)
                 outcomes = await self.store.write(
                     functools.partial(
-                        recover_sessions, [lock.session_id for lock in locks], self.clock.now_ms()
+                        recover_sessions,
+                        [lock.session_id for lock in locks],
+                        self.clock.now_ms(),
+                        include_pending,
                     ),
                     label="recover",
                 )

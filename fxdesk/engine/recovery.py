@@ -22,7 +22,9 @@ class Recovered:
     failed: bool = False
 
 
-def recover_sessions(session_ids: list[str], now: int) -> list[Recovered]:
+def recover_sessions(
+    session_ids: list[str], now: int, include_pending: bool = True
+) -> list[Recovered]:
     """Recover each session in its own savepoint, all in one transaction (writer thread)."""
     results = []
     for session_id in session_ids:
@@ -32,7 +34,7 @@ def recover_sessions(session_ids: list[str], now: int) -> list[Recovered]:
                 if record is None:
                     continue
                 proof = control.history_proof(session_id)
-                stats, change = recover(record, proof, now)
+                stats, change = recover(record, proof, now, include_pending=include_pending)
                 if change is not None:
                     control.save_change(change)
                     finished = [i.id for i in change.items if i.status == WorkStatus.COMPLETED]

@@ -6,6 +6,7 @@ is the ``SessionOwner``'s job; these only change what is queued and how sessions
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -137,7 +138,7 @@ class SessionService:
         first_message: str | None = None,
     ) -> Session:
         """Create a root session (and its workspace, if new) in one transaction."""
-        folder = validate_workspace(workspace_path)
+        folder = await asyncio.to_thread(validate_workspace, workspace_path)
         session_id = new_id()
         title = name.strip() or _title_from(first_message) or "New session"
 

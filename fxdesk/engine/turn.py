@@ -37,7 +37,7 @@ from fxdesk.domain.model import EntryKind, Session
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
-from fxdesk.engine.events import DeliveryAdded, HistoryAppended
+from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -241,8 +241,11 @@ class _Turn:
         )
         self.model_calls += 1
         live = self.rt.live
+        bus, session_id, work_id = self.runner.bus, self.rt.session.id, self.rt.item.id
 
         def on_event(event: StreamEvent) -> None:
+            if isinstance(event, TextDelta):
+                bus.publish(TextStreamed(session_id, work_id, event.text))
             if live is None:
                 return
             if isinstance(event, TextDelta):

@@ -12,6 +12,8 @@ JSON step forms::
     {"error": {"code": "server_error", "message": "boom", "retryable": true}}
     {"stall": true}                                      # never answers (until cancelled)
     {"end_early": true, "text": "partial"}               # stream ends without finishing
+
+A top-level ``"record_to": FILE`` appends one JSON line per request to FILE.
 """
 
 from __future__ import annotations
@@ -81,9 +83,12 @@ class ScriptedProvider(Provider):
 
     name = "scripted"
 
-    def __init__(self, steps: Sequence[Step], *, when_done: str = "error") -> None:
+    def __init__(
+        self, steps: Sequence[Step], *, when_done: str = "error", record_to: str | None = None
+    ) -> None:
         self.steps = list(steps)
         self.when_done = when_done
+        self.record_to = record_to
         self.requests: list[ModelRequest] = []
         self.calls = 0
         self._barrier: asyncio.Event | None = None
@@ -104,7 +109,12 @@ class ScriptedProvider(Provider):
         if not isinstance(data, dict) or not isinstance(data.get("responses"), list):
             raise ProviderError("unavailable", 'a script needs a "responses" list')
         steps = [_step_from_json(item) for item in data["responses"]]
-        return cls(steps, when_done=str(data.get("when_done", "error")))
+        record_to = data.get("record_to")
+        return cls(
+            steps,
+            when_done=str(data.get("when_done", "error")),
+            record_to=str(record_to) if record_to else None,
+        )
 
     def hold(self) -> None:
         """Make the next calls wait at a barrier until ``release``."""
@@ -128,6 +138,12 @@ class ScriptedProvider(Provider):
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
+        if self.record_to:  # so a test in another process can see what this one was asked
+            last = request.messages[-1] if request.messages else None
+            line = json.dumps({"model": request.model, "messages": len(request.messages),
+                               "last_role": last.role if last else None})
+            with open(self.record_to, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
         barrier = self._barrier
         if barrier is not None:
             self.entered += 1

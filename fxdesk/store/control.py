@@ -152,13 +152,15 @@ def failure_reason(work_id: str) -> str | None:
     return row[0] if row else None
 
 
-def sessions_with_open_work(root_id: str | None = None) -> list[str]:
+def sessions_with_open_work(root_id: str | None = None, include_pending: bool = True) -> list[str]:
     """Sessions that have pending, running or approval-waiting work (the recovery sweep);
     with ``root_id``, only the sessions below that root."""
-    sql = (
-        "SELECT DISTINCT w.session_id FROM work_item w "
-        "WHERE w.status IN ('pending', 'running', 'awaiting_approval')"
+    statuses = (
+        "('pending', 'running', 'awaiting_approval')"
+        if include_pending
+        else ("('running', 'awaiting_approval')")
     )
+    sql = f"SELECT DISTINCT w.session_id FROM work_item w WHERE w.status IN {statuses}"
     params: tuple[str, ...] = ()
     if root_id is not None:
         sql += " AND w.session_id IN (SELECT id FROM session WHERE root_id = ? AND id != ?)"

@@ -127,3 +127,37 @@ def is_locked_elsewhere(lock_dir: Path, session_id: str) -> int | None:
         return busy.holder_pid or 0
     probe.release()
     return None
+
+
+class InstanceLock:
+    """Every running fxdesk process holds ``<data>/locks/instance.lock`` shared.
+
+    A process that can take it exclusively is the only one: start-up recovery may then treat
+    *pending* work as abandoned too. With other processes alive, recovery touches only work
+    whose session lock is free (its process died).
+    """
+
+    def __init__(self, lock_dir: Path) -> None:
+        self.path = lock_dir / "instance.lock"
+        self._fd: int | None = None
+
+    def hold_shared(self) -> bool:
+        """Take the shared lock; True if this process was alone (checked exclusively first)."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            alone = True
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                os.close(fd)
+                raise
+            alone = False
+        fcntl.flock(fd, fcntl.LOCK_SH)  # converts an exclusive lock in place
+        self._fd = fd
+        return alone
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)

@@ -1,0 +1,448 @@
+"""The headless commands: run, sessions, show, send, cancel, resume, recover, profiles.
+
+Each runs the same engine as the window, on plain asyncio, and returns an exit code (see
+``fxdesk --help``). Quitting with Ctrl+C never cancels work: it stops, and the work is
+interrupted until ``fxdesk resume``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TextIO
+
+from fxdesk.app import App
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import EntryKind, PermissionMode, Profile, Session
+from fxdesk.engine.events import HistoryAppended, TextStreamed
+from fxdesk.engine.owner import Result
+from fxdesk.engine.sessions import InvalidWorkspace, SessionError
+from fxdesk.paths import DataPaths
+from fxdesk.providers.base import ProviderError
+from fxdesk.providers.scripted import ScriptedProvider
+from fxdesk.store import StoreError, control, repo
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_APPROVAL, EXIT_INTERRUPTED, EXIT_DATA = 0, 1, 2, 3, 4, 5
+
+RESULT_EXIT = {
+    Result.IDLE: EXIT_OK,
+    Result.COMPLETED: EXIT_OK,
+    Result.NO_WORK: EXIT_OK,
+    Result.FAILED: EXIT_FAILED,
+    Result.CANCELLED: EXIT_FAILED,
+    Result.ADMISSION_FAILED: EXIT_FAILED,
+    Result.SESSION_FAILED: EXIT_FAILED,
+    Result.CONTROL_FAILED: EXIT_FAILED,
+    Result.AWAITING_APPROVAL: EXIT_APPROVAL,
+    Result.PAUSED: EXIT_INTERRUPTED,
+    Result.EXTERNAL_BUSY: EXIT_INTERRUPTED,
+    Result.OWNER_STOPPED: EXIT_INTERRUPTED,
+}
+
+
+class CommandError(Exception):
+    """A problem the person can fix; printed without a traceback."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def execute(
+    paths: DataPaths, body: Callable[[App], Awaitable[int]], *, with_engine: bool = True
+) -> int:
+    """Start the app headless, run ``body``, stop in order; map known errors to exit codes."""
+
+    async def main() -> int:
+        app = App(paths)
+        try:
+            await (app.start() if with_engine else app.start_store_only())
+        except StoreError as exc:
+            print(f"fxdesk: {exc.user_message}", file=sys.stderr)
+            return EXIT_DATA
+        try:
+            return await body(app)
+        except CommandError as exc:
+            print(f"fxdesk: {exc}", file=sys.stderr)
+            return exc.code
+        except StoreError as exc:
+            print(f"fxdesk: {exc.user_message}", file=sys.stderr)
+            return EXIT_DATA
+        finally:
+            await app.stop()
+
+    return asyncio.run(main())
+
+
+async def resolve_session(app: App, given: str) -> Session:
+    """A session by id or unique id prefix."""
+    catalog = await app.sessions.catalog()
+    matches = [s for s in catalog.sessions if s.id == given] or [
+        s for s in catalog.sessions if s.id.startswith(given)
+    ]
+    if not matches:
+        raise CommandError(f"no session {given!r} (see `fxdesk sessions`)")
+    if len(matches) > 1:
+        raise CommandError(f"{given!r} matches {len(matches)} sessions; give more of the id")
+    return matches[0]
+
+
+class Printer:
+    """Streams a running session to the terminal: text as it arrives, one line per tool step."""
+
+    def __init__(self, session_id: str, out: TextIO) -> None:
+        self.session_id = session_id
+        self.out = out
+        self._mid_line = False
+
+    def on_text(self, event: TextStreamed) -> None:
+        if event.session_id == self.session_id:
+            self.out.write(event.text)
+            self.out.flush()
+            self._mid_line = not event.text.endswith("\n")
+
+    def on_history(self, event: HistoryAppended) -> None:
+        if event.session_id != self.session_id:
+            return
+        for entry in event.entries:
+            line = _step_line(entry)
+            if line:
+                self._newline()
+                self.out.write(line + "\n")
+            elif entry.kind == EntryKind.ASSISTANT and entry.content:
+                self._newline()
+        self.out.flush()
+
+    def _newline(self) -> None:
+        if self._mid_line:
+            self.out.write("\n")
+            self._mid_line = False
+
+
+def _step_line(entry: HistoryEntry) -> str:
+    if entry.kind == EntryKind.TOOL_CALL:
+        return f"→ {entry.tool_name} {_short(entry.content)}"
+    if entry.kind == EntryKind.TOOL_RESULT:
+        mark = "✓" if entry.data.get("ok") else "✗"
+        return f"{mark} {entry.tool_name}: {_short(entry.content)}"
+    return ""
+
+
+def _short(text: str, limit: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+async def follow(app: App, session: Session, *, retry: bool, out: TextIO = sys.stdout) -> int:
+    """Run the session's queue to its end, streaming it; Ctrl+C stops without cancelling."""
+    printer = Printer(session.id, out)
+    unsubscribe = [
+        app.bus.subscribe(TextStreamed, printer.on_text),
+        app.bus.subscribe(HistoryAppended, printer.on_history),
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        app.owner.start(session.id, retry)
+        join = asyncio.ensure_future(app.owner.join(session.id))
+        stopper = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({join, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        stopper.cancel()
+        if not join.done():
+            await app.owner.shutdown()
+            await asyncio.gather(join, return_exceptions=True)
+            printer._newline()
+            print(
+                f"fxdesk: stopped; the work is interrupted. Continue it with "
+                f"`fxdesk resume {session.id}`.",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+        result = join.result()
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+        for undo in unsubscribe:
+            undo()
+    printer._newline()
+    out.flush()
+    await _report(app, session.id, result)
+    return RESULT_EXIT.get(result, EXIT_FAILED)
+
+
+async def _report(app: App, session_id: str, result: Result) -> None:
+    items = await app.sessions.items(session_id, limit=1)
+    detail = ""
+    if items and result in (Result.FAILED, Result.PAUSED, Result.CANCELLED):
+        item = items[-1]
+        reason = item.reason or await app.store.read(lambda: control.failure_reason(item.id))
+        detail = f": {reason}" if reason else ""
+    if result == Result.EXTERNAL_BUSY:
+        pid = app.owner.busy_elsewhere.get(session_id)
+        detail = f": in use by process {pid}" if pid else ": in use by another process"
+    print(f"fxdesk: session {session_id} {result.value}{detail}", file=sys.stderr)
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace, paths: DataPaths) -> int:
+    workspace = Path(args.workspace).expanduser().absolute()
+
+    async def body(app: App) -> int:
+        profile = await _profile_for(app, args.profile)
+        try:
+            session = await app.sessions.create_root(
+                workspace,
+                name=args.name or "",
+                permission_mode=PermissionMode(args.mode),
+                profile=profile.name,
+                first_message=args.prompt,
+            )
+        except InvalidWorkspace as exc:
+            raise CommandError(f"cannot use that workspace: {exc}") from exc
+        print(f"fxdesk: session {session.id} in {args.workspace}", file=sys.stderr)
+        return await follow(app, session, retry=False)
+
+    return execute(paths, body)
+
+
+def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        session = await resolve_session(app, args.session)
+        try:
+            await app.sessions.send(session.id, args.message)
+        except SessionError as exc:
+            raise CommandError(str(exc)) from exc
+        if args.no_wait:
+            return EXIT_OK
+        return await follow(app, session, retry=False)
+
+    return execute(paths, body)
+
+
+def cmd_resume(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        session = await resolve_session(app, args.session)
+        return await follow(app, session, retry=True)
+
+    return execute(paths, body)
+
+
+def cmd_cancel(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        session = await resolve_session(app, args.session)
+        count = await app.owner.cancel(session.id, args.reason)
+        print(f"cancelled {count} work item(s) of session {session.id}")
+        return EXIT_OK
+
+    return execute(paths, body)
+
+
+def cmd_recover(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        report = app.recovery  # start-up already recovered; report what it did
+        assert report is not None
+        if args.json:
+            data = asdict(report) | {"fully_reconciled": report.fully_reconciled}
+            print(json.dumps(data, indent=2))
+        else:
+            print(
+                f"work interrupted: {report.work_interrupted}, completed: "
+                f"{report.work_completed}, sessions changed: {report.sessions_changed}"
+            )
+            for session_id in report.busy_sessions:
+                pid = app.owner.busy_elsewhere.get(session_id)
+                who = f"process {pid}" if pid else "another process"
+                print(f"busy in {who}: {session_id} (left untouched)")
+            if report.work_interrupted:
+                print("resume with: fxdesk resume SESSION")
+        return EXIT_OK
+
+    return execute(paths, body)
+
+
+def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        catalog = await app.sessions.catalog(include_archived=args.all)
+        paths_by_id = {w.id: w.path for w in catalog.workspaces}
+        rows = [
+            {
+                "id": s.id,
+                "name": s.name,
+                "state": s.state.value,
+                "parent_id": s.parent_id,
+                "workspace": paths_by_id.get(s.workspace_id, ""),
+                "mode": s.mode.value,
+                "permission_mode": s.permission_mode.value,
+                "busy_elsewhere": app.owner.external_busy(s.id),
+            }
+            for s in catalog.sessions
+        ]
+        if args.json:
+            print(json.dumps(rows, indent=2))
+        elif not rows:
+            print("no sessions yet; start one with: fxdesk run -w DIR PROMPT")
+        else:
+            for row in rows:
+                indent = "  " if row["parent_id"] else ""
+                print(
+                    f"{row['id']}  {row['state']:<17} {indent}{row['name']}  ({row['workspace']})"
+                )
+        return EXIT_OK
+
+    return execute(paths, body)
+
+
+def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(app: App) -> int:
+        session = await resolve_session(app, args.session)
+        items = await app.sessions.items(session.id)
+
+        def read() -> tuple[list[HistoryEntry], dict[str, str | None]]:
+            entries = control.page_history(session.id, 0, 100_000)
+            reasons = {i.id: i.reason or control.failure_reason(i.id) for i in items}
+            return entries, reasons
+
+        entries, reasons = await app.store.read(read)
+        usage = _usage(entries)
+        if args.json:
+            print(json.dumps(_show_json(session, items, reasons, entries, usage), indent=2))
+            return EXIT_OK
+        print(f"{session.name}  [{session.state.value}]  {session.id}")
+        print(
+            f"usage: {usage['input_tokens']} input, {usage['output_tokens']} output tokens, "
+            f"{usage['model_calls']} model calls"
+        )
+        print("\nqueue:")
+        for item in items:
+            reason = f" — {reasons[item.id]}" if reasons.get(item.id) else ""
+            print(f"  {item.status.value:<17} {_short(item.content, 80)}{reason}")
+        print("\ntranscript:")
+        for entry in entries:
+            print(_transcript_line(entry))
+        return EXIT_OK
+
+    return execute(paths, body)
+
+
+def _usage(entries: list[HistoryEntry]) -> dict[str, int]:
+    total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
+    for entry in entries:
+        if entry.kind == EntryKind.ASSISTANT:
+            used = entry.data.get("usage") or [0, 0]
+            total["input_tokens"] += int(used[0])
+            total["output_tokens"] += int(used[1])
+            total["model_calls"] += 1
+    return total
+
+
+def _transcript_line(entry: HistoryEntry) -> str:
+    if entry.kind == EntryKind.USER:
+        return f"\n> {entry.content}"
+    if entry.kind == EntryKind.ASSISTANT:
+        return entry.content
+    if entry.kind == EntryKind.TURN_END:
+        return "  (turn committed)"
+    return "  " + _step_line(entry)
+
+
+def _show_json(
+    session: Session,
+    items: list[Any],
+    reasons: dict[str, str | None],
+    entries: list[HistoryEntry],
+    usage: dict[str, int],
+) -> dict[str, Any]:
+    return {
+        "session": {
+            "id": session.id,
+            "name": session.name,
+            "state": session.state.value,
+            "parent_id": session.parent_id,
+            "last_work_id": session.last_work_id,
+        },
+        "usage": usage,
+        "queue": [
+            {
+                "id": i.id,
+                "status": i.status.value,
+                "content": i.content,
+                "reason": reasons.get(i.id),
+            }
+            for i in items
+        ],
+        "transcript": [
+            {
+                "seq": e.seq,
+                "kind": e.kind.value,
+                "work_id": e.work_id,
+                "tool": e.tool_name,
+                "call_id": e.call_id,
+                "content": e.content,
+                "data": e.data,
+            }
+            for e in entries
+        ],
+    }
+
+
+async def _profile_for(app: App, name: str | None) -> Profile:
+    chosen = name or await app.store.read(lambda: repo.get_setting("default_profile"))
+    if not chosen:
+        raise CommandError(
+            "no model profile; add one with `fxdesk profiles add NAME --kind scripted "
+            "--script FILE --default`"
+        )
+    profile = await app.store.read(lambda: repo.get_profile(chosen))
+    if profile is None:
+        raise CommandError(f"no profile named {chosen!r} (see `fxdesk profiles list`)")
+    return profile
+
+
+def cmd_profiles(args: argparse.Namespace, paths: DataPaths) -> int:
+    script = Path(args.script).expanduser().absolute() if getattr(args, "script", None) else None
+
+    async def body(app: App) -> int:
+        if args.profiles_command == "add":
+            if args.kind != "scripted":
+                raise CommandError("only --kind scripted profiles are supported so far")
+            if script is None:
+                raise CommandError("a scripted profile needs --script FILE")
+            try:
+                await asyncio.to_thread(ScriptedProvider.from_file, script)
+            except ProviderError as exc:
+                raise CommandError(exc.message) from exc
+            profile = Profile(args.name, "scripted", model=args.model, script_path=str(script))
+            await app.store.write(lambda: repo.save_profile(profile), label="profile")
+            if args.default:
+                await app.store.write(lambda: repo.set_setting("default_profile", args.name))
+            print(f"profile {args.name} saved")
+            return EXIT_OK
+        if args.profiles_command == "remove":
+            removed = await app.store.write(lambda: repo.remove_profile(args.name))
+            if not removed:
+                raise CommandError(f"no profile named {args.name!r}", EXIT_FAILED)
+            print(f"profile {args.name} removed")
+            return EXIT_OK
+        profiles = await app.store.read(repo.list_profiles)
+        default = await app.store.read(lambda: repo.get_setting("default_profile"))
+        if args.json:
+            print(
+                json.dumps([asdict(p) | {"default": p.name == default} for p in profiles], indent=2)
+            )
+        else:
+            for p in profiles:
+                mark = "*" if p.name == default else " "
+                print(f"{mark} {p.name}  {p.kind}  {p.model or ''}  {p.script_path or ''}")
+        return EXIT_OK
+
+    return execute(paths, body, with_engine=False)
