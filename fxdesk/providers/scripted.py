@@ -140,10 +140,14 @@ class ScriptedProvider(Provider):
         self.requests.append(request)
         if self.record_to:  # so a test in another process can see what this one was asked
             last = request.messages[-1] if request.messages else None
-            line = json.dumps({"model": request.model, "messages": len(request.messages),
-                               "last_role": last.role if last else None})
-            with open(self.record_to, "a", encoding="utf-8") as handle:
-                handle.write(line + "\n")
+            line = json.dumps(
+                {
+                    "model": request.model,
+                    "messages": len(request.messages),
+                    "last_role": last.role if last else None,
+                }
+            )
+            await asyncio.to_thread(_append_line, self.record_to, line)
         barrier = self._barrier
         if barrier is not None:
             self.entered += 1
@@ -175,6 +179,11 @@ class ScriptedProvider(Provider):
             yield ToolCallEnded(index)
         yield Usage(*step.usage)
         yield Finished("tool_calls" if step.tool_calls else "stop")
+
+
+def _append_line(path: str, line: str) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(line + "\n")
 
 
 def _chunks(text: str, size: int) -> list[str]:
