@@ -63,6 +63,7 @@ class App:
         self.faults = faults
         self.providers = providers
         self.recovery: RecoveryReport | None = None
+        self._recover_at_start = True
         self._owner: SessionOwner | None = None
         self.bus = EventBus()
         self.crash_log = CrashLog(paths.crash_dir)
@@ -89,8 +90,14 @@ class App:
             raise RuntimeError("the engine is not started")
         return self._sessions
 
-    async def start(self) -> None:
-        """Start every subsystem in order. On failure, stops what had started and re-raises."""
+    async def start(self, *, recover: bool = True) -> None:
+        """Start every subsystem in order. On failure, stops what had started and re-raises.
+
+        ``recover`` runs start-up recovery before anything can run; processes that only look
+        or queue (``fxdesk show``, ``cancel``) skip it, so they never interrupt work that
+        another fxdesk queued.
+        """
+        self._recover_at_start = recover
         try:
             await self._start("store", self._start_store)
             await self._start("engine", self._start_engine)
@@ -144,7 +151,8 @@ class App:
         self._owner = owner
         self._sessions = SessionService(store, self.bus, owner)
         # Nothing runs before recovery; pending work is only ours to judge when we are alone.
-        self.recovery = await owner.recover(include_pending=alone)
+        if self._recover_at_start:
+            self.recovery = await owner.recover(include_pending=alone)
         scheduler.start()
 
         async def stop() -> None:

@@ -22,11 +22,12 @@ from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, PermissionMode, Profile, Session
 from fxdesk.engine.events import HistoryAppended, TextStreamed
 from fxdesk.engine.owner import Result
-from fxdesk.engine.sessions import InvalidWorkspace, SessionError
+from fxdesk.engine.sessions import InvalidWorkspace, SessionError, SessionService
 from fxdesk.paths import DataPaths
 from fxdesk.providers.base import ProviderError
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import StoreError, control, repo
+from fxdesk.store.locks import is_locked_elsewhere
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_APPROVAL, EXIT_INTERRUPTED, EXIT_DATA = 0, 1, 2, 3, 4, 5
 
@@ -55,14 +56,21 @@ class CommandError(Exception):
 
 
 def execute(
-    paths: DataPaths, body: Callable[[App], Awaitable[int]], *, with_engine: bool = True
+    paths: DataPaths,
+    body: Callable[[App], Awaitable[int]],
+    *,
+    with_engine: bool = True,
+    recover: bool = True,
 ) -> int:
-    """Start the app headless, run ``body``, stop in order; map known errors to exit codes."""
+    """Start the app headless, run ``body``, stop in order; map known errors to exit codes.
+
+    Only commands that run work (``run``, ``send``, ``resume``, ``recover``) recover first.
+    """
 
     async def main() -> int:
         app = App(paths)
         try:
-            await (app.start() if with_engine else app.start_store_only())
+            await (app.start(recover=recover) if with_engine else app.start_store_only())
         except StoreError as exc:
             print(f"fxdesk: {exc.user_message}", file=sys.stderr)
             return EXIT_DATA
@@ -82,9 +90,9 @@ def execute(
 
 async def resolve_session(app: App, given: str) -> Session:
     """A session by id or unique id prefix."""
-    catalog = await app.sessions.catalog()
-    matches = [s for s in catalog.sessions if s.id == given] or [
-        s for s in catalog.sessions if s.id.startswith(given)
+    sessions = await app.store.read(lambda: repo.list_sessions(include_archived=True))
+    matches = [s for s in sessions if s.id == given] or [
+        s for s in sessions if s.id.startswith(given)
     ]
     if not matches:
         raise CommandError(f"no session {given!r} (see `fxdesk sessions`)")
@@ -175,6 +183,15 @@ async def follow(app: App, session: Session, *, retry: bool, out: TextIO = sys.s
     printer._newline()
     out.flush()
     await _report(app, session.id, result)
+    if result == Result.NO_WORK and not retry:
+        items = await app.store.read(lambda: control.list_items(session.id))
+        if any(i.status.value in ("interrupted", "awaiting_approval") for i in items):
+            print(
+                f"fxdesk: earlier work of this session is interrupted and holds the queue; "
+                f"continue it with `fxdesk resume {session.id}`.",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
     return RESULT_EXIT.get(result, EXIT_FAILED)
 
 
@@ -244,7 +261,7 @@ def cmd_cancel(args: argparse.Namespace, paths: DataPaths) -> int:
         print(f"cancelled {count} work item(s) of session {session.id}")
         return EXIT_OK
 
-    return execute(paths, body)
+    return execute(paths, body, recover=False)
 
 
 def cmd_recover(args: argparse.Namespace, paths: DataPaths) -> int:
@@ -272,7 +289,7 @@ def cmd_recover(args: argparse.Namespace, paths: DataPaths) -> int:
 
 def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
     async def body(app: App) -> int:
-        catalog = await app.sessions.catalog(include_archived=args.all)
+        catalog = await SessionService(app.store, app.bus).catalog(include_archived=args.all)
         paths_by_id = {w.id: w.path for w in catalog.workspaces}
         rows = [
             {
@@ -283,7 +300,7 @@ def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
                 "workspace": paths_by_id.get(s.workspace_id, ""),
                 "mode": s.mode.value,
                 "permission_mode": s.permission_mode.value,
-                "busy_elsewhere": app.owner.external_busy(s.id),
+                "busy_elsewhere": is_locked_elsewhere(app.paths.locks, s.id) is not None,
             }
             for s in catalog.sessions
         ]
@@ -305,7 +322,7 @@ def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
 def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
     async def body(app: App) -> int:
         session = await resolve_session(app, args.session)
-        items = await app.sessions.items(session.id)
+        items = await app.store.read(lambda: control.list_items(session.id))
 
         def read() -> tuple[list[HistoryEntry], dict[str, str | None]]:
             entries = control.page_history(session.id, 0, 100_000)
@@ -331,7 +348,7 @@ def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
             print(_transcript_line(entry))
         return EXIT_OK
 
-    return execute(paths, body)
+    return execute(paths, body, with_engine=False)
 
 
 def _usage(entries: list[HistoryEntry]) -> dict[str, int]:

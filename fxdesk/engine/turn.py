@@ -33,7 +33,7 @@ from fxdesk.domain.conversation import (
 )
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent, LivePresentation
-from fxdesk.domain.model import EntryKind, Session
+from fxdesk.domain.model import EntryKind, Session, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
@@ -171,7 +171,7 @@ class _Turn:
             else:
                 await self._run_tool(call)
         while True:
-            self._check()
+            await self._check_durable()
             if self.model_calls >= self.runner.max_iterations:
                 raise _Stop(
                     TurnEnd.FAILED,
@@ -223,6 +223,13 @@ class _Turn:
             raise _Stop(TurnEnd.STOPPED)
         if self.rt.cancel.cancelled:
             raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason)
+
+    async def _check_durable(self) -> None:
+        """``_check``, plus a cancel committed by another process (seen at step boundaries)."""
+        self._check()
+        work_id = self.rt.item.id
+        if await self.store.read(lambda: control.item_status(work_id)) == WorkStatus.CANCELLED:
+            raise _Stop(TurnEnd.CANCELLED, "cancelled")
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -277,7 +284,7 @@ class _Turn:
     # --- tools -------------------------------------------------------------------------------
 
     async def _run_tool(self, call: ToolCall) -> None:
-        self._check()
+        await self._check_durable()
         self._live_tool(call, ToolPhase.STARTED)
         await self._commit([], "tool_started", delivery=self._activity(call, ToolPhase.STARTED))
         ctx = ToolContext(self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id)

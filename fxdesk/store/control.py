@@ -483,3 +483,8 @@ def stop_policies(session_id: str, at_ms: int, work_id: str | None = None) -> in
         sql += " AND work_id = ?"
         params += (work_id,)
     return int(db.execute_sql(sql, params).rowcount)
+
+
+def item_status(work_id: str) -> WorkStatus | None:
+    row = db.execute_sql("SELECT status FROM work_item WHERE id = ?", (work_id,)).fetchone()
+    return WorkStatus(row[0]) if row else None

@@ -1,0 +1,206 @@
+"""The engine through the CLI, in real processes: a real crash, two processes on one data dir."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from tests.helpers import child_env, fxdesk_command, run_fxdesk, wait_for
+
+
+class Setup:
+    def __init__(self, tmp_path: Path) -> None:
+        self.data = tmp_path / "data"
+        self.workspace = tmp_path / "ws"
+        self.workspace.mkdir()
+        self.script = tmp_path / "script.json"
+        self.requests = tmp_path / "requests.jsonl"
+
+    def write_script(self, *responses: dict[str, Any]) -> None:
+        self.script.write_text(
+            json.dumps({"responses": list(responses), "record_to": str(self.requests)})
+        )
+
+    def fx(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return run_fxdesk("--data-dir", str(self.data), *args)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            fxdesk_command("--data-dir", str(self.data), *args),
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def model_calls(self) -> int:
+        return len(self.requests.read_text().splitlines()) if self.requests.exists() else 0
+
+    def show(self, session_id: str) -> dict[str, Any]:
+        done = self.fx("show", session_id, "--json")
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+    def only_session(self) -> str:
+        sessions = json.loads(self.fx("sessions", "--json").stdout)
+        assert len(sessions) == 1
+        return str(sessions[0]["id"])
+
+
+APPEND = {
+    "text": "Appending.",
+    "tool_calls": [
+        {
+            "name": "write_file",
+            "arguments": {"path": "log.txt", "content": "once\n", "append": True},
+        }
+    ],
+}
+
+
+def test_run_streams_and_exits_by_outcome(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    s.write_script(APPEND, {"text": "All done.", "chunk": 3})
+    assert (
+        s.fx(
+            "profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default"
+        ).returncode
+        == 0
+    )
+    done = s.fx("run", "-w", str(s.workspace), "append a line")
+    assert done.returncode == 0, done.stderr
+    assert "All done." in done.stdout and "→ write_file" in done.stdout
+    assert (s.workspace / "log.txt").read_text() == "once\n"
+    shown = s.show(s.only_session())
+    kinds = [e["kind"] for e in shown["transcript"]]
+    assert kinds == ["user", "assistant", "tool_call", "tool_result", "assistant", "turn_end"]
+    assert shown["usage"]["model_calls"] == 2
+
+    s.write_script({"error": {"code": "server_error", "message": "upstream 500"}})
+    failed = s.fx("run", "-w", str(s.workspace), "this will fail")
+    assert failed.returncode == 1
+    assert "provider_failed: server_error: upstream 500" in failed.stderr
+
+
+def test_run_without_a_profile_says_how_to_add_one(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    done = s.fx("run", "-w", str(s.workspace), "hi")
+    assert done.returncode == 2
+    assert "fxdesk profiles add" in done.stderr
+
+
+def test_a_real_crash_mid_turn_recovers_without_replay(tmp_path: Path) -> None:
+    """SIGKILL after the tool with a file side effect committed; recover marks the work
+    interrupted without calling the model; resume continues after the tool step."""
+    s = Setup(tmp_path)
+    s.write_script(APPEND, {"stall": True})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    app = s.start("run", "-w", str(s.workspace), "append a line")
+    try:
+        wait_for(lambda: s.model_calls() == 2, 60, what="the second model call (stalling)")
+        session_id = s.only_session()
+        results = [e for e in s.show(session_id)["transcript"] if e["kind"] == "tool_result"]
+        assert len(results) == 1  # the tool step is committed
+        app.send_signal(signal.SIGKILL)
+        app.wait(30)
+    finally:
+        if app.poll() is None:
+            app.kill()
+        app.communicate()
+    assert (s.workspace / "log.txt").read_text() == "once\n"
+
+    recovered = s.fx("recover", "--json")
+    report = json.loads(recovered.stdout)
+    assert report["work_interrupted"] == 1 and report["fully_reconciled"]
+    assert s.model_calls() == 2  # recovery calls no model
+    assert s.show(session_id)["queue"][0]["status"] == "interrupted"
+
+    s.write_script({"text": "Finished after the restart."})
+    resumed = s.fx("resume", session_id)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Finished after the restart." in resumed.stdout
+    assert (s.workspace / "log.txt").read_text() == "once\n"  # not run again
+    assert s.model_calls() == 3
+    kinds = [e["kind"] for e in s.show(session_id)["transcript"]]
+    assert kinds == ["user", "assistant", "tool_call", "tool_result", "assistant", "turn_end"]
+
+
+def test_a_second_process_sees_the_session_busy_and_leaves_it_alone(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    s.write_script({"stall": True})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    first = s.start("run", "-w", str(s.workspace), "think forever")
+    try:
+        wait_for(lambda: s.model_calls() == 1, 60, what="the first process to be mid-turn")
+        session_id = s.only_session()
+        report = json.loads(s.fx("recover", "--json").stdout)
+        assert report["sessions_external_busy"] == 1
+        assert report["busy_sessions"] == [session_id]
+        assert report["work_interrupted"] == 0
+        assert s.show(session_id)["queue"][0]["status"] == "running"
+        resumed = s.fx("resume", session_id)
+        assert resumed.returncode == 4
+        assert f"in use by process {first.pid}" in resumed.stderr
+        assert s.model_calls() == 1
+        first.send_signal(signal.SIGTERM)  # quitting never cancels: the work is interrupted
+        first.wait(60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        _out, err = first.communicate()
+    assert first.returncode == 4, err
+    assert "fxdesk resume" in err
+    report = json.loads(s.fx("recover", "--json").stdout)
+    assert report["work_interrupted"] == 1 and report["fully_reconciled"]
+
+
+def test_send_cancel_and_sessions(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    s.write_script({"text": "one"}, {"text": "two"})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    assert s.fx("run", "-w", str(s.workspace), "first").returncode == 0
+    session_id = s.only_session()
+    queued = s.fx("send", session_id[:6], "second", "--no-wait")
+    assert queued.returncode == 0
+    assert [q["status"] for q in s.show(session_id)["queue"]] == ["completed", "pending"]
+    cancelled = s.fx("cancel", session_id, "--reason", "changed my mind")
+    assert "cancelled 1 work item" in cancelled.stdout
+    queue = s.show(session_id)["queue"]
+    assert queue[1]["status"] == "cancelled" and queue[1]["reason"] == "changed my mind"
+    listed = s.fx("sessions")
+    assert session_id in listed.stdout and "idle" in listed.stdout
+    assert s.fx("show", "nope").returncode == 2
+
+
+def test_a_cancel_from_another_process_stops_the_turn_at_its_next_step(tmp_path: Path) -> None:
+    s = Setup(tmp_path)
+    busy = {
+        "tool_calls": [{"name": "echo", "arguments": {"text": "again"}}],
+        "text": "Working",
+        "chunk": 1,
+        "delay_ms": 20,
+    }
+    s.script.write_text(
+        json.dumps({"responses": [busy], "when_done": "repeat_last", "record_to": str(s.requests)})
+    )
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    runner = s.start("run", "-w", str(s.workspace), "loop until cancelled")
+    try:
+        wait_for(lambda: s.model_calls() >= 2, 60, what="the turn to be looping")
+        session_id = s.only_session()
+        cancelled = s.fx("cancel", session_id, "--reason", "enough")
+        assert "cancelled 1 work item" in cancelled.stdout
+        runner.wait(60)
+    finally:
+        if runner.poll() is None:
+            runner.kill()
+        _out, err = runner.communicate()
+    assert runner.returncode == 1, err
+    assert "cancelled" in err
+    calls_at_cancel = s.model_calls()
+    queue = s.show(session_id)["queue"]
+    assert queue[0]["status"] == "cancelled" and queue[0]["reason"] == "enough"
+    assert s.model_calls() == calls_at_cancel
