@@ -152,7 +152,10 @@ class App:
         self._sessions = SessionService(store, self.bus, owner)
         # Nothing runs before recovery; pending work is only ours to judge when we are alone.
         if self._recover_at_start:
-            self.recovery = await owner.recover(include_pending=alone)
+            # No view listens yet (they load the catalog after start-up): skip the snapshots.
+            self.recovery = await owner.recover(
+                include_pending=alone, exclusive=alone, publish_sessions=False
+            )
         scheduler.start()
 
         async def stop() -> None:

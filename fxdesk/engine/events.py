@@ -5,7 +5,7 @@ Frozen dataclasses holding domain snapshots. The GUI subscribes through ``gui/br
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
@@ -84,8 +84,8 @@ class RecoveryReport:
     work_completed: int = 0
     sessions_external_busy: int = 0
     sessions_failed: int = 0
-    busy_sessions: tuple[str, ...] = ()
-    interrupted_sessions: tuple[str, ...] = ()
+    busy_sessions: tuple[str, ...] = field(default=(), repr=False)
+    interrupted_sessions: tuple[str, ...] = field(default=(), repr=False)
 
     @property
     def fully_reconciled(self) -> bool:

@@ -23,6 +23,7 @@ from fxdesk import notify
 from fxdesk.domain import reasons
 from fxdesk.domain import work as reducers
 from fxdesk.domain.authority import AdmissionSnapshot, snapshot_mismatch
+from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.live import LivePresentation, LiveSnapshot
 from fxdesk.domain.model import Session, SessionMode, SessionState, WorkStatus
 from fxdesk.domain.notifications import NotificationPolicy
@@ -30,7 +31,13 @@ from fxdesk.domain.work import Change, CompletionDecision, WorkItem, WorkOutcome
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import CancelToken
-from fxdesk.engine.events import BusyElsewhere, RecoveryReport, SessionChanged, WorkChanged
+from fxdesk.engine.events import (
+    BusyElsewhere,
+    HistoryAppended,
+    RecoveryReport,
+    SessionChanged,
+    WorkChanged,
+)
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
 from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
@@ -310,7 +317,7 @@ class SessionOwner:
         session_id = slot.session_id
 
         def read() -> tuple[Session | None, reducers.ControlRecord | None]:
-            return repo.get_session(session_id), control.load_record(session_id)
+            return repo.get_session(session_id), control.load_record(session_id, open_limit=1)
 
         session, record = await self.store.read(read)
         if session is None or record is None:
@@ -351,26 +358,29 @@ class SessionOwner:
         workspace = await self._workspace(session.workspace_id)
         now = self.clock.now_ms()
 
-        def write() -> tuple[str, Change | None, Session | None, int | None]:
-            current = control.load_record(session_id)
+        def write() -> tuple[str, Change | None, Session | None, int | None, list[HistoryEntry]]:
+            current = control.load_record(session_id, open_limit=1)  # FIFO: the head decides
             if current is None:
-                return "gone", None, None, None
+                return "gone", None, None, None, []
             position = reducers.next_runnable(current.items, slot.retry)
             if position is None or current.items[position].id != item.id:
-                return "moved", None, None, None
+                return "moved", None, None, None, []
             if problem:
                 change = reducers.fail_admission(current, item.id, now)
                 control.save_change(change)
                 control.reconcile_terminals(session_id, now, only=[item.id])
-                return "failed", change, repo.get_session(session_id), None
+                return "failed", change, repo.get_session(session_id), None, []
             change = reducers.admit(current, position, now)
             control.save_change(change)
             assert snapshot is not None
             first = control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
-            return "admitted", change, repo.get_session(session_id), first
+            opened = control.ensure_user_entry(item, now)
+            return "admitted", change, repo.get_session(session_id), first, opened
 
-        verdict, change, after, first_check = await self.store.write(write, label="admit")
+        verdict, change, after, first_check, opened = await self.store.write(write, label="admit")
         self._publish(change, after)
+        if opened:
+            self.bus.publish(HistoryAppended(session_id, tuple(opened)))
         if first_check is not None:
             self.scheduler.register(session_id, item.id, first_check)
         if verdict == "moved":
@@ -404,7 +414,8 @@ class SessionOwner:
         now = self.clock.now_ms()
 
         def write() -> tuple[CompletionDecision, Change | None, Session | None]:
-            record = control.load_record(session_id, include=[work_id])
+            # The running item is the head; the one after it decides the state afterwards.
+            record = control.load_record(session_id, include=[work_id], open_limit=2)
             if record is None:
                 return CompletionDecision.STALE_WORK, None, None
             chosen = result_outcome
@@ -504,13 +515,23 @@ class SessionOwner:
     # --- recovery ----------------------------------------------------------------------------
 
     async def recover(
-        self, root_id: str | None = None, *, include_pending: bool = True, chunk: int = 200
+        self,
+        root_id: str | None = None,
+        *,
+        include_pending: bool = True,
+        chunk: int = 200,
+        publish_sessions: bool = True,
+        exclusive: bool = False,
     ) -> RecoveryReport:
         """After a start: unfinished work becomes interrupted (or completed, when the history
         proves it); sessions another live process holds are reported and left alone. Nothing
         runs until resumed (spec §3.7, §3.12 "recover"). With ``root_id``, only the sessions
         below that root are looked at ("recoverTree"); ``include_pending=False`` leaves pending
-        work alone (other fxdesk processes are alive and may be about to start it)."""
+        work alone (other fxdesk processes are alive and may be about to start it).
+
+        ``exclusive`` means no other fxdesk process exists (the caller holds the instance lock
+        exclusively): then no session lock needs proving, only this process's own running
+        sessions are left alone. Taking a thousand lock files costs more than the rest."""
         session_ids = await self.store.read(
             lambda: control.sessions_with_open_work(root_id, include_pending)
         )
@@ -520,7 +541,15 @@ class SessionOwner:
         for start in range(0, len(session_ids), chunk):
             locks: list[SessionLock] = []
             try:
+                free: list[str] = []
                 for session_id in session_ids[start : start + chunk]:
+                    if exclusive:
+                        if session_id in self._slots:  # running here: counted, not touched
+                            totals["busy"] += 1
+                            busy_ids.append(session_id)
+                        else:
+                            free.append(session_id)
+                        continue
                     lock = SessionLock(self.lock_dir, session_id)
                     try:
                         lock.acquire(0.0)
@@ -531,12 +560,14 @@ class SessionOwner:
                             self._mark_busy(session_id, busy.holder_pid)
                         continue
                     locks.append(lock)
+                    free.append(session_id)
                 outcomes = await self.store.write(
                     functools.partial(
                         recover_sessions,
-                        [lock.session_id for lock in locks],
+                        free,
                         self.clock.now_ms(),
                         include_pending,
+                        publish_sessions,
                     ),
                     label="recover",
                 )

@@ -23,9 +23,12 @@ class Recovered:
 
 
 def recover_sessions(
-    session_ids: list[str], now: int, include_pending: bool = True
+    session_ids: list[str], now: int, include_pending: bool = True, snapshots: bool = True
 ) -> list[Recovered]:
-    """Recover each session in its own savepoint, all in one transaction (writer thread)."""
+    """Recover each session in its own savepoint, all in one transaction (writer thread).
+
+    ``snapshots=False`` skips re-reading each changed session for its event (at start-up no
+    view is listening yet; views load the catalog afterwards)."""
     results = []
     for session_id in session_ids:
         try:
@@ -39,7 +42,7 @@ def recover_sessions(
                     control.save_change(change)
                     finished = [i.id for i in change.items if i.status == WorkStatus.COMPLETED]
                     control.reconcile_terminals(session_id, now, only=finished)
-                session = repo.get_session(session_id) if change else None
+                session = repo.get_session(session_id) if change and snapshots else None
                 results.append(Recovered(session_id, stats, change, session))
         except Exception:
             log.exception("recovery of session %s failed", session_id)

@@ -73,7 +73,7 @@ def validate_workspace(path: str | os.PathLike[str]) -> Path:
 
 def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: int) -> Change:
     """Queue one message (inside a write)."""
-    record = control.load_record(session_id)
+    record = control.load_record(session_id, open_limit=1)  # the head decides the state
     if record is None:
         raise SessionError(f"no session {session_id}")
     if record.state == SessionState.ARCHIVED:

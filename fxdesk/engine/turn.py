@@ -151,8 +151,10 @@ class _Turn:
             own = control.work_entries(work_id)
             started = {
                 d.payload.get("call_id", "")
-                for d in control.deliveries(session_id=session_id, kind=DeliveryKind.TOOL_ACTIVITY)
-                if d.work_id == work_id and d.payload.get("phase") == ToolPhase.STARTED.value
+                for d in control.deliveries(
+                    session_id=session_id, work_id=work_id, kind=DeliveryKind.TOOL_ACTIVITY
+                )
+                if d.payload.get("phase") == ToolPhase.STARTED.value
             }
             return context, own, started
 

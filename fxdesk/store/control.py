@@ -39,8 +39,15 @@ def _item(row: Sequence[Any]) -> WorkItem:
     )
 
 
-def load_record(session_id: str, include: Iterable[str] = ()) -> ControlRecord | None:
-    """A session's queue: its unfinished items (FIFO) plus the finished ones asked for."""
+def load_record(
+    session_id: str, include: Iterable[str] = (), open_limit: int | None = None
+) -> ControlRecord | None:
+    """A session's queue: its unfinished items (FIFO) plus the finished ones asked for.
+
+    ``open_limit`` loads only the first N unfinished items: FIFO rules only ever look at the
+    head (admission, queueing) or the head and the one after it (completion), so long queues
+    need not be read whole for those.
+    """
     session = db.execute_sql(
         "SELECT mode, state, generation, next_event_sequence, updated_at_ms, parent_id, "
         "archived_from FROM session WHERE id = ?",
@@ -49,11 +56,22 @@ def load_record(session_id: str, include: Iterable[str] = ()) -> ControlRecord |
     if session is None:
         return None
     wanted = list(include)
-    sql = f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE session_id = ? AND (status IN {_OPEN}"
-    if wanted:
-        sql += f" OR id IN ({', '.join('?' * len(wanted))})"
-    sql += ") ORDER BY position"
-    rows = db.execute_sql(sql, (session_id, *wanted)).fetchall()
+    sql = f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE session_id = ? AND status IN {_OPEN}"
+    params: list[Any] = [session_id]
+    sql += " ORDER BY position"
+    if open_limit is not None:
+        sql += " LIMIT ?"
+        params.append(open_limit)
+    rows = db.execute_sql(sql, params).fetchall()
+    have = {row[0] for row in rows}
+    missing = [work_id for work_id in wanted if work_id not in have]
+    if missing:
+        extra = db.execute_sql(
+            f"SELECT {_ITEM_COLUMNS} FROM work_item WHERE id IN ({', '.join('?' * len(missing))})"
+            " AND session_id = ?",
+            (*missing, session_id),
+        ).fetchall()
+        rows = sorted([*rows, *extra], key=lambda row: row[2])
     return ControlRecord(
         session_id=session_id,
         mode=SessionMode(session[0]),
@@ -82,39 +100,46 @@ def save_change(change: Change) -> None:
             record.session_id,
         ),
     )
-    for item in change.items:
-        db.execute_sql(
+    cursor = db.cursor()
+    if change.items:
+        cursor.executemany(
             f"INSERT INTO work_item ({_ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
             "reason = excluded.reason, updated_at_ms = excluded.updated_at_ms",
-            (
-                item.id,
-                item.session_id,
-                item.position,
-                item.source_id,
-                item.kind.value,
-                item.content,
-                item.status.value,
-                item.reason,
-                item.created_at_ms,
-                item.updated_at_ms,
-            ),
+            [
+                (
+                    item.id,
+                    item.session_id,
+                    item.position,
+                    item.source_id,
+                    item.kind.value,
+                    item.content,
+                    item.status.value,
+                    item.reason,
+                    item.created_at_ms,
+                    item.updated_at_ms,
+                )
+                for item in change.items
+            ],
         )
-    for event in change.events:
-        db.execute_sql(
+    if change.events:
+        cursor.executemany(
             "INSERT INTO control_event (session_id, sequence, revision, kind, work_id, previous, "
             "current, reason, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                event.session_id,
-                event.sequence,
-                event.revision,
-                event.kind,
-                event.work_id,
-                event.previous.value if event.previous else None,
-                event.current.value if event.current else None,
-                event.reason,
-                event.at_ms,
-            ),
+            [
+                (
+                    event.session_id,
+                    event.sequence,
+                    event.revision,
+                    event.kind,
+                    event.work_id,
+                    event.previous.value if event.previous else None,
+                    event.current.value if event.current else None,
+                    event.reason,
+                    event.at_ms,
+                )
+                for event in change.events
+            ],
         )
 
 
@@ -239,6 +264,30 @@ def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[His
     return stored
 
 
+def ensure_user_entry(item: WorkItem, at_ms: int) -> list[HistoryEntry]:
+    """The person's (or parent's) message opens the turn's history; added once per item."""
+    row = db.execute_sql(
+        "INSERT INTO history_entry (session_id, seq, work_id, step, kind, content, created_at_ms) "
+        "SELECT ?, COALESCE((SELECT MAX(seq) FROM history_entry WHERE session_id = ?), 0) + 1, "
+        "?, 0, 'user', ?, ? WHERE NOT EXISTS (SELECT 1 FROM history_entry WHERE work_id = ? "
+        "AND kind = 'user') RETURNING id, seq",
+        (item.session_id, item.session_id, item.id, item.content, at_ms, item.id),
+    ).fetchone()
+    if row is None:
+        return []
+    return [
+        HistoryEntry(
+            session_id=item.session_id,
+            seq=row[1],
+            kind=EntryKind.USER,
+            work_id=item.id,
+            content=item.content,
+            created_at_ms=at_ms,
+            id=row[0],
+        )
+    ]
+
+
 def work_entries(work_id: str) -> list[HistoryEntry]:
     rows = db.execute_sql(
         f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE work_id = ? ORDER BY seq",
@@ -279,12 +328,14 @@ def set_last_work_id(session_id: str, work_id: str) -> None:
 
 def history_proof(session_id: str) -> str | None:
     """The work id the committed history proves finished (spec §3.7, scenario 4)."""
-    last = db.execute_sql("SELECT last_work_id FROM session WHERE id = ?", (session_id,)).fetchone()
-    tail = db.execute_sql(
-        "SELECT kind, work_id FROM history_entry WHERE session_id = ? ORDER BY seq DESC LIMIT 1",
+    row = db.execute_sql(
+        "SELECT s.last_work_id, h.kind, h.work_id FROM session s LEFT JOIN history_entry h "
+        "ON h.session_id = s.id AND h.seq = (SELECT MAX(seq) FROM history_entry "
+        "WHERE session_id = s.id) WHERE s.id = ?",
         (session_id,),
     ).fetchone()
-    last_work_id = last[0] if last else None
+    last_work_id = row[0] if row else None
+    tail = (row[1], row[2]) if row and row[1] is not None else None
     # The history "ends in an interrupted turn" when rows of another turn follow the last
     # committed one.
     interrupted = tail is not None and (tail[0] != "turn_end" or tail[1] != last_work_id)
@@ -316,10 +367,14 @@ def deliveries(
     *,
     target_id: str | None = None,
     session_id: str | None = None,
+    work_id: str | None = None,
     kind: DeliveryKind | None = None,
     limit: int = 1000,
 ) -> list[Delivery]:
     clauses, params = [], []
+    if work_id is not None:
+        clauses.append("work_id = ?")
+        params.append(work_id)
     if target_id is not None:
         clauses.append("target_id = ?")
         params.append(target_id)
@@ -411,18 +466,18 @@ def capture_policy(
     db.execute_sql(
         "UPDATE work_item SET admission_json = ? WHERE id = ?", (admission_json, work_id)
     )
-    existing = db.execute_sql(
+    first = policy.first_check(at_ms)
+    inserted = db.execute_sql(
+        "INSERT OR IGNORE INTO work_policy (work_id, session_id, policy_json, started_at_ms, "
+        "next_due_ms, stopped_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        (work_id, session_id, policy.to_json(), at_ms, first, None if first else at_ms),
+    ).rowcount
+    if inserted or first is None:
+        return first
+    existing = db.execute_sql(  # a resumed item keeps its first policy and its timing
         "SELECT next_due_ms, stopped_at_ms FROM work_policy WHERE work_id = ?", (work_id,)
     ).fetchone()
-    if existing is not None:
-        return existing[0] if existing[1] is None else None
-    first = policy.first_check(at_ms)
-    db.execute_sql(
-        "INSERT INTO work_policy (work_id, session_id, policy_json, started_at_ms, next_due_ms, "
-        "stopped_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-        (work_id, session_id, policy.to_json(), at_ms, first, None if first else at_ms),
-    )
-    return first
+    return existing[0] if existing and existing[1] is None else None
 
 
 def active_policies(session_id: str | None = None) -> list[tuple[str, str, int | None]]:

@@ -56,8 +56,11 @@ class SessionLock:
         """
         if self._fd is not None:
             raise RuntimeError(f"session lock {self.session_id} is already held by this object")
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except FileNotFoundError:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         give_up = time.monotonic() + max(deadline_s, 0.0)
         try:
             while True:
@@ -70,8 +73,8 @@ class SessionLock:
                 if time.monotonic() >= give_up:
                     raise SessionLockBusy(self.session_id, read_holder_pid(self.path))
                 time.sleep(min(_POLL_S, max(give_up - time.monotonic(), 0.001)))
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            # Fixed width, so no truncate is needed (it costs more than the lock itself).
+            os.pwrite(fd, f"{os.getpid():>10}\n".encode(), 0)
         except BaseException:
             os.close(fd)
             raise
@@ -86,13 +89,10 @@ class SessionLock:
         return True
 
     def release(self) -> None:
-        """Let go (idempotent). The file stays; its pid is cleared first."""
+        """Let go (idempotent). The file stays, with the last holder's pid in it: the pid is
+        only read while someone holds the lock, and every holder writes its own first."""
         fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        try:
-            os.ftruncate(fd, 0)
-        finally:
+        if fd is not None:
             os.close(fd)  # closing the descriptor drops the flock
 
     def __enter__(self) -> SessionLock:

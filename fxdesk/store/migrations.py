@@ -156,6 +156,8 @@ V2 = Migration(
         created_at_ms INTEGER NOT NULL
     )""",
         "CREATE INDEX delivery_target ON delivery (target_id, created_at_ms)",
+        # Where each committed turn ends: the model's context is "the last N turns".
+        "CREATE INDEX history_turn_end ON history_entry (session_id, seq) WHERE kind = 'turn_end'",
         "CREATE INDEX delivery_session ON delivery (session_id, work_id)",
         # A work item's notification policy, captured at admission. When it stops it is kept,
         # marked stopped, so a later repair still knows which terminal notices were wanted.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from fxdesk.domain.model import (
@@ -26,6 +27,7 @@ from fxdesk.store.schema import (
     SessionRow,
     SettingRow,
     WorkspaceRow,
+    database_proxy,
 )
 
 
@@ -74,16 +76,52 @@ def ensure_workspace(path: str, name: str, at_ms: int) -> tuple[Workspace, bool]
     return workspace_from_row(row), created
 
 
+_SESSION_COLUMNS = (
+    "id, workspace_id, parent_id, root_id, is_child, name, mode, profile, model, effort, "
+    "permission_mode, state, archived_from, generation, next_event_sequence, last_work_id, "
+    "created_at_ms, updated_at_ms, config_json"
+)
+
+
+def _session(row: Sequence[Any]) -> Session:
+    # Plain SQL: sessions are read on every transition, and peewee's query building costs
+    # ~0.5 ms per lookup there.
+    return Session(
+        id=row[0],
+        workspace_id=row[1],
+        parent_id=row[2],
+        root_id=row[3],
+        is_child=bool(row[4]),
+        name=row[5],
+        mode=SessionMode(row[6]),
+        profile=row[7],
+        model=row[8],
+        effort=row[9],
+        permission_mode=PermissionMode(row[10]),
+        state=SessionState(row[11]),
+        archived_from=SessionState(row[12]) if row[12] else None,
+        generation=row[13],
+        next_event_sequence=row[14],
+        last_work_id=row[15],
+        created_at_ms=row[16],
+        updated_at_ms=row[17],
+        config_json=row[18] or "{}",
+    )
+
+
 def list_sessions(*, include_archived: bool = False) -> list[Session]:
-    query = SessionRow.select().order_by(SessionRow.created_at_ms, SessionRow.id)
-    if not include_archived:
-        query = query.where(SessionRow.state != SessionState.ARCHIVED.value)
-    return [session_from_row(r) for r in query]
+    where = "" if include_archived else "WHERE state != 'archived' "
+    rows = database_proxy.execute_sql(
+        f"SELECT {_SESSION_COLUMNS} FROM session {where}ORDER BY created_at_ms, id"
+    ).fetchall()
+    return [_session(row) for row in rows]
 
 
 def get_session(session_id: str) -> Session | None:
-    row = SessionRow.get_or_none(SessionRow.id == session_id)
-    return session_from_row(row) if row is not None else None
+    row = database_proxy.execute_sql(
+        f"SELECT {_SESSION_COLUMNS} FROM session WHERE id = ?", (session_id,)
+    ).fetchone()
+    return _session(row) if row is not None else None
 
 
 def get_setting(key: str, default: Any = None) -> Any:

@@ -23,8 +23,7 @@ from fxdesk.store.faults import Fault
 from tests.engine.harness import Engine, append_line, say, wait_until
 
 COMMIT_POINTS = [
-    "admit",
-    "user",
+    "admit",  # also opens the turn's history with the message
     "model_response",
     "tool_started",
     "tool_result",
@@ -63,9 +62,11 @@ async def test_every_commit_point_recovers_exactly_once(
     root = await engine.root_session()
     child = await engine.child(root, "append a line")
     engine.faults.fail(1, kind, label=label)
-    first = await engine.run(child.id)
-    assert [r.fault for r in engine.faults.records if r.fault] == [kind]
-    await engine.close()
+    try:
+        first = await engine.run(child.id)
+        assert [r.fault for r in engine.faults.records if r.fault] == [kind]
+    finally:
+        await engine.close()
 
     again = await _engine(tmp_path, provider)
     try:
