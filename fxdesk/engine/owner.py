@@ -13,103 +13,54 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import enum
 import functools
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxdesk import notify
 from fxdesk.domain import reasons
 from fxdesk.domain import work as reducers
-from fxdesk.domain.authority import AdmissionSnapshot, snapshot_mismatch
-from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.live import LivePresentation, LiveSnapshot
-from fxdesk.domain.model import Session, SessionMode, SessionState, WorkStatus
-from fxdesk.domain.notifications import NotificationPolicy
-from fxdesk.domain.work import Change, CompletionDecision, WorkItem, WorkOutcome
+from fxdesk.domain.live import LiveSnapshot
+from fxdesk.domain.model import Session
+from fxdesk.domain.work import Change
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.events import (
     BusyElsewhere,
-    HistoryAppended,
     RecoveryReport,
     SessionChanged,
     WorkChanged,
 )
+from fxdesk.engine.execution import run_one
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
+from fxdesk.engine.slots import (
+    COMPLETION_CACHE,
+    MORE_WORK,
+    Result,
+    SessionNotActive,
+    SessionNotFound,
+    Slot,
+    StartResult,
+    WorkActive,
+)
 from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
-from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRunner, TurnRuntime
+from fxdesk.engine.turn import TurnRunner
 from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
-from fxdesk.providers.base import ProviderError
 from fxdesk.store import Store, StoreError, control, repo
 from fxdesk.store.locks import SessionLock, SessionLockBusy
 
+__all__ = [
+    "Result",
+    "SessionNotActive",
+    "SessionNotFound",
+    "SessionOwner",
+    "StartResult",
+    "WorkActive",
+]
+
 log = logging.getLogger(__name__)
-
-COMPLETION_CACHE = 64
-
-
-class StartResult(enum.StrEnum):
-    STARTED = "started"
-    ALREADY_RUNNING = "already_running"
-
-
-class Result(enum.StrEnum):
-    """What running a session's queue came to (spec §3.11 ChildResult)."""
-
-    IDLE = "idle"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    AWAITING_APPROVAL = "awaiting_approval"
-    PAUSED = "paused"
-    EXTERNAL_BUSY = "external_busy"
-    NO_WORK = "no_work"
-    SESSION_FAILED = "session_failed"
-    CONTROL_FAILED = "control_failed"
-    ADMISSION_FAILED = "admission_failed"
-    OWNER_STOPPED = "owner_stopped"
-
-
-_MORE_WORK = "more_work"
-
-
-class SessionNotActive(LookupError):
-    """``join`` on a session with no running slot and no cached result."""
-
-
-class SessionNotFound(LookupError):
-    pass
-
-
-class WorkActive(RuntimeError):
-    """Refused: the session has active work (detach, reparent)."""
-
-
-@dataclass(eq=False)
-class _Slot:
-    session_id: str
-    retry: bool
-    cancel: CancelToken = field(default_factory=CancelToken)
-    shutdown: bool = False
-    wake_requested: bool = False
-    finished: bool = False
-    result: Result = Result.NO_WORK
-    live: LivePresentation = field(default_factory=LivePresentation)
-    task: asyncio.Task[Result] | None = None
-    model_calls: int = 0
-
-
-@dataclass(frozen=True)
-class _Admitted:
-    session: Session
-    item: WorkItem
-    snapshot: AdmissionSnapshot
-    policy: NotificationPolicy
-    workspace: Path
 
 
 class SessionOwner:
@@ -138,7 +89,7 @@ class SessionOwner:
         self.scheduler = scheduler or NotificationScheduler(None, None)
         self.clock = clock or (scheduler.clock if scheduler and scheduler.clock else SystemClock())
         self.closed = False
-        self._slots: dict[str, _Slot] = {}
+        self._slots: dict[str, Slot] = {}
         self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
         self.waiters = WaiterRegistry()
         self.busy_elsewhere: dict[str, int | None] = {}
@@ -156,7 +107,7 @@ class SessionOwner:
             slot.retry = slot.retry or retry
             slot.wake_requested = True
             return StartResult.ALREADY_RUNNING
-        slot = _Slot(session_id, retry)
+        slot = Slot(session_id, retry)
         self._slots[session_id] = slot
         slot.task = asyncio.get_running_loop().create_task(
             self._worker(slot), name=f"session-{session_id}"
@@ -205,7 +156,7 @@ class SessionOwner:
     def active_slots(self) -> int:
         return sum(1 for s in self._slots.values() if not s.finished)
 
-    async def _worker(self, slot: _Slot) -> Result:
+    async def _worker(self, slot: Slot) -> Result:
         prior: Result | None = None
         result = Result.CONTROL_FAILED
         try:
@@ -247,213 +198,12 @@ class SessionOwner:
             self.waiters.signal(slot.session_id)
         return result
 
-    async def _drain(self, slot: _Slot) -> Result:
+    async def _drain(self, slot: Slot) -> Result:
         while True:
-            outcome = await self._run_one(slot)
-            if outcome != _MORE_WORK:
+            outcome = await run_one(self, slot)
+            if outcome != MORE_WORK:
                 assert isinstance(outcome, Result)
                 return outcome
-
-    # --- one item ----------------------------------------------------------------------------
-
-    async def _run_one(self, slot: _Slot) -> Result | str:
-        lock = SessionLock(self.lock_dir, slot.session_id)
-        try:
-            await self._acquire(lock)
-        except SessionLockBusy as busy:
-            log.info("session %s is busy in process %s", slot.session_id, busy.holder_pid)
-            self._mark_busy(slot.session_id, busy.holder_pid)
-            return Result.EXTERNAL_BUSY
-        except OSError:
-            log.exception("session %s: cannot take its lock", slot.session_id)
-            return Result.SESSION_FAILED
-        try:
-            self._mark_busy(slot.session_id, None, busy=False)
-            return await self._run_locked(slot)
-        finally:
-            lock.release()
-            slot.live.clear()
-
-    async def _acquire(self, lock: SessionLock) -> None:
-        if self.lock_deadline_s <= 0:
-            lock.acquire(0.0)
-        else:
-            await asyncio.to_thread(lock.acquire, self.lock_deadline_s)
-
-    async def _run_locked(self, slot: _Slot) -> Result | str:
-        try:
-            admitted = await self._admit(slot)
-        except StoreError as exc:
-            log.warning("session %s: admission not saved: %s", slot.session_id, exc)
-            return Result.CONTROL_FAILED
-        if isinstance(admitted, Result):
-            return admitted
-        slot.live.begin(admitted.item.id)
-        try:
-            resolved = await self.providers.resolve(admitted.session)
-        except ProviderError as exc:
-            outcome = TurnOutcome(
-                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
-            )
-        else:
-            outcome = await self.runner.run(
-                TurnRuntime(
-                    session=admitted.session,
-                    workspace=admitted.workspace,
-                    item=admitted.item,
-                    snapshot=admitted.snapshot,
-                    provider=resolved.provider,
-                    cancel=slot.cancel,
-                    stopping=lambda: slot.shutdown or self.closed,
-                    live=slot.live,
-                )
-            )
-        slot.model_calls += outcome.model_calls
-        if slot.shutdown or self.closed:
-            return Result.OWNER_STOPPED  # nothing durable: recovery decides at the next start
-        return await self._complete(slot, admitted, outcome)
-
-    async def _admit(self, slot: _Slot) -> _Admitted | Result:
-        session_id = slot.session_id
-
-        def read() -> tuple[Session | None, reducers.ControlRecord | None]:
-            return repo.get_session(session_id), control.load_record(session_id, open_limit=1)
-
-        session, record = await self.store.read(read)
-        if session is None or record is None:
-            return Result.SESSION_FAILED
-        index = reducers.next_runnable(record.items, slot.retry)
-        if index is None:
-            if record.mode == SessionMode.ONE_OFF and record.state == SessionState.COMPLETED:
-                return Result.COMPLETED
-            return Result.NO_WORK
-        item = record.items[index]
-        if session.is_child and session.parent_id is None:
-            return Result.ADMISSION_FAILED  # a detached child cannot take work; nothing changes
-        model = session.model or "default"
-        try:
-            resolved_model = (await self.providers.resolve(session)).model
-        except ProviderError:
-            resolved_model = model  # the turn reports the provider problem
-        try:
-            snapshot: AdmissionSnapshot | None = self.authority.capture(
-                session, item, resolved_model, session.effort
-            )
-            problem = (
-                snapshot_mismatch(
-                    snapshot,
-                    parent_id=session.parent_id,
-                    source_id=item.source_id,
-                    model=resolved_model,
-                    effort=session.effort,
-                    permission_mode=session.permission_mode,
-                )
-                if snapshot is not None
-                else "no snapshot"
-            )
-        except Exception as exc:
-            log.warning("session %s: capture failed: %s", session_id, exc)
-            snapshot, problem = None, f"capture failed: {exc}"
-        policy = NotificationPolicy.from_data(session.config.get("notifications"))
-        workspace = await self._workspace(session.workspace_id)
-        now = self.clock.now_ms()
-
-        def write() -> tuple[str, Change | None, Session | None, int | None, list[HistoryEntry]]:
-            current = control.load_record(session_id, open_limit=1)  # FIFO: the head decides
-            if current is None:
-                return "gone", None, None, None, []
-            position = reducers.next_runnable(current.items, slot.retry)
-            if position is None or current.items[position].id != item.id:
-                return "moved", None, None, None, []
-            if problem:
-                change = reducers.fail_admission(current, item.id, now)
-                control.save_change(change)
-                control.reconcile_terminals(session_id, now, only=[item.id])
-                return "failed", change, repo.get_session(session_id), None, []
-            change = reducers.admit(current, position, now)
-            control.save_change(change)
-            assert snapshot is not None
-            first = control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
-            opened = control.ensure_user_entry(item, now)
-            return "admitted", change, repo.get_session(session_id), first, opened
-
-        verdict, change, after, first_check, opened = await self.store.write(write, label="admit")
-        self._publish(change, after)
-        if opened:
-            self.bus.publish(HistoryAppended(session_id, tuple(opened)))
-        if first_check is not None:
-            self.scheduler.register(session_id, item.id, first_check)
-        if verdict == "moved":
-            return await self._admit(slot)  # the queue changed under us: look again
-        if verdict == "gone":
-            return Result.SESSION_FAILED
-        if verdict == "failed":
-            log.warning("session %s: admission of %s failed: %s", session_id, item.id, problem)
-            return Result.ADMISSION_FAILED
-        assert change is not None and after is not None and snapshot is not None
-        admitted_item = change.record.find(item.id)
-        assert admitted_item is not None
-        return _Admitted(after, admitted_item, snapshot, policy, workspace)
-
-    async def _complete(
-        self, slot: _Slot, admitted: _Admitted, outcome: TurnOutcome
-    ) -> Result | str:
-        session_id, work_id = slot.session_id, admitted.item.id
-        failure: str | None = None
-        if outcome.end == TurnEnd.COMPLETED:
-            result_outcome = WorkOutcome.COMPLETED
-        elif outcome.end == TurnEnd.PAUSED:
-            result_outcome = WorkOutcome.PAUSED
-        else:
-            result_outcome = WorkOutcome.FAILED
-            failure = outcome.diagnostic or (
-                reasons.CANCELLED
-                if outcome.end == TurnEnd.CANCELLED
-                else reasons.TURN_NOT_COMMITTED
-            )
-        now = self.clock.now_ms()
-
-        def write() -> tuple[CompletionDecision, Change | None, Session | None]:
-            # The running item is the head; the one after it decides the state afterwards.
-            record = control.load_record(session_id, include=[work_id], open_limit=2)
-            if record is None:
-                return CompletionDecision.STALE_WORK, None, None
-            chosen = result_outcome
-            if chosen == WorkOutcome.PAUSED and control.history_proof(session_id) == work_id:
-                chosen = WorkOutcome.COMPLETED  # the history commit landed after all
-            decision, change = reducers.finish(
-                record, work_id, chosen, now, failure if chosen == WorkOutcome.FAILED else None
-            )
-            if change is not None:
-                control.save_change(change)
-                control.reconcile_terminals(session_id, now, only=[work_id])
-            return decision, change, repo.get_session(session_id) if change else None
-
-        try:
-            decision, change, after = await self.store.write(write, label="complete")
-        except StoreError as exc:
-            log.warning("session %s: completion of %s not saved: %s", session_id, work_id, exc)
-            return Result.CONTROL_FAILED
-        finally:
-            self.scheduler.wake(session_id)
-        self._publish(change, after)
-        if decision == CompletionDecision.CANCELLATION_WON:
-            return Result.CANCELLED
-        if decision == CompletionDecision.STALE_WORK or change is None:
-            return Result.CONTROL_FAILED
-        finished = change.record.find(work_id)
-        assert finished is not None
-        if finished.status == WorkStatus.INTERRUPTED:
-            return Result.PAUSED
-        if finished.status == WorkStatus.AWAITING_APPROVAL:
-            return Result.AWAITING_APPROVAL
-        if finished.status == WorkStatus.FAILED:
-            return Result.FAILED
-        if change.record.mode == SessionMode.ONE_OFF:
-            return Result.COMPLETED
-        if reducers.next_runnable(change.record.items, slot.retry) is not None:
-            return _MORE_WORK
-        return Result.IDLE
 
     # --- cancel ------------------------------------------------------------------------------
 

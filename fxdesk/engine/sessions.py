@@ -31,7 +31,8 @@ from fxdesk.domain.notifications import NotificationPolicy
 from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkChanged, WorkspaceAdded
-from fxdesk.engine.owner import SessionOwner, WorkActive
+from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.slots import WorkActive
 from fxdesk.store import Store, control, repo
 
 

@@ -204,3 +204,32 @@ def test_a_cancel_from_another_process_stops_the_turn_at_its_next_step(tmp_path:
     queue = s.show(session_id)["queue"]
     assert queue[0]["status"] == "cancelled" and queue[0]["reason"] == "enough"
     assert s.model_calls() == calls_at_cancel
+
+
+def test_scenario_48_recovery_skips_work_owned_by_a_live_process(tmp_path: Path) -> None:
+    """While another process is mid-turn, recovery reports it busy and leaves its running item;
+    once that process completes it, the next recovery is fully reconciled and the item stays
+    the other process's completed result."""
+    s = Setup(tmp_path)
+    s.write_script({"text": "slowly done", "chunk": 1, "delay_ms": 150})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    other = s.start("run", "-w", str(s.workspace), "take your time")
+    try:
+        wait_for(lambda: s.model_calls() == 1, 60, what="the other process to be mid-turn")
+        session_id = s.only_session()
+        for _ in range(2):  # repeated recoveries report the same
+            report = json.loads(s.fx("recover", "--json").stdout)
+            assert report["sessions_external_busy"] == 1 and report["sessions_changed"] == 0
+        assert s.show(session_id)["queue"][0]["status"] == "running"
+        other.wait(120)
+    finally:
+        if other.poll() is None:
+            other.kill()
+        other.communicate()
+    assert other.returncode == 0
+    report = json.loads(s.fx("recover", "--json").stdout)
+    assert report["fully_reconciled"] and report["sessions_changed"] == 0
+    shown = s.show(session_id)
+    assert shown["queue"][0]["status"] == "completed"
+    assert shown["session"]["last_work_id"] == shown["queue"][0]["id"]
+    assert [e["kind"] for e in shown["transcript"]][-1] == "turn_end"

@@ -657,3 +657,49 @@ async def test_provider_errors_do_not_leak_the_stream(tmp_path: Path) -> None:
         assert engine.owner.live_snapshot(session.id) is None
     finally:
         await engine.close()
+
+
+async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
+    tmp_path: Path,
+) -> None:
+    """Scenario 60 (what exists so far): a child runs four tool calls and replies through the
+    normal pipeline with its own model; the UI sees 8 tool activities and 1 terminal; the model
+    saw the inherited rules and grants in its admission. The parent-boundary injection
+    belongs to the inbox (coordinator issue)."""
+    from fxdesk.providers.scripted import ScriptedCall
+
+    calls = tuple(ScriptedCall("echo", {"text": f"step {n}"}) for n in range(4))
+    authority = HostAuthority(
+        tool_names=("echo", "write_file"),
+        rules=(Rule("read_file", "file.txt", "allow"),),
+        grants=(Grant("read_file", "/tmp/workspace/file.txt"),),
+    )
+    engine = await Engine.create(
+        tmp_path, [Reply(tool_calls=calls), say("gateway child reply")], authority=authority
+    )
+    try:
+        root = await engine.root_session()
+        child = await engine.sessions.create_child(
+            root.id,
+            name="gateway",
+            model="anthropic/claude-opus-4.6",
+            effort="high",
+            first_message="use the tools",
+        )
+        assert await engine.run(child.id) == Result.COMPLETED
+        assert {r.model for r in engine.provider.requests} == {"anthropic/claude-opus-4.6"}
+        (snapshot,) = authority.captures
+        assert snapshot.permission_mode == PermissionMode.YOLO  # the child default
+        assert snapshot.parent_id == root.id and snapshot.source_id == root.id
+        assert len(snapshot.rules) == 1 and len(snapshot.grants) == 1
+        deliveries = await engine.store.read(lambda: control.deliveries(target_id=root.id))
+        kinds = [d.kind.value for d in deliveries]
+        assert kinds.count("tool_activity") == 8 and kinds.count("terminal") == 1
+        after = await engine.session(child.id)
+        (item,) = await engine.items(child.id)
+        assert after.last_work_id == item.id
+        page = await engine.sessions.inspect(child.id, limit=100)
+        currents = [e.current for e in page.events if e.current is not None]
+        assert currents == [WorkStatus.PENDING, WorkStatus.RUNNING, WorkStatus.COMPLETED]
+    finally:
+        await engine.close()

@@ -1,0 +1,75 @@
+"""Types shared by the session owner and its item execution."""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fxdesk.domain.authority import AdmissionSnapshot
+from fxdesk.domain.live import LivePresentation
+from fxdesk.domain.model import Session
+from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.work import WorkItem
+from fxdesk.engine.cancel import CancelToken
+
+COMPLETION_CACHE = 64
+MORE_WORK = "more_work"
+
+
+class StartResult(enum.StrEnum):
+    STARTED = "started"
+    ALREADY_RUNNING = "already_running"
+
+
+class Result(enum.StrEnum):
+    """What running a session's queue came to (spec §3.11 ChildResult)."""
+
+    IDLE = "idle"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+    AWAITING_APPROVAL = "awaiting_approval"
+    PAUSED = "paused"
+    EXTERNAL_BUSY = "external_busy"
+    NO_WORK = "no_work"
+    SESSION_FAILED = "session_failed"
+    CONTROL_FAILED = "control_failed"
+    ADMISSION_FAILED = "admission_failed"
+    OWNER_STOPPED = "owner_stopped"
+
+
+class SessionNotActive(LookupError):
+    """``join`` on a session with no running slot and no cached result."""
+
+
+class SessionNotFound(LookupError):
+    pass
+
+
+class WorkActive(RuntimeError):
+    """Refused: the session has active work (detach, reparent)."""
+
+
+@dataclass(eq=False)
+class Slot:
+    session_id: str
+    retry: bool
+    cancel: CancelToken = field(default_factory=CancelToken)
+    shutdown: bool = False
+    wake_requested: bool = False
+    finished: bool = False
+    result: Result = Result.NO_WORK
+    live: LivePresentation = field(default_factory=LivePresentation)
+    task: asyncio.Task[Result] | None = None
+    model_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Admitted:
+    session: Session
+    item: WorkItem
+    snapshot: AdmissionSnapshot
+    policy: NotificationPolicy
+    workspace: Path
