@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from fxdesk.domain.model import Session, WorkStatus
@@ -11,6 +12,13 @@ from fxdesk.store import control, repo
 from fxdesk.store.schema import database_proxy
 
 log = logging.getLogger(__name__)
+
+RecoveryHook = Callable[[str, Change, int], None]
+
+# Called inside the recovery transaction for every session recovery changed, with the session
+# id, the change and the time. The permissions issue registers one that marks approvals of
+# interrupted work stale and of cancelled work cancelled (spec child-sessions §3.12 step 6).
+RECOVERY_HOOKS: list[RecoveryHook] = []
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,8 @@ def recover_sessions(
                 stats, change = recover(record, proof, now, include_pending=include_pending)
                 if change is not None:
                     control.save_change(change)
+                    for hook in RECOVERY_HOOKS:
+                        hook(session_id, change, now)
                     finished = [i.id for i in change.items if i.status == WorkStatus.COMPLETED]
                     control.reconcile_terminals(session_id, now, only=finished)
                 session = repo.get_session(session_id) if change and snapshots else None

@@ -703,3 +703,24 @@ async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
         assert currents == [WorkStatus.PENDING, WorkStatus.RUNNING, WorkStatus.COMPLETED]
     finally:
         await engine.close()
+
+
+async def test_recovery_hooks_run_inside_the_recovery_transaction(tmp_path: Path) -> None:
+    """The hook the permissions issue plugs into (approvals of interrupted work → stale)."""
+    from fxdesk.engine import recovery
+
+    seen: list[tuple[str, int]] = []
+
+    def hook(session_id: str, change: object, now: int) -> None:
+        seen.append((session_id, len(change.items)))  # type: ignore[attr-defined]
+
+    engine = await Engine.create(tmp_path)
+    recovery.RECOVERY_HOOKS.append(hook)
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "a", "b")
+        await engine.owner.recover()
+        assert seen == [(child.id, 2)]
+    finally:
+        recovery.RECOVERY_HOOKS.remove(hook)
+        await engine.close()
