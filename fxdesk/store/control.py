@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fxdesk.domain.conversation import HistoryEntry
@@ -245,22 +246,7 @@ def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[His
                 entry.created_at_ms,
             ),
         )
-        stored.append(
-            HistoryEntry(
-                session_id=session_id,
-                seq=seq,
-                kind=entry.kind,
-                work_id=entry.work_id,
-                step=entry.step,
-                call_id=entry.call_id,
-                tool_name=entry.tool_name,
-                content=entry.content,
-                full_text=entry.full_text,
-                data=entry.data,
-                created_at_ms=entry.created_at_ms,
-                id=cursor.lastrowid,
-            )
-        )
+        stored.append(replace(entry, session_id=session_id, seq=seq, id=cursor.lastrowid))
     return stored
 
 

@@ -112,6 +112,14 @@ class Engine:
             await self.sessions.send(child.id, message, source_id=parent.id)
         return child
 
+    async def start_blocked(self, session_id: str) -> None:
+        """Start the session and wait until its turn is inside a model call that waits for
+        ``provider.release()``."""
+        entered = self.provider.entered
+        self.provider.hold()
+        self.owner.start(session_id)
+        await wait_until(lambda: self.provider.entered > entered)
+
     async def run(self, session_id: str, retry: bool = False) -> object:
         self.owner.start(session_id, retry)
         return await asyncio.wait_for(self.owner.join(session_id), 30)

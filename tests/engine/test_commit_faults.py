@@ -20,7 +20,7 @@ from fxdesk.engine.providers import FixedResolver
 from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store.faults import Fault
-from tests.engine.harness import Engine, append_line, say, wait_until
+from tests.engine.harness import Engine, append_line, say
 
 COMMIT_POINTS = [
     "admit",  # also opens the turn's history with the message
@@ -145,9 +145,7 @@ async def test_scenario_45_a_failed_cancel_save_is_repaired_by_a_later_cancel(
     try:
         root = await engine.root_session()
         child = await engine.child(root, "blocked")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         engine.faults.fail(1, Fault.DEFINITE, label="cancel")
         with pytest.raises(Exception, match="injected definite failure"):
             await engine.owner.cancel(child.id, "stop")

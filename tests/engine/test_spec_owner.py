@@ -179,9 +179,7 @@ async def test_scenario_23_shutdown_while_someone_joins(tmp_path: Path) -> None:
     engine = await Engine.create(tmp_path, [say("never")])
     root = await engine.root_session()
     child = await engine.child(root, "blocked")
-    engine.provider.hold()
-    engine.owner.start(child.id)
-    await wait_until(lambda: engine.provider.entered)
+    await engine.start_blocked(child.id)
     joiner = asyncio.ensure_future(engine.owner.join(child.id))
     await asyncio.sleep(0.01)
     await engine.close()
@@ -299,9 +297,7 @@ async def test_scenario_28_a_durable_cancel_beats_a_successful_turn(tmp_path: Pa
     try:
         root = await engine.root_session()
         child = await engine.child(root, "active", "queued")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         assert await engine.owner.cancel(child.id, "user cancelled") == 2
         engine.provider.release()
         assert await engine.owner.join(child.id) == Result.CANCELLED
@@ -321,9 +317,7 @@ async def test_scenario_29_completing_a_committed_cancellation_needs_no_store(
     try:
         root = await engine.root_session()
         child = await engine.child(root, "running")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         # The durable cancel happened elsewhere; the live part alone stops the turn.
         await engine.store.write(lambda: _cancel_durably(child.id), label="external-cancel")
         engine.owner.complete_committed_cancellation(child.id, "stop")
@@ -399,9 +393,7 @@ async def test_scenario_40_a_restart_before_the_history_commit_interrupts(tmp_pa
     engine = await Engine.create(tmp_path, [say("never committed")])
     root = await engine.root_session()
     child = await engine.child(root, "work")
-    engine.provider.hold()
-    engine.owner.start(child.id)
-    await wait_until(lambda: engine.provider.entered)
+    await engine.start_blocked(child.id)
     await engine.close()
     again = await Engine.create(tmp_path, [say("second owner")])
     try:
@@ -456,9 +448,7 @@ async def test_scenario_49_local_execution_is_never_busy_elsewhere(tmp_path: Pat
     try:
         root = await engine.root_session()
         child = await engine.child(root, "running here")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         report = await engine.owner.recover()
         assert report.sessions_external_busy == 1
         assert not engine.owner.external_busy(child.id)
@@ -477,9 +467,7 @@ async def test_scenarios_50_51_56_shutdown_writes_nothing(
     engine = await Engine.create(tmp_path, [say("x")])
     root = await engine.root_session()
     child = await engine.child(root, "active", "queued")
-    engine.provider.hold()
-    engine.owner.start(child.id)
-    await wait_until(lambda: engine.provider.entered)
+    await engine.start_blocked(child.id)
     commits_before = engine.faults.commits_seen
     if failing_writes:
         from fxdesk.store.faults import Fault as StoreFault
@@ -571,9 +559,7 @@ async def test_scenario_54_close_archives_before_stopping_live_work(tmp_path: Pa
     try:
         root = await engine.root_session()
         child = await engine.child(root, "active", "queued")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         receipt = await engine.sessions.close(child.id)
         assert receipt.code == "lifecycle_changed"
         after = await engine.session(child.id)
@@ -612,9 +598,7 @@ async def test_detach_and_reparent_are_refused_while_work_is_active(tmp_path: Pa
         root = await engine.root_session()
         other = await engine.child(root)
         child = await engine.child(root, "busy")
-        engine.provider.hold()
-        engine.owner.start(child.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(child.id)
         with pytest.raises(WorkActive, match="invalid_state"):
             await engine.sessions.detach(child.id)
         with pytest.raises(WorkActive, match="invalid_state"):

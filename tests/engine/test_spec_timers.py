@@ -70,9 +70,7 @@ async def _running_child(
     )
     for message in messages[1:]:
         await engine.sessions.send(child.id, message, source_id=root.id)
-    engine.provider.hold()
-    engine.owner.start(child.id)
-    await wait_until(lambda: engine.provider.entered)
+    await engine.start_blocked(child.id)
     (item, *_rest) = await engine.items(child.id)
     return child.id, item.id
 

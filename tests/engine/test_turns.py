@@ -151,9 +151,7 @@ async def test_streamed_text_reaches_the_live_view(tmp_path: Path) -> None:
     seen: list[str] = []
     try:
         session = await engine.root_session("hi")
-        engine.provider.hold()
-        engine.owner.start(session.id)
-        await wait_until(lambda: engine.provider.entered)
+        await engine.start_blocked(session.id)
         snapshot = engine.owner.live_snapshot(session.id)
         assert snapshot is not None and snapshot.text == ""
         engine.provider.release()
