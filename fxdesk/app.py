@@ -30,7 +30,7 @@ from fxdesk.store import Store
 from fxdesk.store.faults import FaultInjector
 from fxdesk.store.locks import InstanceLock
 from fxdesk.tools.base import ToolRegistry
-from fxdesk.tools.basic import basic_tools
+from fxdesk.tools.registry import all_tools
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class App:
 
     async def _start_engine(self) -> _Subsystem:
         store = self.store
-        self.tools = ToolRegistry(basic_tools())
+        self.tools = ToolRegistry(all_tools())
         runner = TurnRunner(store, self.tools, self.bus)
         scheduler = NotificationScheduler(SystemClock(), StorePoller(store, self.bus))
         self.instance_lock = InstanceLock(self.paths.locks)

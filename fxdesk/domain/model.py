@@ -117,9 +117,20 @@ class Session:
         return value if isinstance(value, dict) else {}
 
 
+class KeySource(enum.StrEnum):
+    """Where a profile's API key comes from."""
+
+    KEYRING = "keyring"
+    ENV = "env"
+    NONE = "none"
+
+
 @dataclass(frozen=True)
 class Profile:
-    """A model provider profile; its secret, if any, lives in the keyring, never here."""
+    """A model provider profile; its secret, if any, lives in the keyring, never here.
+
+    Prices are in US dollars per million tokens; None when unknown.
+    """
 
     name: str
     kind: str  # scripted | openai | anthropic
@@ -127,6 +138,23 @@ class Profile:
     model: str | None = None
     script_path: str | None = None
     created_at_ms: int = 0
+    effort: str | None = None
+    max_tokens: int | None = None
+    connect_timeout_s: float = 10.0
+    read_timeout_s: float = 120.0
+    price_in_per_mtok: float | None = None
+    price_out_per_mtok: float | None = None
+    key_source: KeySource = KeySource.KEYRING
+    key_env: str | None = None
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        """What these tokens cost, or None when the profile has no prices."""
+        if self.price_in_per_mtok is None and self.price_out_per_mtok is None:
+            return None
+        return (
+            input_tokens * (self.price_in_per_mtok or 0.0)
+            + output_tokens * (self.price_out_per_mtok or 0.0)
+        ) / 1_000_000
 
 
 @dataclass(frozen=True)

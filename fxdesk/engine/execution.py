@@ -19,6 +19,7 @@ from fxdesk.domain.model import Session, SessionMode, SessionState, WorkStatus
 from fxdesk.domain.notifications import NotificationPolicy
 from fxdesk.domain.work import Change, CompletionDecision, WorkOutcome
 from fxdesk.engine.events import HistoryAppended
+from fxdesk.engine.providers import Resolved
 from fxdesk.engine.slots import MORE_WORK, Admitted, Result, Slot
 from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRuntime
 from fxdesk.providers.base import ProviderError
@@ -66,10 +67,11 @@ async def _run_locked(owner: SessionOwner, slot: Slot) -> Result | str:
     if isinstance(admitted, Result):
         return admitted
     slot.live.begin(admitted.item.id)
-    try:
-        resolved = await owner.providers.resolve(admitted.session)
-    except ProviderError as exc:
-        outcome = TurnOutcome(TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc)))
+    resolved = admitted.resolved
+    if isinstance(resolved, ProviderError):
+        outcome = TurnOutcome(
+            TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(resolved))
+        )
     else:
         outcome = await owner.runner.run(
             TurnRuntime(
@@ -81,6 +83,7 @@ async def _run_locked(owner: SessionOwner, slot: Slot) -> Result | str:
                 cancel=slot.cancel,
                 stopping=lambda: slot.shutdown or owner.closed,
                 live=slot.live,
+                profile=resolved.profile,
             )
         )
     slot.model_calls += outcome.model_calls
@@ -106,11 +109,13 @@ async def _admit(owner: SessionOwner, slot: Slot) -> Admitted | Result:
     item = record.items[index]
     if session.is_child and session.parent_id is None:
         return Result.ADMISSION_FAILED  # a detached child cannot take work; nothing changes
-    model = session.model or "default"
+    resolved: Resolved | ProviderError
     try:
-        resolved_model = (await owner.providers.resolve(session)).model
-    except ProviderError:
-        resolved_model = model  # the turn reports the provider problem
+        resolved = await owner.providers.resolve(session)
+        resolved_model = resolved.model
+    except ProviderError as exc:
+        resolved = exc  # the turn reports the provider problem
+        resolved_model = session.model or "default"
     try:
         snapshot: AdmissionSnapshot | None = owner.authority.capture(
             session, item, resolved_model, session.effort
@@ -169,7 +174,7 @@ async def _admit(owner: SessionOwner, slot: Slot) -> Admitted | Result:
     assert change is not None and after is not None and snapshot is not None
     admitted_item = change.record.find(item.id)
     assert admitted_item is not None
-    return Admitted(after, admitted_item, snapshot, policy, workspace)
+    return Admitted(after, admitted_item, snapshot, policy, workspace, resolved)
 
 
 async def _complete(

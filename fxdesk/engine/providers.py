@@ -1,21 +1,29 @@
-"""Which provider and model a session's turns use: resolved from its profile."""
+"""Which provider and model a session's turns use: resolved from its profile.
+
+Providers are built once per profile (their HTTP connections are reused) and rebuilt when the
+profile changes. Keys come from the OS keyring (default), an environment variable, or nowhere
+(local servers); a missing key or keyring is a ``ProviderError`` with what to do, never a crash.
+"""
 
 from __future__ import annotations
 
 import abc
 import asyncio
+import os
 from dataclasses import dataclass
 
-from fxdesk.domain.model import Session
+from fxdesk.domain.model import KeySource, Profile, Session
 from fxdesk.providers.base import Provider, ProviderError
+from fxdesk.providers.retry import RetryingProvider
 from fxdesk.providers.scripted import ScriptedProvider
-from fxdesk.store import Store, repo
+from fxdesk.store import Store, repo, secrets
 
 
 @dataclass(frozen=True)
 class Resolved:
     provider: Provider
     model: str
+    profile: Profile | None = None
 
 
 class ProviderResolver(abc.ABC):
@@ -24,11 +32,76 @@ class ProviderResolver(abc.ABC):
         """The provider for ``session``; ``ProviderError`` when it cannot be had."""
 
 
+async def api_key_for(profile: Profile) -> str | None:
+    """The profile's key from where it says it lives."""
+    if profile.key_source == KeySource.NONE:
+        return None
+    if profile.key_source == KeySource.ENV:
+        name = profile.key_env or ""
+        value = os.environ.get(name)
+        if not value:
+            raise ProviderError(
+                "auth",
+                f"the environment variable {name or '(none named)'} holding the API key "
+                f"of profile {profile.name!r} is not set",
+            )
+        return value
+    try:
+        key = await asyncio.to_thread(secrets.get_secret, profile.name)
+    except secrets.SecretsUnavailable as exc:
+        raise ProviderError("auth", exc.user_message) from None
+    if not key:
+        raise ProviderError(
+            "auth",
+            f"no API key is stored for profile {profile.name!r}; set one with "
+            f"`fxdesk profiles add {profile.name} ... --api-key-stdin`",
+        )
+    return key
+
+
+async def build_provider(profile: Profile) -> Provider:
+    """A fresh provider for ``profile`` (with retries for the network kinds)."""
+    if profile.kind == "scripted":
+        if not profile.script_path:
+            raise ProviderError(
+                "unavailable", f"the scripted profile {profile.name!r} has no script"
+            )
+        return await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
+    key = await api_key_for(profile)
+    timeouts = (profile.connect_timeout_s, profile.read_timeout_s)
+    # The SDKs take a second or two to import: only when a profile of their kind is used.
+    inner: Provider
+    if profile.kind == "openai":
+        from fxdesk.providers.openai_compat import OpenAICompatProvider
+
+        inner = OpenAICompatProvider(
+            base_url=profile.base_url,
+            api_key=key,
+            connect_timeout_s=timeouts[0],
+            read_timeout_s=timeouts[1],
+            max_tokens=profile.max_tokens,
+        )
+    elif profile.kind == "anthropic":
+        from fxdesk.providers.anthropic_provider import AnthropicProvider
+
+        inner = AnthropicProvider(
+            base_url=profile.base_url,
+            api_key=key,
+            connect_timeout_s=timeouts[0],
+            read_timeout_s=timeouts[1],
+            max_tokens=profile.max_tokens,
+        )
+    else:
+        raise ProviderError("unavailable", f"unknown profile kind {profile.kind!r}")
+    return RetryingProvider(inner)
+
+
 class ProfileResolver(ProviderResolver):
     """Looks the session's profile (or the default profile) up in the database."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._built: dict[str, tuple[Profile, Provider]] = {}
 
     async def resolve(self, session: Session) -> Resolved:
         name = session.profile or await self.store.read(lambda: repo.get_setting("default_profile"))
@@ -39,14 +112,12 @@ class ProfileResolver(ProviderResolver):
         profile = await self.store.read(lambda: repo.get_profile(name))
         if profile is None:
             raise ProviderError("unavailable", f"the profile {name!r} does not exist")
-        if profile.kind == "scripted":
-            if not profile.script_path:
-                raise ProviderError("unavailable", f"the scripted profile {name!r} has no script")
-            provider = await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
-            return Resolved(provider, session.model or profile.model or "scripted")
-        raise ProviderError(
-            "unavailable", f"profiles of kind {profile.kind!r} are not supported yet"
-        )
+        built = self._built.get(name)
+        if built is None or built[0] != profile or profile.kind == "scripted":
+            # Scripts are re-read per session run, so each run plays its script from the start.
+            built = (profile, await build_provider(profile))
+            self._built[name] = built
+        return Resolved(built[1], session.model or profile.model or profile.kind, profile)
 
 
 class FixedResolver(ProviderResolver):

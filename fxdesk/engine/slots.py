@@ -13,6 +13,8 @@ from fxdesk.domain.model import Session
 from fxdesk.domain.notifications import NotificationPolicy
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.cancel import CancelToken
+from fxdesk.engine.providers import Resolved
+from fxdesk.providers.base import ProviderError
 
 COMPLETION_CACHE = 64
 MORE_WORK = "more_work"
@@ -68,8 +70,11 @@ class Slot:
 
 @dataclass(frozen=True)
 class Admitted:
+    """An item just moved to running, with what its turn runs with."""
+
     session: Session
     item: WorkItem
     snapshot: AdmissionSnapshot
     policy: NotificationPolicy
     workspace: Path
+    resolved: Resolved | ProviderError

@@ -33,7 +33,7 @@ from fxdesk.domain.conversation import (
 )
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent, LivePresentation
-from fxdesk.domain.model import EntryKind, Session, WorkStatus
+from fxdesk.domain.model import EntryKind, Profile, Session, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
@@ -90,6 +90,7 @@ class TurnRuntime:
     cancel: CancelToken
     stopping: Callable[[], bool]
     live: LivePresentation | None = None
+    profile: Profile | None = None  # for prices
 
 
 class _Stop(Exception):
@@ -188,11 +189,7 @@ class _Turn:
                 self._entry(
                     EntryKind.ASSISTANT,
                     content=response.text,
-                    data={
-                        "finish_reason": response.finish_reason,
-                        "model": self.rt.snapshot.model,
-                        "usage": [response.usage.input_tokens, response.usage.output_tokens],
-                    },
+                    data=self._call_data(response),
                 )
             ]
             rows += [
@@ -205,10 +202,7 @@ class _Turn:
                 rows.append(
                     self._entry(
                         EntryKind.TURN_END,
-                        data={
-                            "model_calls": self.model_calls,
-                            "usage": [self.usage.input_tokens, self.usage.output_tokens],
-                        },
+                        data=self._turn_data(),
                     )
                 )
                 await self._commit(rows, "history_commit", final=True)
@@ -216,6 +210,30 @@ class _Turn:
             await self._commit(rows, "model_response")
             for call in response.tool_calls:
                 await self._run_tool(call)
+
+    def _call_data(self, response: ModelResponse) -> dict[str, object]:
+        used = response.usage
+        data: dict[str, object] = {
+            "finish_reason": response.finish_reason,
+            "model": self.rt.snapshot.model,
+            "usage": [used.input_tokens, used.output_tokens],
+        }
+        if self.rt.profile is not None:
+            cost = self.rt.profile.cost_usd(used.input_tokens, used.output_tokens)
+            if cost is not None:
+                data["cost_usd"] = round(cost, 6)
+        return data
+
+    def _turn_data(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "model_calls": self.model_calls,
+            "usage": [self.usage.input_tokens, self.usage.output_tokens],
+        }
+        if self.rt.profile is not None:
+            cost = self.rt.profile.cost_usd(self.usage.input_tokens, self.usage.output_tokens)
+            if cost is not None:
+                data["cost_usd"] = round(cost, 6)
+        return data
 
     def _outcome(self, end: TurnEnd) -> TurnOutcome:
         return TurnOutcome(end, None, self.model_calls, self.usage)

@@ -68,7 +68,17 @@ class Finished:
     reason: str  # "stop", "tool_calls", "length", ...
 
 
-StreamEvent = TextDelta | ToolCallStarted | ToolCallDelta | ToolCallEnded | Usage | Finished
+@dataclass(frozen=True)
+class StreamRestart:
+    """The attempt so far is void (it failed and will be retried): drop what it streamed."""
+
+    reason: str
+    delay_s: float
+
+
+StreamEvent = (
+    TextDelta | ToolCallStarted | ToolCallDelta | ToolCallEnded | Usage | Finished | StreamRestart
+)
 
 
 class ProviderError(Exception):
@@ -133,7 +143,9 @@ async def collect(
             maybe = on_event(event)
             if maybe is not None:
                 await maybe
-        if isinstance(event, TextDelta):
+        if isinstance(event, StreamRestart):
+            response, parts, calls, finished = ModelResponse(), [], {}, False
+        elif isinstance(event, TextDelta):
             parts.append(event.text)
         elif isinstance(event, ToolCallStarted):
             calls[event.index] = (event.call_id, event.name, [])

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fxdesk.domain.model import (
+    KeySource,
     PermissionMode,
     Profile,
     Receipt,
@@ -219,7 +220,23 @@ def create_session(
     return created
 
 
+_PROFILE_SETTINGS = (
+    "effort",
+    "max_tokens",
+    "connect_timeout_s",
+    "read_timeout_s",
+    "price_in_per_mtok",
+    "price_out_per_mtok",
+    "key_source",
+    "key_env",
+)
+
+
 def _profile(row: ProfileRow) -> Profile:
+    settings = json.loads(row.settings_json or "{}")
+    extra = {key: settings[key] for key in _PROFILE_SETTINGS if key in settings}
+    if "key_source" in extra:
+        extra["key_source"] = KeySource(extra["key_source"])
     return Profile(
         name=row.name,
         kind=row.kind,
@@ -227,6 +244,7 @@ def _profile(row: ProfileRow) -> Profile:
         model=row.model,
         script_path=row.script_path,
         created_at_ms=row.created_at_ms,
+        **extra,
     )
 
 
@@ -248,6 +266,14 @@ def save_profile(profile: Profile) -> None:
             base_url=profile.base_url,
             model=profile.model,
             script_path=profile.script_path,
+            settings_json=json.dumps(
+                {
+                    key: (value.value if isinstance(value, KeySource) else value)
+                    for key in _PROFILE_SETTINGS
+                    if (value := getattr(profile, key)) is not None
+                },
+                sort_keys=True,
+            ),
             created_at_ms=profile.created_at_ms or at,
             updated_at_ms=at,
         )

@@ -48,3 +48,52 @@ def status() -> KeyringStatus:
     priority = getattr(backend, "priority", None)
     plaintext = "Plaintext" in type(backend).__name__
     return KeyringStatus(name, True, f"priority {priority}", encrypted=not plaintext)
+
+
+class SecretsUnavailable(Exception):
+    """No keyring can store or give secrets here; ``user_message`` says what to do."""
+
+    def __init__(self, detail: str = "") -> None:
+        message = NO_BACKEND_HELP + (f" ({detail})" if detail else "")
+        super().__init__(message)
+        self.user_message = message
+
+
+def _username(profile: str) -> str:
+    return f"profile:{profile}"
+
+
+def _usable() -> None:
+    state = status()
+    if not state.usable:
+        raise SecretsUnavailable()
+
+
+def set_secret(profile: str, secret: str) -> None:
+    """Store the API key of ``profile`` in the OS keyring (blocking: call from a thread)."""
+    _usable()
+    try:
+        keyring.set_password(SERVICE, _username(profile), secret)
+    except keyring.errors.KeyringError as exc:
+        raise SecretsUnavailable(type(exc).__name__) from None
+
+
+def get_secret(profile: str) -> str | None:
+    """The API key of ``profile``, or None if none is stored (blocking)."""
+    _usable()
+    try:
+        return keyring.get_password(SERVICE, _username(profile))
+    except keyring.errors.KeyringError as exc:
+        raise SecretsUnavailable(type(exc).__name__) from None
+
+
+def delete_secret(profile: str) -> bool:
+    """Forget the API key of ``profile``; False if there was none (blocking)."""
+    _usable()
+    try:
+        keyring.delete_password(SERVICE, _username(profile))
+    except keyring.errors.PasswordDeleteError:
+        return False
+    except keyring.errors.KeyringError as exc:
+        raise SecretsUnavailable(type(exc).__name__) from None
+    return True

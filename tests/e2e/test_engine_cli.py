@@ -181,7 +181,7 @@ def test_a_cancel_from_another_process_stops_the_turn_at_its_next_step(tmp_path:
         "tool_calls": [{"name": "echo", "arguments": {"text": "again"}}],
         "text": "Working",
         "chunk": 1,
-        "delay_ms": 20,
+        "delay_ms": 200,  # ~1.4 s a call: far from max_iterations when the cancel lands
     }
     s.script.write_text(
         json.dumps({"responses": [busy], "when_done": "repeat_last", "record_to": str(s.requests)})

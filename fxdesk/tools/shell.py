@@ -1,0 +1,256 @@
+"""``run_command``: a shell command in the workspace, with a timeout and a clean stop.
+
+The command runs as ``/bin/sh -c COMMAND`` in a session (and so a process group) of its own, so a
+timeout or a cancelled turn stops everything it started: SIGTERM to the group, a grace period,
+then SIGKILL. Output is read in chunks from both pipes at once and decoded incrementally, each
+stream with its own decoder so a character split across chunks is never garbled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import os
+import signal
+import time
+from typing import Any
+
+from fxdesk.tools.base import Tool, ToolContext, ToolResult, bounded
+
+CHUNK_BYTES = 64 * 1024
+
+
+class _Capture:
+    """Combined stdout and stderr in arrival order, at most ``limit`` bytes of it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept = 0
+        self.dropped = 0
+        self.parts: list[str] = []
+
+    async def pump(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := await stream.read(CHUNK_BYTES):
+            room = self.limit - self.kept
+            if room <= 0:
+                # Keep reading: a child blocked on a full pipe would never finish.
+                self.dropped += len(chunk)
+                continue
+            if len(chunk) > room:
+                self.dropped += len(chunk) - room
+                chunk = chunk[:room]
+            self.kept += len(chunk)
+            self.parts.append(decoder.decode(chunk))
+        self.parts.append(decoder.decode(b"", final=True))
+
+    def text(self, footer: str) -> str:
+        """The output, a note if some was dropped, then ``footer``; joined once, because the
+        output may be tens of MiB and every extra copy costs that much again."""
+        pieces = [part for part in self.parts if part] or ["(no output)"]
+        self.parts = []
+        if self.dropped:
+            pieces.append(
+                f"\n[output cut: only the first {self.kept} bytes were kept; "
+                f"{self.dropped} more bytes were dropped]"
+            )
+        if not pieces[-1].endswith("\n"):
+            pieces.append("\n")
+        pieces.append(footer)
+        return "".join(pieces)
+
+
+class RunCommandTool(Tool):
+    name = "run_command"
+    description = (
+        "Run a shell command (/bin/sh -c) in the workspace and return its combined output and "
+        "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). Commands "
+        "left running in the background must redirect their output, or they are stopped too."
+    )
+    parameters = {  # noqa: RUF012 - a schema, read only
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The shell command to run."},
+            "timeout_s": {
+                "type": "number",
+                "description": "Seconds before the command is stopped (default 120, max 3600).",
+            },
+        },
+        "required": ["command"],
+        "additionalProperties": False,
+    }
+
+    default_timeout_s: float = 120.0
+    max_timeout_s: float = 3600.0
+    # Between SIGTERM and SIGKILL; tests shorten it.
+    grace_s: float = 2.0
+    # How long to keep reading after the shell exits while something it started in the background
+    # still holds the output pipes open.
+    drain_s: float = 1.0
+    capture_limit: int = 64 * 1024 * 1024
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        command = args.get("command")
+        timeout = args.get("timeout_s", self.default_timeout_s)
+        if not isinstance(command, str) or not command.strip():
+            return ToolResult.error("command must be a non-empty string")
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout <= self.max_timeout_s
+        ):
+            return ToolResult.error(
+                f"timeout_s must be a number above 0 and at most {self.max_timeout_s:g}"
+            )
+        started = time.monotonic()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/sh",
+                "-c",
+                command,
+                cwd=ctx.workspace,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")
+
+        capture = _Capture(self.capture_limit)
+        pumps = asyncio.gather(capture.pump(proc.stdout), capture.pump(proc.stderr))
+        timed_out = lingering = False
+        try:
+            try:
+                lingering = await asyncio.wait_for(self._finish(proc, pumps), timeout)
+            except TimeoutError:
+                timed_out = True
+            if timed_out or lingering:
+                await self._stop_group(proc, pumps)
+                await self._settle(proc, pumps)
+        except asyncio.CancelledError:
+            await self._stop_group(proc, pumps)
+            await self._settle(proc, pumps)
+            raise
+        finally:
+            pumps.cancel()
+
+        return self._result(proc, capture, timeout, timed_out, lingering, started)
+
+    async def _finish(self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> bool:
+        """Wait for the shell and its output; True when background processes kept the pipes."""
+        exited = asyncio.ensure_future(_exited(proc))
+        try:
+            await asyncio.wait({exited, pumps}, return_when=asyncio.FIRST_COMPLETED)
+            if pumps.done():
+                # The output is closed, so wait() cannot hang on the pipes (see _exited).
+                await proc.wait()
+                return False
+            return not await self._drain(pumps)
+        finally:
+            exited.cancel()
+
+    async def _drain(self, pumps: asyncio.Future[Any]) -> bool:
+        """Give the readers ``drain_s`` to reach the end of the output; True when they did."""
+        await asyncio.wait({pumps}, timeout=self.drain_s)
+        return pumps.done()
+
+    async def _stop_group(
+        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]
+    ) -> None:
+        """SIGTERM the process group, wait ``grace_s``, SIGKILL it, and wait for the shell.
+
+        The grace ends early once the shell is gone and the output pipes are closed, that is once
+        nothing that holds them is left.
+        """
+        _signal_group(proc.pid, signal.SIGTERM)
+        exited = asyncio.ensure_future(_exited(proc))
+        try:
+            await asyncio.wait({exited, pumps}, timeout=self.grace_s)
+        finally:
+            # Also when the shell went on TERM: children that ignore it may still be in the group.
+            # In `finally` so that a second cancellation during the grace still kills.
+            _signal_group(proc.pid, signal.SIGKILL)
+        try:
+            await exited
+        finally:
+            exited.cancel()
+
+    async def _settle(self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> None:
+        """After the group was stopped: read the rest of the output and let the pipes close."""
+        if not await self._drain(pumps):
+            # A process that left the group (setsid, a daemon) still holds the pipes. Close our
+            # ends rather than wait for it: that ends the readers and frees the transport, which
+            # would otherwise stay open as long as that process lives. asyncio.subprocess.Process
+            # has no public way to do it.
+            transport = getattr(proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+            await self._drain(pumps)
+        if pumps.done():
+            await proc.wait()  # reaped already; on 3.11 this also needs the pipes closed
+
+    def _result(
+        self,
+        proc: asyncio.subprocess.Process,
+        capture: _Capture,
+        timeout: float,
+        timed_out: bool,
+        lingering: bool,
+        started: float,
+    ) -> ToolResult:
+        code = proc.returncode
+        if timed_out:
+            footer = f"[timed out after {timeout:g} s; the command and its processes were stopped]"
+        elif code is not None and code < 0:
+            footer = f"[killed by signal {_signal_name(-code)}]"
+        else:
+            footer = f"[exit code {code}]"
+        if lingering:
+            footer += (
+                "\n[processes left in the background still held the output open, so its process "
+                "group was stopped; redirect the output of anything meant to keep running]"
+            )
+        output, full = bounded(capture.text(footer))
+        data = {
+            "exit_code": code,
+            "timed_out": timed_out,
+            "duration_ms": round((time.monotonic() - started) * 1000),
+            "pid": proc.pid,
+        }
+        return ToolResult(code == 0 and not timed_out, output, full, data)
+
+
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """The shell's exit status, as soon as it has exited and been reaped.
+
+    Not ``proc.wait()``: on Python 3.11 that also waits until every pipe is closed, which never
+    happens while a background process (or one that left the group) still holds them.
+    """
+    delay = 0.005
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    return proc.returncode
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass  # the whole group is gone already
+    except PermissionError:
+        pass  # a member changed its user (setuid); nothing more we may do
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def shell_tools() -> list[Tool]:
+    return [RunCommandTool()]

@@ -1,0 +1,271 @@
+"""run_command with real child processes: output, exit codes, timeouts and cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from fxdesk.tools.base import MODEL_OUTPUT_CAP, ToolContext, ToolResult
+from fxdesk.tools.shell import RunCommandTool
+
+
+@pytest.fixture
+def tool() -> Iterator[RunCommandTool]:
+    tool = RunCommandTool()
+    tool.grace_s = 0.3
+    tool.drain_s = 0.3
+    yield tool
+
+
+async def run(tool: RunCommandTool, ctx: ToolContext, command: str, **extra: object) -> ToolResult:
+    return await tool.run({"command": command, **extra}, ctx)
+
+
+def live_members(pgid: int) -> list[psutil.Process]:
+    """Processes of group ``pgid`` that still run. Zombies are dead already: whether they are
+    reaped is up to their parent (init, once we are gone), not to the tool."""
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.status() != psutil.STATUS_ZOMBIE:
+                members.append(proc)
+        except (ProcessLookupError, psutil.Error):
+            continue
+    return members
+
+
+def assert_group_gone(pid: int) -> None:
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # the shell was reaped: no zombie of ours left
+    # SIGKILL was sent to the whole group; the kernel takes a moment to end the others.
+    deadline = time.monotonic() + 3
+    while live_members(pid):
+        assert time.monotonic() < deadline, f"still running: {live_members(pid)}"
+        time.sleep(0.01)
+
+
+async def test_output_and_exit_code(tool: RunCommandTool, ctx: ToolContext) -> None:
+    result = await run(tool, ctx, "echo hello; echo oops >&2")
+    assert result.ok
+    assert result.output in ("hello\noops\n[exit code 0]", "oops\nhello\n[exit code 0]")
+    assert result.full_output is None
+    assert result.data["exit_code"] == 0
+    assert result.data["timed_out"] is False
+    assert 0 <= result.data["duration_ms"] < 5000
+    assert_group_gone(result.data["pid"])
+
+
+async def test_non_zero_exit_is_a_failure(tool: RunCommandTool, ctx: ToolContext) -> None:
+    result = await run(tool, ctx, "echo failing; exit 3")
+    assert not result.ok
+    assert result.output == "failing\n[exit code 3]"
+    assert result.data["exit_code"] == 3
+    silent = await run(tool, ctx, "true")
+    assert silent.output == "(no output)\n[exit code 0]"
+
+
+async def test_killed_by_a_signal(tool: RunCommandTool, ctx: ToolContext) -> None:
+    result = await run(tool, ctx, "kill -KILL $$")
+    assert not result.ok
+    assert result.output == "(no output)\n[killed by signal SIGKILL]"
+    assert result.data["exit_code"] == -signal.SIGKILL
+
+
+async def test_runs_in_the_workspace_with_the_parent_env_and_no_stdin(
+    tool: RunCommandTool, ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FXDESK_TOOL_TEST", "from the parent")
+    result = await run(tool, ctx, 'pwd; echo "$FXDESK_TOOL_TEST"; cat; echo done')
+    assert result.ok
+    assert result.output == f"{workspace.resolve()}\nfrom the parent\ndone\n[exit code 0]"
+
+
+async def test_non_utf8_output_is_replaced_not_raised(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    # dash's printf has no \x escapes; these octal ones are the bytes ff fe.
+    result = await run(tool, ctx, r"printf '\377\376'; printf 'ok\n'")
+    assert result.ok
+    assert result.output == "\ufffd\ufffdok\n[exit code 0]"
+
+
+async def test_characters_split_across_chunks_survive(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    # 300k two-byte characters: the 64 KiB reads split many of them in half.
+    result = await run(
+        tool, ctx, "i=0; while [ $i -lt 10 ]; do printf 'é%.0s' $(seq 30000); i=$((i+1)); done"
+    )
+    text = result.full_output
+    assert text is not None
+    assert "\ufffd" not in text
+    assert text.count("é") == 300_000
+
+
+async def test_both_pipes_are_read_at_once(tool: RunCommandTool, ctx: ToolContext) -> None:
+    # 1 MB to stderr before any stdout: reading one pipe at a time would deadlock on the other.
+    command = r"head -c 1000000 /dev/zero | tr '\0' a >&2; head -c 1000000 /dev/zero | tr '\0' b"
+    result = await run(tool, ctx, command, timeout_s=20)
+    assert result.ok
+    assert result.data["timed_out"] is False
+    full = result.full_output
+    assert full is not None
+    assert full.count("a") == 1_000_000
+    assert full.count("b") == 1_000_000
+
+
+async def test_50_mb_of_output_is_bounded_for_the_model(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    started = time.monotonic()
+    tracing = tracemalloc.is_tracing()  # already, under python -X tracemalloc
+    if not tracing:
+        tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        result = await run(tool, ctx, r"head -c 52428800 /dev/zero | tr '\0' 'x'")
+        peak = tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        if not tracing:
+            tracemalloc.stop()
+    assert time.monotonic() - started < 15
+    # The chunks and the one joined text: about twice the output, not a copy per step.
+    assert peak < 2.5 * 52_428_800
+    assert result.ok
+    assert len(result.output) < MODEL_OUTPUT_CAP + 200
+    assert "characters cut" in result.output
+    assert result.output.endswith("x\n[exit code 0]")
+    assert result.full_output is not None
+    body, footer = result.full_output.rsplit("\n", 1)
+    assert footer == "[exit code 0]"
+    assert len(body) == 52_428_800
+    assert body.count("x") == 52_428_800
+
+
+async def test_output_past_the_capture_limit_is_dropped_and_said(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    tool.capture_limit = 1024 * 1024
+    result = await run(tool, ctx, r"head -c 52428800 /dev/zero | tr '\0' 'x'; echo after")
+    assert result.ok  # the command finished: the pipe was drained, not left to fill up
+    full = result.full_output
+    assert full is not None
+    body, note, footer = full.rsplit("\n", 2)
+    assert body == "x" * 1024 * 1024
+    assert note == (
+        "[output cut: only the first 1048576 bytes were kept; 51380230 more bytes were dropped]"
+    )
+    assert footer == "[exit code 0]"
+    assert result.output.endswith("dropped]\n[exit code 0]")
+
+
+async def test_timeout_of_a_command_that_ignores_sigterm(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    started = time.monotonic()
+    result = await run(tool, ctx, "echo started; trap '' TERM; sleep 60; echo never", timeout_s=0.5)
+    elapsed = time.monotonic() - started
+    assert not result.ok
+    assert result.data["timed_out"] is True
+    assert result.data["exit_code"] == -signal.SIGKILL
+    assert result.output == (
+        "started\n[timed out after 0.5 s; the command and its processes were stopped]"
+    )
+    assert 0.5 + tool.grace_s <= elapsed < 5
+    assert_group_gone(result.data["pid"])
+
+
+async def test_timeout_stops_children_that_obey_sigterm_without_waiting(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    tool.grace_s = 10  # must not be waited out: the group goes at once on SIGTERM
+    started = time.monotonic()
+    result = await run(tool, ctx, "sleep 60 & sleep 60; wait", timeout_s=0.3)
+    assert time.monotonic() - started < 5
+    assert result.data["timed_out"] is True
+    assert result.data["exit_code"] == -signal.SIGTERM
+    assert_group_gone(result.data["pid"])
+
+
+async def test_cancellation_kills_the_group_and_re_raises(
+    tool: RunCommandTool, ctx: ToolContext, workspace: Path
+) -> None:
+    pid_file = workspace / "pid"
+    task = asyncio.create_task(
+        run(tool, ctx, f"trap '' TERM; echo $$ > {pid_file}; sleep 60 & sleep 60")
+    )
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline, "the command never started"
+        await asyncio.sleep(0.02)
+    pid = int(pid_file.read_text())
+    assert os.getpgid(pid) == pid  # a session, and so a group, of its own
+    assert len(live_members(pid)) == 3
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert_group_gone(pid)
+
+
+async def test_background_processes_holding_the_output_are_stopped(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    started = time.monotonic()
+    result = await run(tool, ctx, "sleep 60 & echo launched")
+    assert time.monotonic() - started < 5
+    assert result.ok
+    assert result.output.startswith("launched\n[exit code 0]\n[processes left in the background")
+    assert_group_gone(result.data["pid"])
+
+
+async def test_a_process_that_left_the_group_cannot_hang_the_tool(
+    tool: RunCommandTool, ctx: ToolContext, workspace: Path
+) -> None:
+    pid_file = workspace / "escaped"
+    started = time.monotonic()
+    result = await run(
+        tool, ctx, f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' & echo launched"
+    )
+    escaped = int(pid_file.read_text())
+    try:
+        assert time.monotonic() - started < 5
+        assert result.ok
+        assert result.output.startswith("launched\n[exit code 0]\n[processes left in the backg")
+        assert_group_gone(result.data["pid"])
+    finally:
+        os.kill(escaped, signal.SIGKILL)
+
+
+async def test_background_processes_with_their_own_output_keep_running(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    result = await run(tool, ctx, "sleep 60 >/dev/null 2>&1 & echo launched")
+    try:
+        assert result.ok
+        assert result.output == "launched\n[exit code 0]"
+        assert len(live_members(result.data["pid"])) == 1
+    finally:
+        os.killpg(result.data["pid"], signal.SIGKILL)
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1, 3601, float("nan")])
+async def test_bad_timeouts(tool: RunCommandTool, ctx: ToolContext, timeout_s: float) -> None:
+    result = await run(tool, ctx, "echo hi", timeout_s=timeout_s)
+    assert not result.ok
+    assert result.output == "timeout_s must be a number above 0 and at most 3600"
+
+
+async def test_missing_workspace_is_a_tool_error(tool: RunCommandTool, tmp_path: Path) -> None:
+    ctx = ToolContext(workspace=tmp_path / "gone", session_id="s", work_id="w", call_id="c")
+    result = await run(tool, ctx, "echo hi")
+    assert not result.ok
+    assert result.output.startswith("cannot start the command: ")
