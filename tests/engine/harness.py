@@ -18,6 +18,7 @@ from fxdesk.engine.providers import FixedResolver
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.timers import Clock, NotificationScheduler
 from fxdesk.engine.turn import TurnRunner
+from fxdesk.providers.base import Provider
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
 from fxdesk.store import Store, control, repo
 from fxdesk.store.faults import FaultInjector
@@ -59,20 +60,22 @@ class Engine:
         authority: HostAuthority | None = None,
         max_iterations: int = 25,
         clock: Clock | None = None,
+        provider: Provider | None = None,
+        tools: ToolRegistry | None = None,
     ) -> Engine:
         root.mkdir(parents=True, exist_ok=True)
         faults = FaultInjector()
         store = await Store.aopen(root / "fxdesk.sqlite3", faults=faults)
         bus = EventBus()
-        provider = ScriptedProvider(list(steps))
-        tools = ToolRegistry(basic_tools())
+        scripted = ScriptedProvider(list(steps))
+        tools = tools or ToolRegistry(basic_tools())
         runner = TurnRunner(store, tools, bus, max_iterations=max_iterations)
         scheduler = NotificationScheduler(clock, StorePoller(store, bus)) if clock else None
         owner = SessionOwner(
             store,
             bus,
             lock_dir=root / "locks",
-            providers=FixedResolver(provider),
+            providers=FixedResolver(provider or scripted),
             runner=runner,
             authority=authority,
             scheduler=scheduler,
@@ -81,7 +84,7 @@ class Engine:
         workspace = root / "workspace"
         workspace.mkdir(exist_ok=True)
         engine = cls(
-            root, store, bus, provider, owner, SessionService(store, bus, owner), workspace, faults
+            root, store, bus, scripted, owner, SessionService(store, bus, owner), workspace, faults
         )
         bus.subscribe_all(engine.events.append)
         return engine
