@@ -107,14 +107,40 @@ def build_parser() -> argparse.ArgumentParser:
     profile_commands = profiles.add_subparsers(dest="profiles_command", metavar="ACTION")
     listing = profile_commands.add_parser("list", help="list profiles")
     listing.add_argument("--json", action="store_true")
-    add = profile_commands.add_parser("add", help="add or replace a profile")
+    add = profile_commands.add_parser(
+        "add",
+        help="add or replace a profile",
+        description="Add a model provider profile. The API key goes to the OS keyring "
+        "(--api-key-stdin), or is read from an environment variable (--api-key-env); it is "
+        "never stored in the database. 'openai' covers every OpenAI-compatible server "
+        "(OpenAI, OpenRouter, Ollama, vLLM, LM Studio, llama.cpp) through --base-url.",
+    )
     add.add_argument("name")
     add.add_argument("--kind", choices=["scripted", "openai", "anthropic"], required=True)
-    add.add_argument("--script", metavar="FILE", help="the script of a scripted profile")
+    add.add_argument("--base-url", metavar="URL", help="the API's base URL")
     add.add_argument("--model", help="model name")
+    add.add_argument("--script", metavar="FILE", help="the script of a scripted profile")
+    add.add_argument("--effort", help="reasoning effort (low, medium, high)")
+    add.add_argument("--max-tokens", type=int, metavar="N", help="answer length limit")
+    add.add_argument("--connect-timeout", type=float, default=10.0, metavar="S")
+    add.add_argument("--read-timeout", type=float, default=120.0, metavar="S")
+    add.add_argument("--price-in", type=float, metavar="USD", help="USD per million input tokens")
+    add.add_argument("--price-out", type=float, metavar="USD", help="USD per million output tokens")
+    key = add.add_mutually_exclusive_group()
+    key.add_argument(
+        "--api-key-stdin",
+        action="store_true",
+        help="read the API key from standard input into the keyring",
+    )
+    key.add_argument("--api-key-env", metavar="VAR", help="take the API key from $VAR")
+    key.add_argument("--no-key", action="store_true", help="the server needs no key")
     add.add_argument("--default", action="store_true", help="make it the default profile")
-    remove = profile_commands.add_parser("remove", help="remove a profile")
+    remove = profile_commands.add_parser("remove", help="remove a profile and its stored key")
     remove.add_argument("name")
+    test = profile_commands.add_parser(
+        "test", help="make one tiny streamed call and say what happened"
+    )
+    test.add_argument("name", nargs="?", help="profile (default: the default profile)")
 
     probe = commands.add_parser("_probe-qt")  # internal, used by doctor; hidden from help
     probe.add_argument("platform")
@@ -135,10 +161,12 @@ def cmd_doctor(args: argparse.Namespace, paths: DataPaths) -> int:
 
 def _engine_command(name: str) -> Handler:
     def handler(args: argparse.Namespace, paths: DataPaths) -> int:
+        if name == "profiles":
+            from fxdesk.profile_commands import cmd_profiles
+
+            return cmd_profiles(args, paths)
         from fxdesk import commands
 
-        if name == "profiles" and args.profiles_command is None:
-            args.profiles_command, args.json = "list", False
         result: int = getattr(commands, f"cmd_{name}")(args, paths)
         return result
 

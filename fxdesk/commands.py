@@ -24,8 +24,6 @@ from fxdesk.engine.events import HistoryAppended, TextStreamed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.sessions import InvalidWorkspace, SessionError, SessionService
 from fxdesk.paths import DataPaths
-from fxdesk.providers.base import ProviderError
-from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import StoreError, control, repo
 from fxdesk.store.locks import is_locked_elsewhere
 
@@ -337,7 +335,7 @@ def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
         print(f"{session.name}  [{session.state.value}]  {session.id}")
         print(
             f"usage: {usage['input_tokens']} input, {usage['output_tokens']} output tokens, "
-            f"{usage['model_calls']} model calls"
+            f"{usage['model_calls']} model calls{_money(usage['cost_usd'])}"
         )
         print("\nqueue:")
         for item in items:
@@ -351,15 +349,24 @@ def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
     return execute(paths, body, with_engine=False)
 
 
-def _usage(entries: list[HistoryEntry]) -> dict[str, int]:
-    total = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
+def _usage(entries: list[HistoryEntry]) -> dict[str, Any]:
+    """Tokens and cost of every model call in the session (failed turns included)."""
+    total: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
+    cost: float | None = None
     for entry in entries:
         if entry.kind == EntryKind.ASSISTANT:
             used = entry.data.get("usage") or [0, 0]
             total["input_tokens"] += int(used[0])
             total["output_tokens"] += int(used[1])
             total["model_calls"] += 1
+            if "cost_usd" in entry.data:
+                cost = (cost or 0.0) + float(entry.data["cost_usd"])
+    total["cost_usd"] = round(cost, 6) if cost is not None else None
     return total
+
+
+def _money(cost: object) -> str:
+    return f", ${float(cost):.4f}" if isinstance(cost, int | float) else ""
 
 
 def _transcript_line(entry: HistoryEntry) -> str:
@@ -368,7 +375,12 @@ def _transcript_line(entry: HistoryEntry) -> str:
     if entry.kind == EntryKind.ASSISTANT:
         return entry.content
     if entry.kind == EntryKind.TURN_END:
-        return "  (turn committed)"
+        used = entry.data.get("usage") or [0, 0]
+        calls = entry.data.get("model_calls", 0)
+        return (
+            f"  (turn committed: {calls} model calls, {used[0]} in / {used[1]} out"
+            f"{_money(entry.data.get('cost_usd'))})"
+        )
     return "  " + _step_line(entry)
 
 
@@ -377,7 +389,7 @@ def _show_json(
     items: list[Any],
     reasons: dict[str, str | None],
     entries: list[HistoryEntry],
-    usage: dict[str, int],
+    usage: dict[str, Any],
 ) -> dict[str, Any]:
     return {
         "session": {
@@ -423,43 +435,3 @@ async def _profile_for(app: App, name: str | None) -> Profile:
     if profile is None:
         raise CommandError(f"no profile named {chosen!r} (see `fxdesk profiles list`)")
     return profile
-
-
-def cmd_profiles(args: argparse.Namespace, paths: DataPaths) -> int:
-    script = Path(args.script).expanduser().absolute() if getattr(args, "script", None) else None
-
-    async def body(app: App) -> int:
-        if args.profiles_command == "add":
-            if args.kind != "scripted":
-                raise CommandError("only --kind scripted profiles are supported so far")
-            if script is None:
-                raise CommandError("a scripted profile needs --script FILE")
-            try:
-                await asyncio.to_thread(ScriptedProvider.from_file, script)
-            except ProviderError as exc:
-                raise CommandError(exc.message) from exc
-            profile = Profile(args.name, "scripted", model=args.model, script_path=str(script))
-            await app.store.write(lambda: repo.save_profile(profile), label="profile")
-            if args.default:
-                await app.store.write(lambda: repo.set_setting("default_profile", args.name))
-            print(f"profile {args.name} saved")
-            return EXIT_OK
-        if args.profiles_command == "remove":
-            removed = await app.store.write(lambda: repo.remove_profile(args.name))
-            if not removed:
-                raise CommandError(f"no profile named {args.name!r}", EXIT_FAILED)
-            print(f"profile {args.name} removed")
-            return EXIT_OK
-        profiles = await app.store.read(repo.list_profiles)
-        default = await app.store.read(lambda: repo.get_setting("default_profile"))
-        if args.json:
-            print(
-                json.dumps([asdict(p) | {"default": p.name == default} for p in profiles], indent=2)
-            )
-        else:
-            for p in profiles:
-                mark = "*" if p.name == default else " "
-                print(f"{mark} {p.name}  {p.kind}  {p.model or ''}  {p.script_path or ''}")
-        return EXIT_OK
-
-    return execute(paths, body, with_engine=False)

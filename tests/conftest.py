@@ -13,6 +13,7 @@ import pytest
 from fxdesk import notify
 from fxdesk.paths import DataPaths
 from fxdesk.store import Store
+from tests.llmock_server import llmock, llmock_server  # noqa: F401 - shared fixtures
 
 # Before anything can read them (Qt reads QT_QPA_PLATFORM when the application is created).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

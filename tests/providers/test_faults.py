@@ -23,7 +23,7 @@ from fxdesk.store import control
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 from tests.engine.harness import Engine, wait_until
-from tests.providers.conftest import LLMock
+from tests.llmock_server import LLMock, free_port
 
 KINDS = ["openai", "anthropic"]
 ATTEMPTS = 3
@@ -250,11 +250,9 @@ async def test_auth_and_context_length_errors_say_so_plainly(
 
 
 async def test_an_unreachable_endpoint_says_so(tmp_path: Path) -> None:
-    from tests.providers.conftest import _free_port
-
     provider = RetryingProvider(
         OpenAICompatProvider(
-            base_url=f"http://127.0.0.1:{_free_port()}/v1", api_key="k", connect_timeout_s=1
+            base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="k", connect_timeout_s=1
         ),
         attempts=2,
         base_delay_s=0.01,

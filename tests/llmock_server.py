@@ -1,4 +1,4 @@
-"""A real local fault server (llmock) for the provider tests, one per test session."""
+"""A real local fault server (llmock), one per test session, for provider and CLI tests."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -50,7 +50,7 @@ class LLMock:
 
 @pytest.fixture(scope="session")
 def llmock_server() -> Iterator[LLMock]:
-    port = _free_port()
+    port = free_port()
     binary = Path(sys.executable).parent / "llmock"
     process = subprocess.Popen(
         [

@@ -1,0 +1,180 @@
+"""Profiles and keys through the CLI: the key lives in the keyring and nowhere else."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import child_env, fxdesk_command
+from tests.llmock_server import LLMock
+
+SECRET = "sk-test-UNIQUE-7f3a9c21-do-not-leak"
+
+
+class CLI:
+    def __init__(self, tmp_path: Path, keyring: bool = True) -> None:
+        self.data = tmp_path / "data"
+        self.workspace = tmp_path / "ws"
+        self.workspace.mkdir()
+        self.env = child_env()
+        if keyring:  # a file keyring in the test's own XDG folder: no OS prompt, no real keyring
+            self.env["PYTHON_KEYRING_BACKEND"] = "keyrings.alt.file.PlaintextKeyring"
+            self.env["XDG_DATA_HOME"] = str(tmp_path / "xdg")
+
+    def __call__(
+        self, *args: str, stdin: str | None = None, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            fxdesk_command("--data-dir", str(self.data), *args),
+            input=stdin,
+            env=self.env | env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+
+def _keyring_value(cli: CLI, profile: str) -> str:
+    code = f"import keyring; print(keyring.get_password('fxdesk', 'profile:{profile}') or '')"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env=cli.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def _files_mention(folder: Path, needle: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+def test_a_key_goes_to_the_keyring_and_never_to_the_database_or_logs(
+    tmp_path: Path, llmock: LLMock
+) -> None:
+    cli = CLI(tmp_path)
+    added = cli(
+        "profiles",
+        "add",
+        "live",
+        "--kind",
+        "openai",
+        "--base-url",
+        f"{llmock.base}/v1",
+        "--model",
+        "gpt-test",
+        "--api-key-stdin",
+        "--default",
+        "--price-in",
+        "3",
+        "--price-out",
+        "15",
+        stdin=SECRET + "\n",
+    )
+    assert added.returncode == 0, added.stderr
+    assert "its key in the keyring" in added.stdout
+    assert _keyring_value(cli, "live") == SECRET
+
+    llmock.scenario(
+        {"type": "reply", "text": "hello from the mock", "match": {"provider": "openai"}}
+    )
+    ran = cli("run", "-w", str(cli.workspace), "say hello")
+    assert ran.returncode == 0, ran.stderr
+    assert "hello from the mock" in ran.stdout
+    tested = cli("profiles", "test", "live")
+    assert tested.returncode == 0 and "live: ok in" in tested.stdout
+
+    shown = cli("show", json.loads(cli("sessions", "--json").stdout)[0]["id"])
+    assert "model calls, $" in shown.stdout  # cost from the profile's prices
+
+    assert _files_mention(cli.data, SECRET) == []  # database, WAL, logs, locks: nowhere
+    listed = cli("profiles", "list", "--json")
+    assert SECRET not in listed.stdout and SECRET not in ran.stderr + ran.stdout
+
+    removed = cli("profiles", "remove", "live")
+    assert removed.returncode == 0
+    assert _keyring_value(cli, "live") == ""
+
+
+def test_no_usable_keyring_says_what_to_do(tmp_path: Path) -> None:
+    cli = CLI(tmp_path, keyring=False)  # the tests' default backend stores nothing
+    done = cli(
+        "profiles",
+        "add",
+        "x",
+        "--kind",
+        "openai",
+        "--model",
+        "m",
+        "--api-key-stdin",
+        stdin=SECRET + "\n",
+    )
+    assert done.returncode == 1
+    assert "No usable keyring" in done.stderr and "--api-key-env" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert SECRET not in done.stderr + done.stdout
+
+
+def test_a_key_from_an_environment_variable(tmp_path: Path, llmock: LLMock) -> None:
+    cli = CLI(tmp_path, keyring=False)
+    assert (
+        cli(
+            "profiles",
+            "add",
+            "envkey",
+            "--kind",
+            "anthropic",
+            "--base-url",
+            f"{llmock.base}/anthropic",
+            "--model",
+            "claude-test",
+            "--api-key-env",
+            "FXDESK_TEST_KEY",
+            "--default",
+        ).returncode
+        == 0
+    )
+    missing = cli("run", "-w", str(cli.workspace), "hi")
+    assert missing.returncode == 1
+    assert "FXDESK_TEST_KEY" in missing.stderr and "is not set" in missing.stderr
+    llmock.scenario(
+        {"type": "reply", "text": "anthropic says hi", "match": {"provider": "anthropic"}}
+    )
+    ran = cli("run", "-w", str(cli.workspace), "hi", FXDESK_TEST_KEY=SECRET)
+    assert ran.returncode == 0, ran.stderr
+    assert "anthropic says hi" in ran.stdout
+    assert _files_mention(cli.data, SECRET) == []
+
+
+def test_profile_add_checks_its_arguments(tmp_path: Path) -> None:
+    cli = CLI(tmp_path)
+    no_model = cli("profiles", "add", "a", "--kind", "openai", "--no-key")
+    assert no_model.returncode == 2 and "needs --model" in no_model.stderr
+    no_script = cli("profiles", "add", "b", "--kind", "scripted")
+    assert no_script.returncode == 2 and "--script" in no_script.stderr
+    both = cli(
+        "profiles", "add", "c", "--kind", "openai", "--model", "m", "--no-key", "--api-key-env", "X"
+    )
+    assert both.returncode == 2  # mutually exclusive
+    unreachable = cli(
+        "profiles",
+        "add",
+        "d",
+        "--kind",
+        "openai",
+        "--model",
+        "m",
+        "--no-key",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--connect-timeout",
+        "1",
+    )
+    assert unreachable.returncode == 0
+    tested = cli("profiles", "test", "d")
+    assert tested.returncode == 1 and "cannot reach the provider" in tested.stdout
