@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from fxdesk.tools import files
+from fxdesk.tools import files, search
 from fxdesk.tools.base import MODEL_OUTPUT_CAP, ToolContext, ToolResult
-from fxdesk.tools.files import EditFileTool, GlobTool, GrepTool, ListDirTool, ReadFileTool
+from fxdesk.tools.files import EditFileTool, ListDirTool, ReadFileTool
+from fxdesk.tools.search import GlobTool, GrepTool
 
 from .conftest import SECRET
 
@@ -260,7 +261,7 @@ async def test_glob_bounds_and_errors(
     ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     make_tree(workspace)
-    monkeypatch.setattr(files, "GLOB_LIMIT", 2)
+    monkeypatch.setattr(search, "GLOB_LIMIT", 2)
     result = await GlobTool().run({"pattern": "**/*"}, ctx)
     assert result.output.splitlines() == ["notes.md", "pkg/", "[... 5 more paths not shown]"]
     assert result.data == {"matches": 7}

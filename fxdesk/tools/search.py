@@ -1,0 +1,199 @@
+"""Search tools: ``glob`` (file names) and ``grep`` (file contents), bounded, inside the
+workspace only (symlinks leading out are skipped, never followed)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from fxdesk.tools.base import (
+    PathOutsideWorkspace,
+    Tool,
+    ToolContext,
+    ToolResult,
+    bounded,
+    resolve_in_workspace,
+)
+from fxdesk.tools.files import (
+    SKIPPED_DIRS,
+    _existing,
+    _lines,
+    _Refused,
+    _root,
+    _run,
+    _schema,
+    _show,
+    _sniff,
+)
+
+GLOB_LIMIT = 500
+# Matches gathered before sorting: sorting needs them all, memory needs a ceiling.
+GLOB_SCAN_LIMIT = 100_000
+GREP_MATCH_LIMIT = 200
+GREP_LINE_CHARS = 300
+
+
+class GlobTool(Tool):
+    name = "glob"
+    description = (
+        "Find files by name pattern, e.g. '**/*.py' or 'src/*.toml'. Paths are relative to the "
+        "workspace and sorted."
+    )
+    parameters = _schema(
+        {
+            "pattern": {"type": "string", "description": "Glob pattern; '**' spans folders."},
+            "path": {"type": "string", "description": "Folder to search from (default .)."},
+        },
+        ["pattern"],
+    )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        pattern = str(args["pattern"])
+        raw = str(args.get("path", "."))
+
+        def find() -> ToolResult:
+            root = _root(ctx)
+            base = _existing(ctx, raw)
+            if not base.is_dir():
+                raise _Refused(f"{raw} is not a folder")
+            try:
+                matches = _glob_inside(base, pattern, root)
+            except (ValueError, NotImplementedError) as exc:
+                raise _Refused(f"invalid glob pattern {pattern!r}: {exc}") from exc
+            if not matches:
+                return ToolResult(True, f"no paths match {pattern!r}", data={"matches": 0})
+            lines = matches[:GLOB_LIMIT]
+            if len(matches) > GLOB_LIMIT:
+                more = "at least " if len(matches) >= GLOB_SCAN_LIMIT else ""
+                lines.append(f"[... {more}{len(matches) - GLOB_LIMIT} more paths not shown]")
+            output, full = bounded("\n".join(lines))
+            return ToolResult(True, output, full, {"matches": len(matches)})
+
+        return await _run(find, f"search {raw}")
+
+
+def _glob_inside(base: Path, pattern: str, root: Path) -> list[str]:
+    if os.path.isabs(pattern):
+        raise ValueError("the pattern must be relative; pass the folder as path")
+    found: list[str] = []
+    for match in base.glob(pattern):
+        try:
+            real = resolve_in_workspace(root, str(match))
+        except PathOutsideWorkspace:
+            continue  # a symlink (or '..') leading out of the workspace
+        # Keep the name the person sees (a link's own name) unless '..' made it leave the root.
+        lexical = Path(os.path.normpath(match))
+        shown = _show(lexical if root in lexical.parents else real, root)
+        found.append(shown + "/" if real.is_dir() else shown)
+        if len(found) >= GLOB_SCAN_LIMIT:
+            break
+    return sorted(set(found))
+
+
+class GrepTool(Tool):
+    name = "grep"
+    description = (
+        "Search file contents with a regular expression (Python syntax). Prints "
+        "'path:line: text'. Skips binary files and .git."
+    )
+    parameters = _schema(
+        {
+            "pattern": {"type": "string", "description": "Regular expression to search for."},
+            "path": {"type": "string", "description": "File or folder to search (default .)."},
+            "glob": {"type": "string", "description": "Only files whose name matches, e.g. *.py"},
+            "ignore_case": {"type": "boolean", "description": "Match regardless of case."},
+        },
+        ["pattern"],
+    )
+
+    async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        raw = str(args.get("path", "."))
+        name_filter = str(args["glob"]) if args.get("glob") else None
+        try:
+            regex = re.compile(
+                str(args["pattern"]), re.IGNORECASE if args.get("ignore_case") else 0
+            )
+        except re.error as exc:
+            where = f" at position {exc.pos}" if exc.pos is not None else ""
+            return ToolResult.error(
+                f"invalid regular expression {args['pattern']!r}: {exc.msg}{where}"
+            )
+
+        def search() -> ToolResult:
+            root = _root(ctx)
+            start = _existing(ctx, raw)
+            hits: list[str] = []
+            skipped = 0
+            for path in _files_under(start, root, name_filter):
+                try:
+                    if _sniff(path):
+                        skipped += 1
+                        continue
+                    for number, line in enumerate(_lines(path), 1):
+                        if regex.search(line):
+                            if len(line) > GREP_LINE_CHARS:
+                                line = line[:GREP_LINE_CHARS] + " [...]"
+                            hits.append(f"{_show(path, root)}:{number}: {line}")
+                            if len(hits) > GREP_MATCH_LIMIT:
+                                break
+                except OSError:
+                    skipped += 1  # unreadable: one file must not end the search
+                if len(hits) > GREP_MATCH_LIMIT:
+                    break
+            data = {"matches": min(len(hits), GREP_MATCH_LIMIT), "skipped_files": skipped}
+            if not hits:
+                return ToolResult(True, f"no matches for {regex.pattern!r} in {raw}", data=data)
+            if len(hits) > GREP_MATCH_LIMIT:
+                hits[GREP_MATCH_LIMIT:] = [
+                    f"[... stopped after {GREP_MATCH_LIMIT} matches; narrow the search]"
+                ]
+            output, full = bounded("\n".join(hits))
+            return ToolResult(True, output, full, data)
+
+        return await _run(search, f"search {raw}")
+
+
+def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[Path]:
+    """Files to search, in a stable order: ``start`` itself, or the files below it."""
+
+    def wanted(path: Path) -> bool:
+        if not name_filter:
+            return True
+        if "/" in name_filter:
+            return PurePosixPath(_show(path, root)).match(name_filter)
+        return fnmatch.fnmatch(path.name, name_filter)
+
+    if start.is_file():
+        yield start
+        return
+    # Depth first in name order (like `rg --sort path`), with a stack rather than recursion
+    # because folders can nest deeper than Python's recursion limit. Linked folders are not
+    # entered: they could lead out of the workspace or loop forever.
+    stack = [iter(_sorted_entries(start))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+        elif entry.is_dir(follow_symlinks=False):
+            if entry.name not in SKIPPED_DIRS:
+                stack.append(iter(_sorted_entries(entry.path)))
+        else:
+            path = Path(entry.path)
+            try:
+                real = resolve_in_workspace(root, entry.path)
+            except PathOutsideWorkspace:
+                continue
+            if real.is_file() and wanted(path):
+                yield path
+
+
+def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(entries, key=lambda entry: entry.name)
+    except OSError:
+        return []  # unreadable folder: search the rest
