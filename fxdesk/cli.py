@@ -119,7 +119,11 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--kind", choices=["scripted", "openai", "anthropic"], required=True)
     add.add_argument("--base-url", metavar="URL", help="the API's base URL")
     add.add_argument("--model", help="model name")
-    add.add_argument("--script", metavar="FILE", help="the script of a scripted profile")
+    add.add_argument(
+        "--script",
+        metavar="FILE",
+        help="the script of a scripted profile (none: the offline demo agent)",
+    )
     add.add_argument("--effort", help="reasoning effort (low, medium, high)")
     add.add_argument("--max-tokens", type=int, metavar="N", help="answer length limit")
     add.add_argument("--connect-timeout", type=float, default=10.0, metavar="S")

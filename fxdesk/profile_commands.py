@@ -23,6 +23,7 @@ from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.providers import build_provider
 from fxdesk.paths import DataPaths
 from fxdesk.providers.base import ModelRequest, ProviderError, collect
+from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import repo, secrets
 
@@ -42,8 +43,6 @@ def read_key(from_stdin: bool) -> str:
 
 
 def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
-    if args.kind == "scripted" and script is None:
-        raise CommandError("a scripted profile needs --script FILE")
     if args.kind != "scripted" and not args.model:
         raise CommandError(f"a profile of kind {args.kind} needs --model")
     if args.api_key_env:
@@ -57,7 +56,8 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
         kind=args.kind,
         base_url=args.base_url,
         model=args.model,
-        script_path=str(script) if script else None,
+        # A scripted profile without a script is the built-in offline demo agent.
+        script_path=str(script) if script else (DEMO_SCRIPT if args.kind == "scripted" else None),
         effort=args.effort,
         max_tokens=args.max_tokens,
         connect_timeout_s=args.connect_timeout,

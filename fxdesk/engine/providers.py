@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from fxdesk.domain.model import KeySource, Profile, Session
 from fxdesk.providers.base import Provider, ProviderError
+from fxdesk.providers.demo import DEMO_SCRIPT, DemoProvider
 from fxdesk.providers.retry import RetryingProvider
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import Store, repo, secrets
@@ -62,10 +63,8 @@ async def api_key_for(profile: Profile) -> str | None:
 async def build_provider(profile: Profile) -> Provider:
     """A fresh provider for ``profile`` (with retries for the network kinds)."""
     if profile.kind == "scripted":
-        if not profile.script_path:
-            raise ProviderError(
-                "unavailable", f"the scripted profile {profile.name!r} has no script"
-            )
+        if not profile.script_path or profile.script_path == DEMO_SCRIPT:
+            return DemoProvider()  # a scripted profile without a script: the offline demo
         return await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
     key = await api_key_for(profile)
     timeouts = (profile.connect_timeout_s, profile.read_timeout_s)

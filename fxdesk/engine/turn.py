@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,7 +300,23 @@ class _Turn:
             self.usage.output_tokens + response.usage.output_tokens,
         )
         self._check()
+        if response.tool_calls:
+            response.tool_calls = await self._unique_call_ids(response.tool_calls)
         return response
+
+    async def _unique_call_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
+        """Tool-call ids must be unique in the session's history; some servers reuse
+        ``call_0`` in every response. Replace empty, repeated or already-used ids."""
+        session_id = self.rt.session.id
+        ids = [call.id for call in calls if call.id]
+        used = await self.store.read(lambda: control.existing_call_ids(session_id, ids))
+        unique: list[ToolCall] = []
+        for call in calls:
+            if not call.id or call.id in used:
+                call = ToolCall(f"call_fx{uuid.uuid4().hex[:20]}", call.name, call.arguments)
+            used.add(call.id)
+            unique.append(call)
+        return unique
 
     # --- tools -------------------------------------------------------------------------------
 

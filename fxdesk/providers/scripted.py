@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,7 +171,7 @@ class ScriptedProvider(Provider):
         if step.end_early:
             return
         for index, call in enumerate(step.tool_calls):
-            call_id = call.id or f"call_{self.calls}_{index}"
+            call_id = call.id or f"call_{uuid.uuid4().hex[:12]}_{index}"
             arguments = (
                 call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
             )

@@ -529,3 +529,15 @@ def stop_policies(session_id: str, at_ms: int, work_id: str | None = None) -> in
 def item_status(work_id: str) -> WorkStatus | None:
     row = db.execute_sql("SELECT status FROM work_item WHERE id = ?", (work_id,)).fetchone()
     return WorkStatus(row[0]) if row else None
+
+
+def existing_call_ids(session_id: str, call_ids: Sequence[str]) -> set[str]:
+    """Which of ``call_ids`` the session's history already holds."""
+    if not call_ids:
+        return set()
+    rows = db.execute_sql(
+        f"SELECT call_id FROM history_entry WHERE session_id = ? AND call_id IN "
+        f"({', '.join('?' * len(call_ids))})",
+        (session_id, *call_ids),
+    ).fetchall()
+    return {row[0] for row in rows}

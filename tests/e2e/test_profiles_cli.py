@@ -155,8 +155,13 @@ def test_profile_add_checks_its_arguments(tmp_path: Path) -> None:
     cli = CLI(tmp_path)
     no_model = cli("profiles", "add", "a", "--kind", "openai", "--no-key")
     assert no_model.returncode == 2 and "needs --model" in no_model.stderr
-    no_script = cli("profiles", "add", "b", "--kind", "scripted")
-    assert no_script.returncode == 2 and "--script" in no_script.stderr
+    demo = cli("profiles", "add", "b", "--kind", "scripted", "--default")
+    assert demo.returncode == 0  # no script: the built-in offline demo agent
+    (cli.workspace / "README.md").write_text("# Demo project\nA tiny project.\n")
+    ran = cli("run", "-w", str(cli.workspace), "what is this project?")
+    assert ran.returncode == 0, ran.stderr
+    assert "offline demo agent" in ran.stdout and "→ list_dir" in ran.stdout
+    assert "→ read_file" in ran.stdout and "Demo project" in ran.stdout
     both = cli(
         "profiles", "add", "c", "--kind", "openai", "--model", "m", "--no-key", "--api-key-env", "X"
     )

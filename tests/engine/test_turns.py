@@ -164,3 +164,27 @@ async def test_streamed_text_reaches_the_live_view(tmp_path: Path) -> None:
         assert engine.owner.live_snapshot(session.id) is None  # cleared at the end
     finally:
         await engine.close()
+
+
+async def test_servers_that_reuse_tool_call_ids_still_work(tmp_path: Path) -> None:
+    """Some OpenAI-compatible servers name every call ``call_0``; history ids stay unique."""
+    from fxdesk.providers.scripted import ScriptedCall
+
+    reused = Reply(tool_calls=(ScriptedCall("echo", {"text": "a"}, id="call_0"),))
+    again = Reply(tool_calls=(ScriptedCall("echo", {"text": "b"}, id="call_0"),))
+    engine = await Engine.create(tmp_path, [reused, again, say("done")])
+    try:
+        session = await engine.root_session("go")
+        assert await engine.run(session.id) == Result.IDLE
+        await engine.sessions.send(session.id, "again")
+        engine.provider.steps.extend([reused, say("done again")])
+        assert await engine.run(session.id) == Result.IDLE
+        entries = await engine.store.read(lambda: control.page_history(session.id))
+        ids = [e.call_id for e in entries if e.kind.value == "tool_call"]
+        assert len(ids) == 3 and len(set(ids)) == 3
+        last = engine.provider.requests[-1].messages
+        tool_ids = {m.tool_call_id for m in last if m.role == "tool"}
+        call_ids = {c.id for m in last for c in m.tool_calls}
+        assert tool_ids == call_ids  # every result answers a call the model saw
+    finally:
+        await engine.close()
