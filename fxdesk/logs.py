@@ -35,6 +35,35 @@ _ROTATE_BYTES = 2 * 1024 * 1024
 _ROTATE_COUNT = 5
 
 
+_SECRETS: set[str] = set()
+_SECRETS_LOCK = threading.Lock()
+
+
+def register_secret(value: str) -> None:
+    """Never let ``value`` (an API key in use) reach a log record."""
+    if len(value) >= 8:  # shorter strings would mask ordinary words
+        with _SECRETS_LOCK:
+            _SECRETS.add(value)
+
+
+def redact(text: str) -> str:
+    """``text`` with every registered secret replaced by ``[redacted]``."""
+    with _SECRETS_LOCK:
+        secrets = list(_SECRETS)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, "[redacted]")
+    return text
+
+
+class RedactingFormatter(logging.Formatter):
+    """Masks registered secrets in the finished line, traceback included, whatever logged it
+    (an SDK included)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def setup_logging(
     log_file: Path | None, *, verbose: bool = False, stderr_level: int = logging.WARNING
 ) -> None:
@@ -45,7 +74,7 @@ def setup_logging(
             root.removeHandler(handler)
             handler.close()
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
-    formatter = logging.Formatter(LOG_FORMAT)
+    formatter = RedactingFormatter(LOG_FORMAT)
     if log_file is not None:
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         file_handler = logging.handlers.RotatingFileHandler(
@@ -56,7 +85,7 @@ def setup_logging(
         root.addHandler(file_handler)
     console = logging.StreamHandler(sys.stderr)
     console.setLevel(logging.DEBUG if verbose else stderr_level)
-    console.setFormatter(logging.Formatter("fxdesk: %(levelname)s: %(message)s"))
+    console.setFormatter(RedactingFormatter("fxdesk: %(levelname)s: %(message)s"))
     console._fxdesk = True  # type: ignore[attr-defined]
     root.addHandler(console)
 

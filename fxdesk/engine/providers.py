@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 
 from fxdesk.domain.model import KeySource, Profile, Session
+from fxdesk.logs import register_secret
 from fxdesk.providers.base import Provider, ProviderError
 from fxdesk.providers.demo import DEMO_SCRIPT, DemoProvider
 from fxdesk.providers.retry import RetryingProvider
@@ -34,7 +35,14 @@ class ProviderResolver(abc.ABC):
 
 
 async def api_key_for(profile: Profile) -> str | None:
-    """The profile's key from where it says it lives."""
+    """The profile's key from where it says it lives (registered for redaction)."""
+    key = await _find_key(profile)
+    if key:
+        register_secret(key)
+    return key
+
+
+async def _find_key(profile: Profile) -> str | None:
     if profile.key_source == KeySource.NONE:
         return None
     if profile.key_source == KeySource.ENV:

@@ -45,6 +45,7 @@ class AnthropicProvider(Provider):
         max_tokens: int | None = None,
     ) -> None:
         self.max_tokens = max_tokens or DEFAULT_MAX_TOKENS
+        self._key = api_key or ""
         self.client = anthropic.AsyncAnthropic(
             base_url=base_url or None,
             api_key=api_key or "no-key",
@@ -72,6 +73,16 @@ class AnthropicProvider(Provider):
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._stream(request):
+                yield event
+        except ProviderError as exc:  # servers echo (parts of) a bad key; never pass it on
+            if self._key and self._key in exc.message:
+                exc.message = exc.message.replace(self._key, "[redacted]")
+                exc.args = (f"{exc.code}: {exc.message}",)
+            raise
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         try:
             stream = await self.client.messages.create(**self._body(request))
         except anthropic.APIStatusError as exc:

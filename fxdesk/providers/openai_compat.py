@@ -45,6 +45,7 @@ class OpenAICompatProvider(Provider):
         http_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.max_tokens = max_tokens
+        self._key = api_key or ""
         self.client = openai.AsyncOpenAI(
             base_url=base_url or None,
             # Local servers (Ollama, llama.cpp) need no key, but the SDK insists on one.
@@ -87,6 +88,16 @@ class OpenAICompatProvider(Provider):
         return body
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        try:
+            async for event in self._stream(request):
+                yield event
+        except ProviderError as exc:  # servers echo (parts of) a bad key; never pass it on
+            if self._key and self._key in exc.message:
+                exc.message = exc.message.replace(self._key, "[redacted]")
+                exc.args = (f"{exc.code}: {exc.message}",)
+            raise
+
+    async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         try:
             stream = await self.client.chat.completions.create(**self._body(request))
         except openai.APIStatusError as exc:

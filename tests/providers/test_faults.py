@@ -331,3 +331,27 @@ async def test_a_full_tool_loop_runs_a_command(tmp_path: Path, llmock: LLMock) -
         assert item.status == WorkStatus.COMPLETED
     finally:
         await engine.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_a_key_echoed_by_the_server_never_reaches_the_reason(
+    tmp_path: Path, llmock: LLMock, kind: str
+) -> None:
+    key = "sk-echoed-by-the-server-0451"
+    llmock.scenario(
+        {
+            "type": "fail",
+            "status": 401,
+            "match": match(kind),
+            "message": f"Incorrect API key provided: {key}",
+        }
+    )
+    inner: Provider
+    if kind == "openai":
+        inner = OpenAICompatProvider(base_url=f"{llmock.base}/v1", api_key=key)
+    else:
+        inner = AnthropicProvider(base_url=f"{llmock.base}/anthropic", api_key=key)
+    engine, result, reason = await run_one(tmp_path, inner)
+    await engine.close()
+    assert result == Result.FAILED
+    assert reason is not None and key not in reason and "[redacted]" in reason

@@ -82,3 +82,23 @@ def test_uncaught_exceptions_in_threads_reach_the_person(tmp_path: Path) -> None
     assert "ZeroDivisionError in worker-x" in received[0].text
     assert received[0].details is not None and "1 / 0" in received[0].details
     assert "ZeroDivisionError" in (tmp_path / "fxdesk.log").read_text()
+
+
+def test_registered_secrets_never_reach_the_log(tmp_path: Path) -> None:
+    import logging
+
+    from fxdesk.logs import register_secret
+
+    secret = "sk-live-0123456789abcdef"
+    register_secret(secret)
+    setup_logging(tmp_path / "fxdesk.log")
+    logging.getLogger("some.sdk").warning("request failed for key %s", secret)
+    try:
+        raise ValueError(f"bad key {secret}")
+    except ValueError:
+        logging.getLogger("fxdesk.x").exception("oops")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    text = (tmp_path / "fxdesk.log").read_text()
+    assert secret not in text
+    assert text.count("[redacted]") >= 2
