@@ -265,7 +265,7 @@ class _Turn:
             messages=tuple(build_messages(self.context + self.entries)),
             tools=tools,
             system=self.runner.system_prompt,
-            effort=self.rt.snapshot.effort,
+            effort=self.rt.snapshot.effort or (self.rt.profile.effort if self.rt.profile else None),
         )
         self.model_calls += 1
         live = self.rt.live
