@@ -65,6 +65,7 @@ class WorkKind(enum.StrEnum):
     PROMPT = "prompt"  # the person typed it
     TASK = "task"  # a parent session delegated it
     CONTINUATION = "continuation"  # an inbox event woke an idle root session
+    STEER = "steer"  # for the running turn, at its next step; a normal message if it ends first
 
 
 class EntryKind(enum.StrEnum):

@@ -444,3 +444,30 @@ def relationship_changed(record: ControlRecord, parent_id: str | None, now_ms: i
         updated_at_ms=now_ms,
     )
     return Change(after, (), (event,))
+
+
+def cancel_item(record: ControlRecord, work_id: str, reason: str, now_ms: int) -> Change | None:
+    """Take one pending item out of the queue (the person removed it); None if not pending."""
+    reason = reasons.validate_reason(reason)
+    item = record.find(work_id)
+    if item is None or item.status != WorkStatus.PENDING:
+        return None
+    cancelled = replace(item, status=WorkStatus.CANCELLED, reason=reason, updated_at_ms=now_ms)
+    items = tuple(cancelled if i.id == work_id else i for i in record.items)
+    state = record.state
+    if state != SessionState.ARCHIVED:
+        state = remaining_state(items) or (
+            SessionState.CANCELLED if record.mode == SessionMode.ONE_OFF else SessionState.IDLE
+        )
+    return _apply(record, [(cancelled, WorkStatus.PENDING, reason)], state, now_ms)
+
+
+def consume_steer(record: ControlRecord, work_id: str, into: str, now_ms: int) -> Change | None:
+    """A pending steer message was delivered into the running turn ``into``: it is done."""
+    item = record.find(work_id)
+    if item is None or item.status != WorkStatus.PENDING:
+        return None
+    done = replace(item, status=WorkStatus.COMPLETED, updated_at_ms=now_ms)
+    items = tuple(done if i.id == work_id else i for i in record.items)
+    state = remaining_state(items) or record.state
+    return _apply(record, [(done, WorkStatus.PENDING, f"steered into {into}")], state, now_ms)

@@ -295,6 +295,57 @@ class SessionService:
             self._bus.publish(SessionChanged(session))
         return change.items[0]
 
+    async def steer(self, session_id: str, content: str) -> WorkItem:
+        """A message for the running turn, delivered at its next step boundary. Durable like
+        any queued message: if the turn ends first, it runs as the next message."""
+        return await self.send(session_id, content, kind=WorkKind.STEER)
+
+    async def remove_pending(self, session_id: str, work_id: str) -> bool:
+        """Take a queued message out before it runs; False if it already started."""
+
+        def write() -> tuple[Change | None, Session | None]:
+            record = control.load_record(session_id)
+            if record is None:
+                raise SessionError(f"no session {session_id}")
+            change = reducers.cancel_item(record, work_id, "removed from the queue", _now_ms())
+            if change is not None:
+                control.save_change(change)
+            return change, repo.get_session(session_id) if change else None
+
+        change, session = await self._store.write(write, label="remove_pending")
+        self._publish_work(change)
+        if session is not None:
+            self._bus.publish(SessionChanged(session))
+        return change is not None
+
+    async def configure(
+        self,
+        session_id: str,
+        *,
+        profile: str | None = None,
+        permission_mode: PermissionMode | None = None,
+        model: str | None = None,
+        effort: str | None = None,
+    ) -> Session:
+        """Change what the session's next turns use (running work keeps its snapshot)."""
+
+        def write() -> Session | None:
+            repo.configure_session(
+                session_id,
+                profile=profile,
+                permission_mode=permission_mode,
+                model=model,
+                effort=effort,
+                at_ms=_now_ms(),
+            )
+            return repo.get_session(session_id)
+
+        session = await self._store.write(write, label="configure")
+        if session is None:
+            raise SessionError(f"no session {session_id}")
+        self._bus.publish(SessionChanged(session))
+        return session
+
     async def rename(self, session_id: str, name: str) -> Session:
         title = name.strip()
         if not title:

@@ -34,11 +34,11 @@ from fxdesk.domain.conversation import (
 )
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent, LivePresentation
-from fxdesk.domain.model import EntryKind, Profile, Session, WorkStatus
-from fxdesk.domain.work import WorkItem
+from fxdesk.domain.model import EntryKind, Profile, Session, WorkKind, WorkStatus
+from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
-from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed
+from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, WorkChanged
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -175,7 +175,7 @@ class _Turn:
             else:
                 await self._run_tool(call)
         while True:
-            await self._check_durable()
+            await self._check_durable(boundary=True)
             if self.model_calls >= self.runner.max_iterations:
                 raise _Stop(
                     TurnEnd.FAILED,
@@ -245,12 +245,64 @@ class _Turn:
         if self.rt.cancel.cancelled:
             raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason)
 
-    async def _check_durable(self) -> None:
-        """``_check``, plus a cancel committed by another process (seen at step boundaries)."""
+    async def _check_durable(self, *, boundary: bool = False) -> None:
+        """``_check``, plus a cancel committed by another process, and, at a step boundary,
+        steer messages to take into the turn."""
         self._check()
         work_id = self.rt.item.id
-        if await self.store.read(lambda: control.item_status(work_id)) == WorkStatus.CANCELLED:
+        status, steer = await self.store.read(lambda: control.item_status(work_id))
+        if status == WorkStatus.CANCELLED:
             raise _Stop(TurnEnd.CANCELLED, "cancelled")
+        if steer and boundary:
+            await self._take_steers()
+
+    async def _take_steers(self) -> None:
+        """Deliver waiting steer messages into this turn, in one transaction each batch."""
+        session_id, work_id, step = self.rt.session.id, self.rt.item.id, self.step
+
+        def write() -> tuple[list[HistoryEntry], list[Change]]:
+            record = control.load_record(session_id)
+            if record is None:
+                return [], []
+            steers = [
+                i
+                for i in record.items
+                if i.kind == WorkKind.STEER and i.status == WorkStatus.PENDING
+            ]
+            rows = [
+                HistoryEntry(
+                    session_id=session_id,
+                    seq=0,
+                    kind=EntryKind.USER,
+                    work_id=work_id,
+                    step=step,
+                    content=i.content,
+                    data={"steer": True, "steer_id": i.id},
+                    created_at_ms=_now_ms(),
+                )
+                for i in steers
+            ]
+            stored = control.append_history(session_id, rows) if rows else []
+            changes = []
+            for i in steers:
+                change = consume_steer(record, i.id, work_id, _now_ms())
+                if change is not None:
+                    control.save_change(change)
+                    record = change.record
+                    changes.append(change)
+            return stored, changes
+
+        try:
+            stored, changes = await self.store.write(write, label="steer")
+        except StoreError as exc:
+            raise _Stop(
+                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
+            ) from None
+        self.entries.extend(stored)
+        if stored:
+            self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
+        for change in changes:
+            self.runner.bus.publish(WorkChanged(session_id, change.items, change.events))
 
     # --- model calls -------------------------------------------------------------------------
 

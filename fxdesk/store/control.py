@@ -526,9 +526,14 @@ def stop_policies(session_id: str, at_ms: int, work_id: str | None = None) -> in
     return int(db.execute_sql(sql, params).rowcount)
 
 
-def item_status(work_id: str) -> WorkStatus | None:
-    row = db.execute_sql("SELECT status FROM work_item WHERE id = ?", (work_id,)).fetchone()
-    return WorkStatus(row[0]) if row else None
+def item_status(work_id: str) -> tuple[WorkStatus | None, bool]:
+    """The item's status, and whether a steer message waits for its session."""
+    row = db.execute_sql(
+        "SELECT w.status, EXISTS (SELECT 1 FROM work_item s WHERE s.session_id = w.session_id "
+        "AND s.kind = 'steer' AND s.status = 'pending') FROM work_item w WHERE w.id = ?",
+        (work_id,),
+    ).fetchone()
+    return (WorkStatus(row[0]), bool(row[1])) if row else (None, False)
 
 
 def existing_call_ids(session_id: str, call_ids: Sequence[str]) -> set[str]:

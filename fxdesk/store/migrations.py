@@ -80,7 +80,7 @@ V1 = Migration(
         session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
         position INTEGER NOT NULL,
         source_id TEXT NOT NULL,
-        kind TEXT NOT NULL CHECK (kind IN ('prompt', 'task', 'continuation')),
+        kind TEXT NOT NULL CHECK (kind IN ('prompt', 'task', 'continuation', 'steer')),
         content TEXT NOT NULL,
         status TEXT NOT NULL CHECK (status IN ({_WORK_STATUSES})),
         reason TEXT,

@@ -325,3 +325,25 @@ def save_operation(operation_id: str, actor_id: str, command_hash: str, receipt:
         command_hash=command_hash,
         created_at_ms=now_ms(),
     )
+
+
+def configure_session(
+    session_id: str,
+    *,
+    profile: str | None,
+    permission_mode: PermissionMode | None,
+    model: str | None,
+    effort: str | None,
+    at_ms: int,
+) -> None:
+    """Set the given fields (None leaves a field as it is; "" clears model/effort/profile)."""
+    changes: dict[Any, Any] = {SessionRow.updated_at_ms: at_ms}
+    if profile is not None:
+        changes[SessionRow.profile] = profile or None
+    if permission_mode is not None:
+        changes[SessionRow.permission_mode] = permission_mode.value
+    if model is not None:
+        changes[SessionRow.model] = model or None
+    if effort is not None:
+        changes[SessionRow.effort] = effort or None
+    SessionRow.update(changes).where(SessionRow.id == session_id).execute()

@@ -188,3 +188,74 @@ async def test_servers_that_reuse_tool_call_ids_still_work(tmp_path: Path) -> No
         assert tool_ids == call_ids  # every result answers a call the model saw
     finally:
         await engine.close()
+
+
+async def test_steer_reaches_the_running_turn_at_its_next_step(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [call("echo", text="working"), say("done, with tabs")])
+    try:
+        session = await engine.root_session("reformat the file")
+        await engine.start_blocked(session.id)
+        steer = await engine.sessions.steer(session.id, "use tabs, not spaces")
+        engine.provider.release()
+        assert await engine.owner.join(session.id) == Result.IDLE
+        second = engine.provider.requests[1].messages
+        assert [(m.role, m.content) for m in second][-1] == ("user", "use tabs, not spaces")
+        items = {i.id: i for i in await engine.items(session.id)}
+        assert items[steer.id].status == WorkStatus.COMPLETED
+        entries = await engine.store.read(lambda: control.page_history(session.id))
+        steered = [e for e in entries if e.data.get("steer")]
+        assert len(steered) == 1 and steered[0].work_id != steer.id  # inside the running turn
+        assert engine.provider.calls == 2  # no separate turn for it
+    finally:
+        await engine.close()
+
+
+async def test_a_steer_that_misses_the_turn_runs_next(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("first answer"), say("second answer")])
+    try:
+        session = await engine.root_session("one")
+        await engine.start_blocked(session.id)  # no tool calls: no boundary left to steer into
+        steer = await engine.sessions.steer(session.id, "and another thing")
+        engine.provider.release()
+        assert await engine.owner.join(session.id) == Result.IDLE
+        items = {i.id: i for i in await engine.items(session.id)}
+        assert items[steer.id].status == WorkStatus.COMPLETED
+        assert engine.provider.requests[1].messages[-1].content == "and another thing"
+    finally:
+        await engine.close()
+
+
+async def test_a_queued_message_can_be_removed_before_it_runs(tmp_path: Path) -> None:
+    engine = await Engine.create(tmp_path, [say("only the first")])
+    try:
+        session = await engine.root_session("first")
+        second = await engine.sessions.send(session.id, "second")
+        await engine.start_blocked(session.id)
+        assert await engine.sessions.remove_pending(session.id, second.id)
+        engine.provider.release()
+        assert await engine.owner.join(session.id) == Result.IDLE
+        items = {i.content: i for i in await engine.items(session.id)}
+        assert items["second"].status == WorkStatus.CANCELLED
+        assert items["second"].reason == "removed from the queue"
+        assert not await engine.sessions.remove_pending(session.id, second.id)
+    finally:
+        await engine.close()
+
+
+async def test_configure_applies_to_the_next_admission(tmp_path: Path) -> None:
+    from fxdesk.domain.model import PermissionMode
+
+    engine = await Engine.create(tmp_path, [say("a"), say("b")])
+    try:
+        session = await engine.root_session("first")
+        await engine.run(session.id)
+        changed = await engine.sessions.configure(
+            session.id, permission_mode=PermissionMode.ASK, model="other-model"
+        )
+        assert changed.permission_mode == PermissionMode.ASK
+        await engine.sessions.send(session.id, "second")
+        await engine.run(session.id)
+        assert engine.provider.requests[-1].model == "other-model"
+        assert engine.owner.authority.captures[-1].permission_mode == PermissionMode.ASK
+    finally:
+        await engine.close()
