@@ -20,6 +20,7 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.timers import NotificationScheduler, SystemClock
@@ -125,6 +126,7 @@ class App:
     async def _start_store(self) -> _Subsystem:
         self.paths.ensure()
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
+        self.profiles = ProfileService(self._store)
 
         async def stop() -> None:
             store, self._store = self._store, None

@@ -7,27 +7,19 @@ Keys go to the OS keyring (``--api-key-stdin``) or stay in an environment variab
 from __future__ import annotations
 
 import argparse
-import asyncio
-import contextlib
 import getpass
 import json
 import sys
-import time
 from dataclasses import asdict
 from pathlib import Path
 
 from fxdesk.app import App
 from fxdesk.commands import EXIT_FAILED, EXIT_OK, CommandError, execute
-from fxdesk.domain.conversation import ChatMessage
 from fxdesk.domain.model import KeySource, Profile
-from fxdesk.engine.providers import build_provider
+from fxdesk.engine.profiles import ProfileError
 from fxdesk.paths import DataPaths
-from fxdesk.providers.base import ModelRequest, ProviderError, collect
 from fxdesk.providers.demo import DEMO_SCRIPT
-from fxdesk.providers.scripted import ScriptedProvider
-from fxdesk.store import repo, secrets
-
-TEST_PROMPT = "Reply with the single word: ok"
+from fxdesk.store import secrets
 
 
 def read_key(from_stdin: bool) -> str:
@@ -71,19 +63,12 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
 
 async def _add(app: App, args: argparse.Namespace, script: Path | None, key: str | None) -> int:
     profile = _profile_from(args, script)
-    if script is not None:
-        try:
-            await asyncio.to_thread(ScriptedProvider.from_file, script)
-        except ProviderError as exc:
-            raise CommandError(exc.message) from exc
-    if key is not None:
-        try:
-            await asyncio.to_thread(secrets.set_secret, profile.name, key)
-        except secrets.SecretsUnavailable as exc:
-            raise CommandError(exc.user_message, EXIT_FAILED) from exc
-    await app.store.write(lambda: repo.save_profile(profile), label="profile")
-    if args.default:
-        await app.store.write(lambda: repo.set_setting("default_profile", profile.name))
+    try:
+        await app.profiles.save(profile, key=key, make_default=args.default)
+    except ProfileError as exc:
+        raise CommandError(str(exc)) from exc
+    except secrets.SecretsUnavailable as exc:
+        raise CommandError(exc.user_message, EXIT_FAILED) from exc
     where = {
         KeySource.KEYRING: "its key in the keyring" if key else "a key expected in the keyring",
         KeySource.ENV: f"its key read from ${profile.key_env}",
@@ -94,47 +79,28 @@ async def _add(app: App, args: argparse.Namespace, script: Path | None, key: str
 
 
 async def _remove(app: App, name: str) -> int:
-    removed = await app.store.write(lambda: repo.remove_profile(name))
-    if not removed:
+    if not await app.profiles.remove(name):
         raise CommandError(f"no profile named {name!r}", EXIT_FAILED)
-    with contextlib.suppress(secrets.SecretsUnavailable):  # then nothing was stored there
-        await asyncio.to_thread(secrets.delete_secret, name)
     print(f"profile {name} removed")
     return EXIT_OK
 
 
 async def _test(app: App, name: str | None) -> int:
-    chosen = name or await app.store.read(lambda: repo.get_setting("default_profile"))
-    profile = await app.store.read(lambda: repo.get_profile(chosen)) if chosen else None
+    chosen = name or await app.profiles.default_name()
+    profile = await app.profiles.get(chosen) if chosen else None
     if profile is None:
         raise CommandError(f"no profile named {chosen!r}" if chosen else "no default profile")
-    began = time.monotonic()
-    try:
-        provider = await build_provider(profile)
-        response = await collect(
-            provider.stream(
-                ModelRequest(
-                    model=profile.model or "scripted",
-                    messages=(ChatMessage("user", TEST_PROMPT),),
-                    max_tokens=16,
-                )
-            )
-        )
-    except ProviderError as exc:
-        print(f"{profile.name}: FAILED after {time.monotonic() - began:.1f} s: {exc}")
-        return EXIT_FAILED
-    elapsed_ms = (time.monotonic() - began) * 1000
-    reply = " ".join(response.text.split())[:80]
-    print(
-        f"{profile.name}: ok in {elapsed_ms:.0f} ms; {profile.model or profile.kind} replied "
-        f"{reply!r} ({response.usage.input_tokens} tokens in, {response.usage.output_tokens} out)"
-    )
-    return EXIT_OK
+    result = await app.profiles.test(profile)
+    if result.ok:
+        print(f"{profile.name}: ok: {result.message}")
+        return EXIT_OK
+    print(f"{profile.name}: FAILED after {result.elapsed_ms / 1000:.1f} s: {result.message}")
+    return EXIT_FAILED
 
 
 async def _list(app: App, as_json: bool) -> int:
-    profiles = await app.store.read(repo.list_profiles)
-    default = await app.store.read(lambda: repo.get_setting("default_profile"))
+    profiles = await app.profiles.list()
+    default = await app.profiles.default_name()
     if as_json:
         rows = [asdict(p) | {"default": p.name == default} for p in profiles]
         print(json.dumps(rows, indent=2, default=str))

@@ -87,7 +87,7 @@ def test_a_key_goes_to_the_keyring_and_never_to_the_database_or_logs(
     assert ran.returncode == 0, ran.stderr
     assert "hello from the mock" in ran.stdout
     tested = cli("profiles", "test", "live")
-    assert tested.returncode == 0 and "live: ok in" in tested.stdout
+    assert tested.returncode == 0 and "live: ok: gpt-test replied" in tested.stdout
 
     shown = cli("show", json.loads(cli("sessions", "--json").stdout)[0]["id"])
     assert "model calls, $" in shown.stdout  # cost from the profile's prices

@@ -1,0 +1,151 @@
+"""Model profiles and app settings, for the CLI and the GUI alike.
+
+The GUI never touches the keyring or the database itself: it calls these. Keys go to the OS
+keyring in a worker thread; "test" makes one tiny streamed call and reports what happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass
+
+from fxdesk.domain.conversation import ChatMessage
+from fxdesk.domain.model import PermissionMode, Profile
+from fxdesk.engine.providers import build_provider
+from fxdesk.providers.base import ModelRequest, ProviderError, collect
+from fxdesk.providers.scripted import ScriptedProvider
+from fxdesk.store import Store, repo, secrets
+
+TEST_PROMPT = "Reply with the single word: ok"
+
+DEFAULT_PROFILE = "default_profile"
+DEFAULT_PERMISSION_MODE = "default_permission_mode"
+APPEARANCE = "appearance"  # "system" | "light" | "dark"
+
+
+class ProfileError(ValueError):
+    """A profile that cannot be saved as given; the message says why."""
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    ok: bool
+    message: str
+    elapsed_ms: float
+
+
+class ProfileService:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def list(self) -> list[Profile]:
+        return await self.store.read(repo.list_profiles)
+
+    async def get(self, name: str) -> Profile | None:
+        return await self.store.read(lambda: repo.get_profile(name))
+
+    async def default_name(self) -> str | None:
+        value = await self.store.read(lambda: repo.get_setting(DEFAULT_PROFILE))
+        return str(value) if value else None
+
+    async def set_default(self, name: str | None) -> None:
+        await self.store.write(lambda: repo.set_setting(DEFAULT_PROFILE, name), label="setting")
+
+    async def save(
+        self, profile: Profile, *, key: str | None = None, make_default: bool = False
+    ) -> None:
+        """Store the profile (and its key in the keyring, if given).
+
+        Raises:
+            ProfileError: a required field is missing or the script is unreadable.
+            secrets.SecretsUnavailable: a key was given and no keyring can keep it.
+        """
+        if not profile.name.strip():
+            raise ProfileError("the profile needs a name")
+        if profile.kind not in ("scripted", "openai", "anthropic"):
+            raise ProfileError(f"unknown kind {profile.kind!r}")
+        if profile.kind != "scripted" and not profile.model:
+            raise ProfileError(f"a {profile.kind} profile needs a model name")
+        if (
+            profile.kind == "scripted"
+            and profile.script_path
+            and not (profile.script_path.startswith("builtin:"))
+        ):
+            try:
+                await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
+            except ProviderError as exc:
+                raise ProfileError(exc.message) from exc
+        if key:
+            await asyncio.to_thread(secrets.set_secret, profile.name, key)
+        await self.store.write(lambda: repo.save_profile(profile), label="profile")
+        if make_default:
+            await self.set_default(profile.name)
+
+    async def remove(self, name: str) -> bool:
+        removed = await self.store.write(lambda: repo.remove_profile(name), label="profile")
+        with contextlib.suppress(secrets.SecretsUnavailable):  # then nothing was stored there
+            await asyncio.to_thread(secrets.delete_secret, name)
+        if removed and await self.default_name() == name:
+            await self.set_default(None)
+        return bool(removed)
+
+    async def has_key(self, name: str) -> bool | None:
+        """Whether the keyring holds a key for ``name`` (None: no keyring to ask)."""
+        try:
+            return bool(await asyncio.to_thread(secrets.get_secret, name))
+        except secrets.SecretsUnavailable:
+            return None
+
+    async def keyring_status(self) -> secrets.KeyringStatus:
+        return await asyncio.to_thread(secrets.status)
+
+    async def test(self, profile: Profile) -> ProbeResult:
+        """One tiny streamed call; never raises for provider trouble."""
+        began = time.monotonic()
+        try:
+            provider = await build_provider(profile)
+            response = await collect(
+                provider.stream(
+                    ModelRequest(
+                        model=profile.model or "scripted",
+                        messages=(ChatMessage("user", TEST_PROMPT),),
+                        max_tokens=16,
+                    )
+                )
+            )
+        except ProviderError as exc:
+            elapsed = (time.monotonic() - began) * 1000
+            return ProbeResult(False, str(exc), elapsed)
+        elapsed = (time.monotonic() - began) * 1000
+        reply = " ".join(response.text.split())[:80]
+        return ProbeResult(
+            True,
+            f"{profile.model or profile.kind} replied {reply!r} in {elapsed:.0f} ms "
+            f"({response.usage.input_tokens} tokens in, {response.usage.output_tokens} out)",
+            elapsed,
+        )
+
+    # --- app settings --------------------------------------------------------------------
+
+    async def default_permission_mode(self) -> PermissionMode:
+        value = await self.store.read(lambda: repo.get_setting(DEFAULT_PERMISSION_MODE))
+        try:
+            return PermissionMode(value) if value else PermissionMode.AUTO
+        except ValueError:
+            return PermissionMode.AUTO
+
+    async def set_default_permission_mode(self, mode: PermissionMode) -> None:
+        await self.store.write(
+            lambda: repo.set_setting(DEFAULT_PERMISSION_MODE, mode.value), label="setting"
+        )
+
+    async def appearance(self) -> str:
+        value = await self.store.read(lambda: repo.get_setting(APPEARANCE))
+        return value if value in ("system", "light", "dark") else "system"
+
+    async def set_appearance(self, value: str) -> None:
+        if value not in ("system", "light", "dark"):
+            raise ValueError(value)
+        await self.store.write(lambda: repo.set_setting(APPEARANCE, value), label="setting")
