@@ -23,6 +23,7 @@ TEST_PROMPT = "Reply with the single word: ok"
 DEFAULT_PROFILE = "default_profile"
 DEFAULT_PERMISSION_MODE = "default_permission_mode"
 APPEARANCE = "appearance"  # "system" | "light" | "dark"
+LAST_SESSION = "last_session"  # reopened at the next start
 
 
 class ProfileError(ValueError):
@@ -101,11 +102,14 @@ class ProfileService:
     async def keyring_status(self) -> secrets.KeyringStatus:
         return await asyncio.to_thread(secrets.status)
 
-    async def test(self, profile: Profile) -> ProbeResult:
-        """One tiny streamed call; never raises for provider trouble."""
+    async def test(self, profile: Profile, *, api_key: str | None = None) -> ProbeResult:
+        """One tiny streamed call; never raises for provider trouble.
+
+        ``api_key``: test with this key (typed, not saved yet) instead of the stored one.
+        """
         began = time.monotonic()
         try:
-            provider = await build_provider(profile)
+            provider = await build_provider(profile, api_key=api_key)
             response = await collect(
                 provider.stream(
                     ModelRequest(
@@ -149,3 +153,10 @@ class ProfileService:
         if value not in ("system", "light", "dark"):
             raise ValueError(value)
         await self.store.write(lambda: repo.set_setting(APPEARANCE, value), label="setting")
+
+    async def last_session(self) -> str | None:
+        value = await self.store.read(lambda: repo.get_setting(LAST_SESSION))
+        return str(value) if value else None
+
+    async def set_last_session(self, session_id: str | None) -> None:
+        await self.store.write(lambda: repo.set_setting(LAST_SESSION, session_id), label="setting")

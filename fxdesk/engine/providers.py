@@ -68,13 +68,20 @@ async def _find_key(profile: Profile) -> str | None:
     return key
 
 
-async def build_provider(profile: Profile) -> Provider:
-    """A fresh provider for ``profile`` (with retries for the network kinds)."""
+async def build_provider(profile: Profile, *, api_key: str | None = None) -> Provider:
+    """A fresh provider for ``profile`` (with retries for the network kinds).
+
+    ``api_key`` stands in for the stored key: a key typed into a form, tested before saving.
+    """
     if profile.kind == "scripted":
         if not profile.script_path or profile.script_path == DEMO_SCRIPT:
             return DemoProvider()  # a scripted profile without a script: the offline demo
         return await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
-    key = await api_key_for(profile)
+    if api_key:
+        register_secret(api_key)
+        key: str | None = api_key
+    else:
+        key = await api_key_for(profile)
     timeouts = (profile.connect_timeout_s, profile.read_timeout_s)
     # The SDKs take a second or two to import: only when a profile of their kind is used.
     inner: Provider

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from fxdesk.domain import work as reducers
+from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import (
     PermissionMode,
     Receipt,
@@ -457,6 +458,28 @@ class SessionService:
             return EventPage(events, next_cursor, record.generation, False)
 
         return await self._store.read(read)
+
+    async def history_page(
+        self, session_id: str, before_seq: int | None = None, limit: int = 200
+    ) -> list[HistoryEntry]:
+        """A page of the transcript: the newest rows, or those before ``before_seq``."""
+        return await self._store.read(lambda: control.history_before(session_id, before_seq, limit))
+
+    async def queue(self, session_id: str, limit: int = 200) -> list[tuple[WorkItem, str | None]]:
+        """The session's newest work items with the reason each ended with, if any."""
+
+        def read() -> list[tuple[WorkItem, str | None]]:
+            items = control.list_items(session_id, limit)
+            return [
+                (i, i.reason or (control.failure_reason(i.id) if i.status.terminal else None))
+                for i in items
+            ]
+
+        return await self._store.read(read)
+
+    async def counts(self) -> dict[str, tuple[int, int]]:
+        """Per session: (queued messages, unfinished items)."""
+        return await self._store.read(control.queue_counts)
 
     async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
         return await self._store.read(lambda: control.list_items(session_id, limit))

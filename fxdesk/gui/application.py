@@ -21,13 +21,19 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxdesk import APP_ID, APP_NAME, __version__, notify
 from fxdesk.app import App
-from fxdesk.engine.sessions import InvalidWorkspace
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.engine.sessions import Catalog, InvalidWorkspace
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.main_window import MainWindow
 from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
 from fxdesk.gui.new_session import NewSessionDialog
-from fxdesk.gui.session_model import SessionTreeModel
+from fxdesk.gui.session_controller import SessionController
+from fxdesk.gui.session_model import ROLE_BUSY, ROLE_QUEUED, SessionTreeModel
+from fxdesk.gui.settings_dialog import SettingsDialog
+from fxdesk.gui.setup_dialog import SetupDialog
 from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.theme import apply_appearance
+from fxdesk.gui.transcript_model import TranscriptModel
 from fxdesk.logs import loop_exception_handler
 from fxdesk.store import StoreError
 
@@ -65,15 +71,25 @@ class GuiController(QObject):
         QApplication.setQuitOnLastWindowClosed(False)
         self.app = app
         self.model = SessionTreeModel(self)
-        self.window = MainWindow(self.model)
+        self.transcript = TranscriptModel(self._fetch_history, self)
+        self.window = MainWindow(self.model, self.transcript)
         self.messages = MessagePresenter(self.window.statusBar(), self.window)
         self.tasks = TaskGroup()
         self.bridge: EngineBridge | None = None
+        self.sessions: SessionController | None = None
         self.quit_event = asyncio.Event()
         self.ready = asyncio.Event()  # set once the window shows the data
         self.exit_code = 0
         self.window.quit_requested.connect(self.request_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
+        self.window.settings_requested.connect(self._on_window_settings_requested)
+        self.settings: SettingsDialog | None = None
+        self.setup: SetupDialog | None = None
+
+    async def _fetch_history(
+        self, session_id: str, before: int | None, limit: int
+    ) -> list[HistoryEntry]:
+        return await self.app.sessions.history_page(session_id, before, limit)
 
     @Slot()
     def request_quit(self) -> None:
@@ -101,6 +117,9 @@ class GuiController(QObject):
     async def _start(self) -> bool:
         try:
             await self.app.start()
+            qapp = QApplication.instance()
+            if isinstance(qapp, QApplication):
+                apply_appearance(qapp, await self.app.profiles.appearance())
         except StoreError as exc:
             log.error("cannot start: %s", exc.user_message)
             self.exit_code = EXIT_DATA
@@ -118,10 +137,29 @@ class GuiController(QObject):
                 pending.cancel()
             box.close()
             return False
-        self.bridge = EngineBridge(self.app.bus, self.model, self)
+        self.bridge = EngineBridge(
+            self.app.bus, self.model, self.transcript, self.app.sessions, self
+        )
         self.bridge.session_added.connect(self.window.select_session)
+        self.sessions = SessionController(
+            self.window,
+            self.bridge,
+            self.app.sessions,
+            self.app.owner,
+            self.app.profiles,
+            self.tasks,
+        )
         catalog = await self.app.sessions.catalog()
         self.model.load(catalog.workspaces, catalog.sessions)
+        counts = await self.app.sessions.counts()
+        for session_id, (queued, _open) in counts.items():
+            self.model.set_mark(session_id, ROLE_QUEUED, queued)
+        for session_id in self.app.owner.busy_elsewhere:
+            self.model.set_mark(session_id, ROLE_BUSY, True)
+        self._offer_recovery(catalog)
+        last = await self.app.profiles.last_session()
+        if last and any(s.id == last for s in catalog.sessions):
+            self.window.select_session(last)
         store = self.app.store
         self.window.status_info.setText(
             f"{_short(self.app.paths.root)} · schema {store.schema_version}"
@@ -130,7 +168,46 @@ class GuiController(QObject):
         self._offer_crash_logs(self.app.crash_log.previous)
         self.ready.set()
         notify.info("Ready")
+        if self.app.providers is None and not await self.app.profiles.list():
+            self.tasks.spawn(self._first_run(), "first-run")
         return True
+
+    # --- first run and settings -----------------------------------------------------------
+
+    async def _first_run(self) -> None:
+        """No model profile yet: ask for one (or the offline demo) over the main window."""
+        dialog = self.setup = SetupDialog(self.app.profiles, self.window)
+        try:
+            if await run_dialog(dialog) == SetupDialog.DialogCode.Accepted:
+                notify.info(f"Profile “{dialog.saved_name}” is ready; start a session with Ctrl+N.")
+                if self.sessions is not None:
+                    await self.sessions.refresh_profiles()
+        finally:
+            self.setup = None
+            dialog.deleteLater()
+
+    @Slot()
+    def _on_window_settings_requested(self) -> None:
+        if not self.app.started:
+            return
+        if self.settings is None:
+            self.settings = SettingsDialog(self.app.profiles, self.app.paths.root, self.window)
+            self.settings.profiles_changed.connect(self._on_settings_profiles_changed)
+            self.settings.finished.connect(self._on_settings_finished)
+        self.settings.show()
+        self.settings.raise_()
+        self.settings.activateWindow()
+
+    @Slot()
+    def _on_settings_profiles_changed(self) -> None:
+        if self.sessions is not None:
+            self.tasks.spawn(self.sessions.refresh_profiles(), "refresh-profiles")
+
+    @Slot(int)
+    def _on_settings_finished(self, _code: int) -> None:
+        if self.settings is not None:
+            self.settings.deleteLater()
+            self.settings = None
 
     async def _shutdown(self, loop: asyncio.AbstractEventLoop) -> None:
         log.info("shutdown: gui ...")
@@ -138,7 +215,7 @@ class GuiController(QObject):
             loop.remove_signal_handler(signum)
         await self.tasks.cancel_all()
         if self.bridge is not None:
-            self.bridge.close()
+            await self.bridge.close()
         await self.app.stop()
         self.messages.detach()
         self.window.allow_close = True
@@ -148,6 +225,42 @@ class GuiController(QObject):
         self.window.deleteLater()
         self.deleteLater()
         log.info("shutdown: gui closed")
+
+    # --- recovery -------------------------------------------------------------------------
+
+    def _offer_recovery(self, catalog: Catalog) -> None:
+        report = self.app.recovery
+        if report is None or (not report.work_interrupted and not report.busy_sessions):
+            return
+        names = {s.id: s.name for s in catalog.sessions}
+        parts = []
+        if report.work_interrupted:
+            count = report.work_interrupted
+            parts.append(
+                f"{count} work item{'s were' if count != 1 else ' was'} interrupted when fxdesk "
+                "last stopped; nothing has been re-run."
+            )
+        if report.busy_sessions:
+            busy = ", ".join(f"“{names.get(i, i)}”" for i in report.busy_sessions[:3])
+            more = len(report.busy_sessions) - 3
+            parts.append(
+                f"In use by another fxdesk: {busy}{f' and {more} more' if more > 0 else ''}."
+            )
+        banner = self.window.add_banner(" ".join(parts), kind="warning")
+        banner.setObjectName("recovery_banner")
+        interrupted = list(report.interrupted_sessions)
+        if interrupted:
+
+            def resume_all() -> None:
+                for session_id in interrupted:
+                    self.app.owner.start(session_id, retry=True)
+                banner.hide()
+
+            def review() -> None:
+                self.window.select_session(interrupted[0])
+
+            banner.add_action("Resume all", resume_all)
+            banner.add_action("Review", review)
 
     # --- crash logs -----------------------------------------------------------------------
 
@@ -188,12 +301,20 @@ class GuiController(QObject):
             self.tasks.spawn(self._new_session(), "new-session")
 
     async def _new_session(self) -> None:
-        dialog = NewSessionDialog(self.window)
+        profiles = self.app.profiles
+        dialog = NewSessionDialog(
+            self.window,
+            mode=await profiles.default_permission_mode(),
+            profiles=[p.name for p in await profiles.list()],
+            default_profile=await profiles.default_name(),
+        )
         try:
             while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
-                folder, name, mode = dialog.values()
+                folder, name, mode, profile = dialog.values()
                 try:
-                    await self.app.sessions.create_root(folder, name=name, permission_mode=mode)
+                    await self.app.sessions.create_root(
+                        folder, name=name, permission_mode=mode, profile=profile
+                    )
                 except InvalidWorkspace as exc:
                     dialog.show_problem(str(exc))
                     continue

@@ -33,11 +33,15 @@ class Banner(QFrame):
         self.dismiss_button.clicked.connect(self._on_dismiss_clicked)
         layout.addWidget(self.dismiss_button)
         self.setStyleSheet(
-            "#banner { background: palette(alternate-base); border: 1px solid palette(mid);"
+            # By class, not object name: callers name banners to find them again.
+            ".Banner { background: palette(alternate-base); border: 1px solid palette(mid);"
             " border-radius: 4px; }"
-            "#banner[kind='warning'] { border-left: 4px solid #d08a00; }"
-            "#banner[kind='info'] { border-left: 4px solid #3d7bd9; }"
+            ".Banner[kind='warning'] { border-left: 4px solid #d08a00; }"
+            ".Banner[kind='info'] { border-left: 4px solid #3d7bd9; }"
         )
+
+    def text(self) -> str:
+        return self.label.text()
 
     def add_action(self, text: str, callback: Callable[[], None]) -> QPushButton:
         button = QPushButton(text)

@@ -1,45 +1,97 @@
-"""Turns engine events into Qt model updates and signals.
+"""Turns engine events into model updates, coalescing what streams.
 
-The engine's bus publishes on the asyncio loop thread, which under qasync is the Qt GUI thread, so
-handlers update models directly. Streaming text will be coalesced here to at most one repaint per
-view per frame.
+The engine's bus publishes on the asyncio loop thread, which under qasync is the Qt GUI thread,
+so handlers update models directly. Streaming text is collected per session and shown at most
+once per frame (16 ms; every 100 ms once the text is long, since re-laying out long Markdown
+costs more). Badge counts are re-read once per burst of queue changes, not per change.
+
+Signals:
+    session_added(str): a session id, after its row exists in the model.
+    session_changed(object): a changed ``Session`` snapshot.
+    queue_changed(str, object): the selected session's newest work items changed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.events import SessionAdded, SessionChanged, WorkspaceAdded
-from fxdesk.gui.session_model import SessionTreeModel
+from fxdesk.engine.events import (
+    BusyElsewhere,
+    HistoryAppended,
+    SessionAdded,
+    SessionChanged,
+    TextStreamed,
+    WorkChanged,
+    WorkspaceAdded,
+)
+from fxdesk.engine.sessions import SessionService
+from fxdesk.gui.session_model import ROLE_BUSY, ROLE_QUEUED, ROLE_UNREAD, SessionTreeModel
+from fxdesk.gui.tasks import TaskGroup
+from fxdesk.gui.transcript_model import TranscriptModel
+
+FRAME_MS = 16
+LONG_TEXT_MS = 100
+LONG_TEXT = 8 * 1024
 
 
 class EngineBridge(QObject):
-    """Feeds the session tree from the bus.
-
-    Signals:
-        session_added(str): a session id, after its row exists in the model.
-    """
-
     session_added = Signal(str)
+    session_changed = Signal(object)
+    queue_changed = Signal(str, object)  # session id, its newest work items
 
     def __init__(
-        self, bus: EventBus, tree: SessionTreeModel, parent: QObject | None = None
+        self,
+        bus: EventBus,
+        tree: SessionTreeModel,
+        transcript: TranscriptModel | None = None,
+        sessions: SessionService | None = None,
+        parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._tree = tree
+        self._transcript = transcript
+        self._sessions = sessions
+        self._tasks = TaskGroup()
+        self._live: dict[str, list[str]] = {}
+        self._dirty_live: set[str] = set()
+        self._dirty_counts: set[str] = set()
+        self.repaints = 0  # live-text pushes to the transcript (tests count them)
+        self._flush = QTimer(self)
+        self._flush.setSingleShot(True)
+        self._flush.timeout.connect(self._on_flush_timeout)
+        self._counts = QTimer(self)
+        self._counts.setSingleShot(True)
+        self._counts.setInterval(100)
+        self._counts.timeout.connect(self._on_counts_timeout)
         self._unsubscribe: list[Callable[[], None]] = [
             bus.subscribe(WorkspaceAdded, self._on_workspace_added),
             bus.subscribe(SessionAdded, self._on_session_added),
             bus.subscribe(SessionChanged, self._on_session_changed),
+            bus.subscribe(WorkChanged, self._on_work_changed),
+            bus.subscribe(HistoryAppended, self._on_history_appended),
+            bus.subscribe(TextStreamed, self._on_text_streamed),
+            bus.subscribe(BusyElsewhere, self._on_busy_elsewhere),
         ]
 
-    def close(self) -> None:
+    async def close(self) -> None:
         for unsubscribe in self._unsubscribe:
             unsubscribe()
         self._unsubscribe.clear()
+        self._flush.stop()
+        self._counts.stop()
+        await self._tasks.cancel_all()
+
+    @property
+    def current(self) -> str | None:
+        return self._transcript.session_id if self._transcript is not None else None
+
+    def live_text(self, session_id: str) -> str:
+        return "".join(self._live.get(session_id, ()))
+
+    # --- tree ----------------------------------------------------------------------------
 
     def _on_workspace_added(self, event: WorkspaceAdded) -> None:
         self._tree.add_workspace(event.workspace)
@@ -50,3 +102,56 @@ class EngineBridge(QObject):
 
     def _on_session_changed(self, event: SessionChanged) -> None:
         self._tree.upsert_session(event.session)
+        self.session_changed.emit(event.session)
+
+    def _on_busy_elsewhere(self, event: BusyElsewhere) -> None:
+        self._tree.set_mark(event.session_id, ROLE_BUSY, event.busy)
+
+    def _on_work_changed(self, event: WorkChanged) -> None:
+        self._dirty_counts.add(event.session_id)
+        if not self._counts.isActive():
+            self._counts.start()
+
+    def _on_counts_timeout(self) -> None:
+        if self._sessions is not None:
+            self._tasks.spawn(self._refresh_counts(set(self._dirty_counts)), "refresh-counts")
+        self._dirty_counts.clear()
+
+    async def _refresh_counts(self, session_ids: set[str]) -> None:
+        assert self._sessions is not None
+        counts = await self._sessions.counts()
+        for session_id in session_ids:
+            self._tree.set_mark(session_id, ROLE_QUEUED, counts.get(session_id, (0, 0))[0])
+        current = self.current
+        if current is not None and current in session_ids and self._transcript is not None:
+            queue = await self._sessions.queue(current)
+            if self.current == current:
+                self._transcript.apply_items(queue)
+                self.queue_changed.emit(current, [item for item, _ in queue])
+
+    # --- transcript ----------------------------------------------------------------------
+
+    def _on_history_appended(self, event: HistoryAppended) -> None:
+        if any(e.kind.value == "assistant" for e in event.entries):
+            self._live.pop(event.session_id, None)
+            self._dirty_live.discard(event.session_id)
+        if event.session_id == self.current and self._transcript is not None:
+            self._transcript.append_entries(event.entries)
+        else:
+            self._tree.set_mark(event.session_id, ROLE_UNREAD, True)
+
+    def _on_text_streamed(self, event: TextStreamed) -> None:
+        self._live.setdefault(event.session_id, []).append(event.text)
+        if event.session_id != self.current:
+            return
+        self._dirty_live.add(event.session_id)
+        if not self._flush.isActive():
+            long_text = sum(len(part) for part in self._live[event.session_id]) > LONG_TEXT
+            self._flush.start(LONG_TEXT_MS if long_text else FRAME_MS)
+
+    def _on_flush_timeout(self) -> None:
+        current = self.current
+        if current in self._dirty_live and self._transcript is not None:
+            self._transcript.set_live_text(self.live_text(current))
+            self.repaints += 1
+        self._dirty_live.clear()

@@ -6,7 +6,7 @@ reference. ``GuiController`` (``application.py``) connects it to the engine.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal, Slot
+from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMainWindow,
+    QMenu,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -23,16 +24,17 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk import APP_NAME
+from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
 from fxdesk.gui.banner import Banner
+from fxdesk.gui.session_delegate import SessionDelegate
 from fxdesk.gui.session_model import (
-    KIND_SESSION,
-    ROLE_KIND,
     ROLE_SNAPSHOT,
-    STATE_LABELS,
     SessionFilterModel,
     SessionTreeModel,
 )
+from fxdesk.gui.session_panel import SessionPanel
+from fxdesk.gui.transcript_model import TranscriptModel
 
 
 class EmptyState(QWidget):
@@ -87,11 +89,19 @@ class MainWindow(QMainWindow):
     new_session_requested = Signal()
     quit_requested = Signal()
     session_selected = Signal(str)
+    session_action = Signal(str, str)  # (action, session id): see SESSION_ACTIONS
+    settings_requested = Signal()
 
     PAGE_EMPTY, PAGE_SELECT, PAGE_SESSION = range(3)
 
-    def __init__(self, model: SessionTreeModel, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        model: SessionTreeModel,
+        transcript: TranscriptModel | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
         super().__init__(parent)
+        self.transcript_model = transcript or TranscriptModel(_no_history, self)
         self.setWindowTitle(APP_NAME)
         self.resize(1200, 760)
         self.allow_close = False
@@ -125,13 +135,31 @@ class MainWindow(QMainWindow):
         self.filter_action.triggered.connect(self._on_filter_action_triggered)
         self.archived_action = QAction("Show &archived sessions", self, checkable=True)
         self.archived_action.toggled.connect(self.proxy.set_show_archived)
+        self.settings_action = QAction("&Settings…", self)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.settings_action.triggered.connect(self.settings_requested)
+        self.cancel_action = QAction("&Cancel running work…", self)
+        self.cancel_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.cancel_action.triggered.connect(lambda: self._emit_action("cancel"))
+        self.session_actions: dict[str, QAction] = {}
+        for action, label in SESSION_ACTIONS:
+            item = QAction(label, self)
+            item.triggered.connect(lambda _=False, a=action: self._emit_action(a))
+            self.session_actions[action] = item
         session_menu = self.menuBar().addMenu("&Session")
         session_menu.addAction(self.new_action)
+        for action, _label in SESSION_ACTIONS:
+            session_menu.addAction(self.session_actions[action])
+        session_menu.addAction(self.cancel_action)
+        session_menu.addSeparator()
+        session_menu.addAction(self.settings_action)
         session_menu.addSeparator()
         session_menu.addAction(self.quit_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.filter_action)
         view_menu.addAction(self.archived_action)
+        self.addAction(self.cancel_action)
 
     def _build_central(self) -> None:
         central = QWidget(self)
@@ -173,6 +201,9 @@ class MainWindow(QMainWindow):
         self.tree.setAccessibleName("Sessions")
         self.tree.setStyleSheet("QTreeView::item { padding: 3px 0; }")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setItemDelegate(SessionDelegate(self.tree))
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
         self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
         self.tree_stack.addWidget(self.tree)
         self.tree_empty = QLabel("No sessions yet")
@@ -191,11 +222,8 @@ class MainWindow(QMainWindow):
         select.setAlignment(Qt.AlignmentFlag.AlignCenter)
         select.setEnabled(False)
         self.centre.addWidget(select)
-        self.session_header = QLabel()
-        self.session_header.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
-        self.session_header.setMargin(12)
-        self.session_header.setAccessibleName("Transcript")
-        self.centre.addWidget(self.session_header)
+        self.panel = SessionPanel(self.transcript_model)
+        self.centre.addWidget(self.panel)
         return self.centre
 
     # --- state ----------------------------------------------------------------------------
@@ -234,16 +262,55 @@ class MainWindow(QMainWindow):
         indexes = selected.indexes()
         index: QModelIndex = indexes[0] if indexes else QModelIndex()
         snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
-        if index.isValid() and index.data(ROLE_KIND) == KIND_SESSION and snapshot is not None:
-            self.session_header.setText(
-                f"<h2>{_escape(snapshot.name)}</h2>"
-                f"<p>{STATE_LABELS[snapshot.state]} · {snapshot.id}</p>"
-            )
+        if isinstance(snapshot, Session):
+            self.show_session(snapshot)
             self.centre.setCurrentIndex(self.PAGE_SESSION)
             self.session_selected.emit(snapshot.id)
         else:
             self._update_pages()
             self.session_selected.emit("")
+
+    def show_session(self, session: Session) -> None:
+        """Refresh the header for ``session`` (selected or changed)."""
+        workspace = self.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+        self.panel.show_session(session, workspace.path if workspace is not None else "")
+        self._update_session_actions(session)
+
+    def _update_session_actions(self, session: Session | None) -> None:
+        from fxdesk.domain.model import SessionState
+
+        active = session is not None and session.state in (
+            SessionState.RUNNING,
+            SessionState.AWAITING_APPROVAL,
+            SessionState.QUEUED,
+        )
+        enabled = {
+            "new_child": session is not None and session.state != SessionState.ARCHIVED,
+            "rename": session is not None,
+            "resume": session is not None and session.state == SessionState.INTERRUPTED,
+            "close": session is not None and session.state != SessionState.ARCHIVED,
+        }
+        for action, item in self.session_actions.items():
+            item.setEnabled(enabled.get(action, False))
+        self.cancel_action.setEnabled(active)
+
+    def _emit_action(self, action: str) -> None:
+        session = self.selected_session()
+        if session is not None:
+            self.session_action.emit(action, session.id)
+
+    @Slot(QPoint)
+    def _on_tree_context_menu_requested(self, position: QPoint) -> None:
+        menu = QMenu(self.tree)
+        menu.addAction(self.new_action)
+        if self.selected_session() is not None:
+            menu.addSeparator()
+            for action, _label in SESSION_ACTIONS:
+                menu.addAction(self.session_actions[action])
+            menu.addAction(self.cancel_action)
+        menu.addSeparator()
+        menu.addAction(self.archived_action)
+        menu.popup(self.tree.viewport().mapToGlobal(position))
 
     @Slot()
     def _on_filter_action_triggered(self) -> None:
@@ -257,6 +324,18 @@ class MainWindow(QMainWindow):
             return
         event.ignore()
         self.quit_requested.emit()
+
+
+SESSION_ACTIONS = [
+    ("new_child", "New sub-agent…"),
+    ("rename", "Rename…"),
+    ("resume", "Resume"),
+    ("close", "Close (archive)…"),
+]
+
+
+async def _no_history(session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:
+    return []
 
 
 def _escape(text: str) -> str:

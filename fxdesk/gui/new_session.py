@@ -1,4 +1,4 @@
-"""The "New session" dialog: a workspace folder, a name and a permission mode."""
+"""The "New session" dialog: a workspace folder, a name, a model profile and a permission mode."""
 
 from __future__ import annotations
 
@@ -36,6 +36,8 @@ class NewSessionDialog(QDialog):
         *,
         folder: str = "",
         mode: PermissionMode = PermissionMode.ASK,
+        profiles: list[str] | None = None,
+        default_profile: str | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New session")
@@ -55,6 +57,13 @@ class NewSessionDialog(QDialog):
         self.name_edit.setPlaceholderText("New session")
         self.name_edit.setAccessibleName("Session name")
         form.addRow("&Name:", self.name_edit)
+        self.profile_combo = QComboBox()
+        self.profile_combo.setAccessibleName("Model profile")
+        default_label = f"Default profile ({default_profile})" if default_profile else "Default"
+        self.profile_combo.addItem(default_label, "")
+        for name in profiles or []:
+            self.profile_combo.addItem(name, name)
+        form.addRow("&Model profile:", self.profile_combo)
         self.mode_combo = QComboBox()
         self.mode_combo.setAccessibleName("Permission mode")
         for value, label in MODE_LABELS.items():
@@ -74,11 +83,13 @@ class NewSessionDialog(QDialog):
         form.addRow(self.buttons)
         self._validate()
 
-    def values(self) -> tuple[str, str, PermissionMode]:
+    def values(self) -> tuple[str, str, PermissionMode, str | None]:
+        """Folder, name, permission mode, and profile name (None: the default profile)."""
         return (
             self.folder_edit.text().strip(),
             self.name_edit.text().strip(),
             PermissionMode(self.mode_combo.currentData()),
+            self.profile_combo.currentData() or None,
         )
 
     def show_problem(self, text: str) -> None:

@@ -29,6 +29,10 @@ ROLE_KIND = Qt.ItemDataRole.UserRole + 1  # "workspace" | "session"
 ROLE_ID = Qt.ItemDataRole.UserRole + 2  # workspace id (int) or session id (str)
 ROLE_STATE = Qt.ItemDataRole.UserRole + 3  # SessionState value, sessions only
 ROLE_SNAPSHOT = Qt.ItemDataRole.UserRole + 4  # the frozen Workspace / Session
+ROLE_QUEUED = Qt.ItemDataRole.UserRole + 5  # queued messages (int)
+ROLE_APPROVALS = Qt.ItemDataRole.UserRole + 6  # pending approvals (int)
+ROLE_BUSY = Qt.ItemDataRole.UserRole + 7  # held by another fxdesk process (bool)
+ROLE_UNREAD = Qt.ItemDataRole.UserRole + 8  # new output not yet seen (bool)
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -70,6 +74,7 @@ class SessionTreeModel(QAbstractItemModel):
         self._by_uid: dict[int, _Node] = {0: self._root}
         self._workspaces: dict[int, _Node] = {}
         self._sessions: dict[str, _Node] = {}
+        self._marks: dict[str, dict[int, Any]] = {}  # per session: role -> value
 
     # --- feeding --------------------------------------------------------------------------
 
@@ -162,6 +167,20 @@ class SessionTreeModel(QAbstractItemModel):
         self._forget(node)
         self.endRemoveRows()
 
+    def set_mark(self, session_id: str, role: int, value: Any) -> None:
+        """Set a badge value (queued, approvals, busy, unread) and repaint only that row."""
+        marks = self._marks.setdefault(session_id, {})
+        if marks.get(role) == value:
+            return
+        marks[role] = value
+        node = self._sessions.get(session_id)
+        if node is not None:
+            index = self.createIndex(node.row, 0, node.uid)
+            self.dataChanged.emit(index, index, [role])
+
+    def mark(self, session_id: str, role: int) -> Any:
+        return self._marks.get(session_id, {}).get(role)
+
     # --- lookups --------------------------------------------------------------------------
 
     def session_index(self, session_id: str) -> QModelIndex:
@@ -224,6 +243,10 @@ class SessionTreeModel(QAbstractItemModel):
         if role == ROLE_SNAPSHOT:
             return snap
         if isinstance(snap, Session):
+            if role in (ROLE_QUEUED, ROLE_APPROVALS):
+                return int(self._marks.get(snap.id, {}).get(role) or 0)
+            if role in (ROLE_BUSY, ROLE_UNREAD):
+                return bool(self._marks.get(snap.id, {}).get(role))
             if role == ROLE_STATE:
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:

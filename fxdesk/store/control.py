@@ -546,3 +546,30 @@ def existing_call_ids(session_id: str, call_ids: Sequence[str]) -> set[str]:
         (session_id, *call_ids),
     ).fetchall()
     return {row[0] for row in rows}
+
+
+def history_before(session_id: str, before_seq: int | None, limit: int) -> list[HistoryEntry]:
+    """The ``limit`` rows just before ``before_seq`` (the newest when None), oldest first."""
+    if before_seq is None:
+        rows = db.execute_sql(
+            f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (session_id, limit),
+        ).fetchall()
+    else:
+        rows = db.execute_sql(
+            f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq < ? "
+            "ORDER BY seq DESC LIMIT ?",
+            (session_id, before_seq, limit),
+        ).fetchall()
+    return [_entry(row) for row in reversed(rows)]
+
+
+def queue_counts() -> dict[str, tuple[int, int]]:
+    """Per session: (queued messages, unfinished items) for the tree's badges."""
+    rows = db.execute_sql(
+        "SELECT session_id, SUM(status = 'pending'), COUNT(*) FROM work_item "
+        "WHERE status IN ('pending', 'running', 'awaiting_approval', 'interrupted') "
+        "GROUP BY session_id"
+    ).fetchall()
+    return {row[0]: (int(row[1]), int(row[2])) for row in rows}

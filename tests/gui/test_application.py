@@ -13,11 +13,13 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 
 from fxdesk import notify
 from fxdesk.app import App
-from fxdesk.domain.model import PermissionMode, SessionState
+from fxdesk.domain.model import KeySource, PermissionMode, Profile, SessionState
 from fxdesk.gui.application import EXIT_DATA, GuiController
 from fxdesk.gui.banner import Banner
 from fxdesk.gui.messages import ErrorDetailsDialog
 from fxdesk.gui.new_session import NewSessionDialog
+from fxdesk.gui.settings_dialog import SettingsDialog
+from fxdesk.gui.setup_dialog import SetupDialog
 from fxdesk.paths import DataPaths
 from fxdesk.store import migrations
 
@@ -77,7 +79,7 @@ async def test_a_new_session_appears_in_the_tree_and_is_selected(
         workspace = controller.model.index(0, 0)
         assert workspace.data() == "project"
         assert controller.window.selected_session() == session
-        assert "Refactor" in controller.window.session_header.text()
+        assert "Refactor" in controller.window.panel.title.text()
     finally:
         assert await run.stop() == 0
     # durable: a second start shows it from the database
@@ -193,3 +195,99 @@ async def test_every_quit_path_shuts_down_in_order(data_paths: DataPaths, trigge
         controller.window.quit_action.trigger()
     assert await asyncio.wait_for(run.task, 30) == 0
     assert store.closed
+
+
+async def test_first_run_asks_for_a_model_and_the_demo_becomes_the_default(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        setup = await until(lambda: controller.setup if controller.setup else None)
+        assert isinstance(setup, SetupDialog)
+        await until(setup.isVisible)
+        assert setup.parent() is controller.window
+        setup.demo_button.click()
+        await until(lambda: controller.setup is None)
+        assert [p.name for p in await run.app.profiles.list()] == ["demo"]
+        assert await run.app.profiles.default_name() == "demo"
+
+        # Later runs do not ask again.
+        assert await run.stop() == 0
+        again = Running(data_paths)
+        second = await again.started()
+        await asyncio.sleep(0.2)
+        assert second.setup is None
+        assert await again.stop() == 0
+    finally:
+        if not run.task.done():
+            await run.stop()
+
+
+async def test_settings_open_once_and_profile_changes_reach_the_composer(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        await until(lambda: controller.setup)
+        assert controller.setup is not None
+        controller.setup.reject()
+        await until(lambda: controller.setup is None)
+        await run.app.sessions.create_root(project, name="One")
+        window = controller.window
+        await until(lambda: window.panel.composer.profile.count() == 1)
+
+        window.settings_action.trigger()
+        settings = controller.settings
+        assert isinstance(settings, SettingsDialog) and settings.isVisible()
+        window.settings_action.trigger()
+        assert controller.settings is settings  # one Settings window, raised again
+
+        await run.app.profiles.save(
+            Profile("local", "openai", model="llama3.1", key_source=KeySource.NONE),
+            make_default=True,
+        )
+        settings.profiles_changed.emit()
+        composer = window.panel.composer
+        await until(lambda: composer.profile.count() == 2)
+        assert composer.profile.itemText(0) == "Default (local)"
+        assert composer.profile.itemData(1) == "local"
+        settings.close()
+        await until(lambda: controller.settings is None)
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_a_new_session_can_pick_its_profile(data_paths: DataPaths, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        await until(lambda: controller.setup)
+        assert controller.setup is not None
+        await controller.setup.try_demo()
+        await until(lambda: controller.setup is None)
+        await run.app.profiles.set_default_permission_mode(PermissionMode.YOLO)
+        controller.window.new_action.trigger()
+        dialog = await until(
+            lambda: next(
+                (w for w in QApplication.topLevelWidgets() if isinstance(w, NewSessionDialog)),
+                None,
+            )
+        )
+        assert isinstance(dialog, NewSessionDialog)
+        await until(dialog.isVisible)
+        assert dialog.mode_combo.currentData() == PermissionMode.YOLO.value
+        assert dialog.profile_combo.itemText(0) == "Default profile (demo)"
+        dialog.folder_edit.setText(str(project))
+        dialog.profile_combo.setCurrentIndex(dialog.profile_combo.findData("demo"))
+        dialog.accept()
+        await until(lambda: controller.model.session_count == 1)
+        created = controller.window.selected_session()
+        assert created is not None and created.profile == "demo"
+    finally:
+        assert await run.stop() == 0

@@ -46,8 +46,8 @@ def test_sessions_replace_the_empty_state_and_can_be_selected(qtbot: Any) -> Non
         window.select_session("r1")
     assert selected.args == ["r1"]
     assert window.centre.currentIndex() == window.PAGE_SESSION
-    assert "Fix the parser" in window.session_header.text()
-    assert "running" in window.session_header.text()
+    assert "Fix the parser" in window.panel.title.text()
+    assert "running" in window.panel.title.text()
     assert window.selected_session() is not None
 
 

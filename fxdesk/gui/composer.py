@@ -1,0 +1,145 @@
+"""The composer: where the person writes to the selected session.
+
+Enter sends, Shift+Enter makes a new line, Ctrl+Enter sends too. While a turn runs, a message is
+queued by default; "Steer" delivers it into the running turn at its next step instead. The
+session's profile and permission mode can be changed here for its next turns.
+
+Signals:
+    submitted(str, bool): the text, and whether to steer the running turn with it.
+    profile_chosen(str): a profile name ("" for the default profile).
+    mode_chosen(str): a permission mode value.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fxdesk.domain.model import PermissionMode
+
+MODES = [
+    (PermissionMode.ASK, "Ask"),
+    (PermissionMode.AUTO, "Auto"),
+    (PermissionMode.YOLO, "Yolo"),
+]
+
+
+class MessageEdit(QPlainTextEdit):
+    """Multi-line input where Enter (or Ctrl+Enter) sends and Shift+Enter breaks the line."""
+
+    send_requested = Signal()
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+            if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
+                self.insertPlainText("\n")
+                return
+            self.send_requested.emit()
+            return
+        super().keyPressEvent(event)
+
+
+class Composer(QWidget):
+    """The message box and its controls. See the module docstring for signals."""
+
+    submitted = Signal(str, bool)
+    profile_chosen = Signal(str)
+    mode_chosen = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 4, 0, 0)
+        self.edit = MessageEdit()
+        self.edit.setPlaceholderText(
+            "Message the agent…  (Enter sends, Shift+Enter for a new line)"
+        )
+        self.edit.setAccessibleName("Message")
+        self.edit.setTabChangesFocus(True)
+        self.edit.setFixedHeight(84)
+        self.edit.send_requested.connect(self._on_edit_send_requested)
+        layout.addWidget(self.edit)
+        row = QHBoxLayout()
+        self.profile = QComboBox()
+        self.profile.setAccessibleName("Model profile")
+        self.profile.setToolTip("The model profile this session's next turns use")
+        self.profile.activated.connect(self._on_profile_activated)
+        row.addWidget(QLabel("Model:"))
+        row.addWidget(self.profile)
+        self.mode = QComboBox()
+        self.mode.setAccessibleName("Permission mode")
+        for value, label in MODES:
+            self.mode.addItem(label, value.value)
+        self.mode.setToolTip(
+            "Ask: every change asks first · Auto: edits in the folder allowed · "
+            "Yolo: everything but deny rules"
+        )
+        self.mode.activated.connect(self._on_mode_activated)
+        row.addWidget(QLabel("Permissions:"))
+        row.addWidget(self.mode)
+        row.addStretch(1)
+        self.delivery = QComboBox()
+        self.delivery.setAccessibleName("While a turn runs")
+        self.delivery.addItem("Queue it", False)
+        self.delivery.addItem("Steer the running turn", True)
+        self.delivery.setToolTip(
+            "While a turn runs: queue the message after it, or deliver it "
+            "into the running turn at its next step"
+        )
+        self.delivery.setVisible(False)
+        row.addWidget(self.delivery)
+        self.send = QPushButton("Send")
+        self.send.setAccessibleName("Send message")
+        self.send.setToolTip("Send (Enter or Ctrl+Enter)")
+        self.send.clicked.connect(self._on_edit_send_requested)
+        row.addWidget(self.send)
+        layout.addLayout(row)
+        self.set_running(False)
+
+    def set_profiles(
+        self, names: list[str], current: str | None, default: str | None = None
+    ) -> None:
+        self.profile.blockSignals(True)
+        self.profile.clear()
+        self.profile.addItem(f"Default ({default})" if default else "Default profile", "")
+        for name in names:
+            self.profile.addItem(name, name)
+        index = self.profile.findData(current or "")
+        self.profile.setCurrentIndex(max(index, 0))
+        self.profile.blockSignals(False)
+
+    def set_mode(self, mode: PermissionMode) -> None:
+        self.mode.blockSignals(True)
+        self.mode.setCurrentIndex(max(self.mode.findData(mode.value), 0))
+        self.mode.blockSignals(False)
+
+    def set_running(self, running: bool) -> None:
+        """While a turn runs, offer queue vs steer; the send button says which."""
+        self.delivery.setVisible(running)
+        self.send.setText("Queue" if running and not self.delivery.currentData() else "Send")
+
+    @Slot()
+    def _on_edit_send_requested(self) -> None:
+        text = self.edit.toPlainText().strip()
+        if not text:
+            return
+        steer = bool(self.delivery.isVisible() and self.delivery.currentData())
+        self.edit.clear()
+        self.submitted.emit(text, steer)
+
+    @Slot(int)
+    def _on_profile_activated(self, index: int) -> None:
+        self.profile_chosen.emit(str(self.profile.itemData(index) or ""))
+
+    @Slot(int)
+    def _on_mode_activated(self, index: int) -> None:
+        self.mode_chosen.emit(str(self.mode.itemData(index)))

@@ -1,0 +1,93 @@
+"""Paints a session row: name, a state badge, queued and approval counts, busy and unread marks."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from fxdesk.domain.model import SessionState
+from fxdesk.gui.session_model import (
+    KIND_SESSION,
+    ROLE_APPROVALS,
+    ROLE_BUSY,
+    ROLE_KIND,
+    ROLE_QUEUED,
+    ROLE_STATE,
+    ROLE_UNREAD,
+    STATE_LABELS,
+)
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+BADGE_COLORS = {
+    SessionState.IDLE: "#7c7f93",
+    SessionState.QUEUED: "#1e66f5",
+    SessionState.RUNNING: "#40a02b",
+    SessionState.AWAITING_APPROVAL: "#df8e1d",
+    SessionState.INTERRUPTED: "#fe640b",
+    SessionState.COMPLETED: "#179299",
+    SessionState.FAILED: "#d20f39",
+    SessionState.CANCELLED: "#8c8fa1",
+    SessionState.ARCHIVED: "#9ca0b0",
+}
+
+
+class SessionDelegate(QStyledItemDelegate):
+    def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        return QSize(size.width(), max(size.height(), QFontMetrics(option.font).height() + 10))
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        if index.data(ROLE_KIND) != KIND_SESSION:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        state = SessionState(index.data(ROLE_STATE))
+        badges = self._badges(index, state)
+        small = QFont(opt.font)
+        small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
+        metrics = QFontMetrics(small)
+        widths = [metrics.horizontalAdvance(text) + 12 for text, _ in badges]
+        reserved = sum(widths) + 6 * len(widths) + 12
+        opt.text = QFontMetrics(opt.font).elidedText(
+            opt.text, Qt.TextElideMode.ElideRight, max(opt.rect.width() - reserved - 24, 20)
+        )
+        style = opt.widget.style() if opt.widget else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setFont(small)
+        right = opt.rect.right() - 6
+        height = metrics.height() + 4
+        top = opt.rect.top() + (opt.rect.height() - height) / 2
+        for (text, color), width in zip(reversed(badges), reversed(widths), strict=True):
+            rect = QRectF(right - width, top, width, height)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(color))
+            painter.drawRoundedRect(rect, height / 2, height / 2)
+            painter.setPen(QColor("white"))
+            painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), text)
+            right -= width + 6
+        if index.data(ROLE_UNREAD):
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(opt.palette.color(QPalette.ColorRole.Highlight))
+            painter.drawEllipse(QRectF(opt.rect.left() - 10, opt.rect.center().y() - 3, 6, 6))
+        painter.restore()
+
+    @staticmethod
+    def _badges(index: AnyIndex, state: SessionState) -> list[tuple[str, str]]:
+        badges: list[tuple[str, str]] = []
+        if index.data(ROLE_BUSY):
+            badges.append(("in use elsewhere", "#5c5f77"))
+        approvals = int(index.data(ROLE_APPROVALS) or 0)
+        if approvals:
+            badges.append((f"{approvals} to approve", "#df8e1d"))
+        queued = int(index.data(ROLE_QUEUED) or 0)
+        if queued:
+            badges.append((f"{queued} queued", "#1e66f5"))
+        if state not in (SessionState.IDLE,) or not badges:
+            badges.append((STATE_LABELS[state], BADGE_COLORS[state]))
+        return badges

@@ -1,0 +1,356 @@
+"""The transcript of one session as a list model, loaded in pages from the newest backwards.
+
+Rows are frozen snapshots built from committed history rows: the person's messages, assistant
+text, tool cards (a call and its result together), turn footers (usage and cost), notices for
+work that failed or was interrupted, and one live row for the text streaming in right now.
+Nothing is read until asked: ``load_latest`` fetches one page, ``load_older`` the page before.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import EntryKind, WorkStatus
+from fxdesk.domain.work import WorkItem
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+ROLE_ROW = Qt.ItemDataRole.UserRole + 1
+PAGE_SIZE = 200
+
+HistoryFetch = Callable[[str, int | None, int], Awaitable[list[HistoryEntry]]]
+
+
+class RowKind(enum.StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+    TURN = "turn"
+    NOTICE = "notice"
+    LIVE = "live"
+
+
+@dataclass(frozen=True)
+class Row:
+    key: str
+    kind: RowKind
+    seq: int = 0
+    text: str = ""
+    work_id: str | None = None
+    # tool cards
+    tool: str = ""
+    arguments: str = ""
+    output: str = ""
+    full_output: str | None = None
+    ok: bool | None = None  # None: still running
+    duration_ms: int | None = None
+    interrupted: bool = False
+    expanded: bool = False
+    # notices and footers
+    level: str = ""  # failed | interrupted | cancelled
+    action: str = ""  # retry | resume
+    # Left out of the hash (a dict cannot be hashed) but still compared, so equal rows hash
+    # alike and the delegate's layout cache can key on the row itself.
+    data: dict[str, Any] = field(default_factory=dict, hash=False)
+    steer: bool = False
+
+
+class TranscriptModel(QAbstractListModel):
+    """One session's transcript. ``fetched`` counts history rows read from the database."""
+
+    def __init__(self, fetch: HistoryFetch, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._fetch = fetch
+        self.session_id: str | None = None
+        self._rows: list[Row] = []
+        self._index: dict[str, int] = {}
+        self.oldest_seq: int | None = None
+        self.complete = False  # the first history row is loaded
+        self.fetched = 0
+        self._loading = False
+
+    # --- loading -------------------------------------------------------------------------
+
+    def clear(self, session_id: str | None = None) -> None:
+        self.beginResetModel()
+        self.session_id = session_id
+        self._rows, self._index = [], {}
+        self.oldest_seq, self.complete, self.fetched = None, False, 0
+        self.endResetModel()
+
+    async def load_latest(self, session_id: str) -> None:
+        self.clear(session_id)
+        entries = await self._fetch(session_id, None, PAGE_SIZE)
+        if self.session_id != session_id:
+            return  # the person moved on meanwhile
+        self.fetched += len(entries)
+        self.complete = len(entries) < PAGE_SIZE
+        self._prepend(build_rows(entries))
+        self.oldest_seq = entries[0].seq if entries else None
+
+    async def load_older(self) -> int:
+        """Fetch the page before the oldest loaded row; how many history rows came."""
+        session_id = self.session_id
+        if session_id is None or self.complete or self._loading or self.oldest_seq is None:
+            return 0
+        self._loading = True
+        try:
+            entries = await self._fetch(session_id, self.oldest_seq, PAGE_SIZE)
+        finally:
+            self._loading = False
+        if self.session_id != session_id:
+            return 0
+        self.fetched += len(entries)
+        self.complete = len(entries) < PAGE_SIZE
+        if entries:
+            self.oldest_seq = entries[0].seq
+            self._prepend(build_rows(entries))
+        return len(entries)
+
+    def _prepend(self, rows: list[Row]) -> None:
+        # A tool result at the top of the loaded part may belong to a call in the older page.
+        fresh = []
+        for row in rows:
+            existing = self._index.get(row.key)
+            if existing is not None:
+                self._replace(existing, _merge_tool(row, self._rows[existing]))
+            else:
+                fresh.append(row)
+        if not fresh:
+            return
+        self.beginInsertRows(QModelIndex(), 0, len(fresh) - 1)
+        self._rows[0:0] = fresh
+        self._reindex()
+        self.endInsertRows()
+
+    # --- live updates --------------------------------------------------------------------
+
+    def append_entries(self, entries: tuple[HistoryEntry, ...]) -> None:
+        """Committed rows arrived; the live text they replace goes away."""
+        if self.session_id is None:
+            return
+        if any(e.kind == EntryKind.ASSISTANT for e in entries):
+            self.clear_live()
+        for row in build_rows(list(entries)):
+            existing = self._index.get(row.key)
+            if existing is not None:
+                self._replace(existing, _merge_tool(self._rows[existing], row))
+            else:
+                self._insert_before_live(row)
+
+    def set_live_text(self, text: str) -> None:
+        position = self._index.get("live")
+        if position is None:
+            self._insert_before_live(Row("live", RowKind.LIVE, text=text))
+        elif self._rows[position].text != text:
+            self._replace(position, replace(self._rows[position], text=text))
+
+    def clear_live(self) -> None:
+        position = self._index.get("live")
+        if position is not None:
+            self.beginRemoveRows(QModelIndex(), position, position)
+            del self._rows[position]
+            self._reindex()
+            self.endRemoveRows()
+
+    def apply_items(self, items: list[tuple[WorkItem, str | None]]) -> None:
+        """Show a notice after work that failed, was interrupted or cancelled."""
+        for item, reason in items:
+            notice = _notice_for(item, reason)
+            key = f"notice:{item.id}"
+            existing = self._index.get(key)
+            if notice is None:
+                if existing is not None:
+                    self.beginRemoveRows(QModelIndex(), existing, existing)
+                    del self._rows[existing]
+                    self._reindex()
+                    self.endRemoveRows()
+                continue
+            if existing is not None:
+                self._replace(existing, notice)
+            elif self._has_work(item.id):
+                self._insert_after_work(notice)
+
+    def toggle(self, row: int) -> None:
+        current = self._rows[row]
+        if current.kind == RowKind.TOOL:
+            self._replace(row, replace(current, expanded=not current.expanded))
+
+    # --- Qt model ------------------------------------------------------------------------
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        row = self._rows[index.row()]
+        if role == ROLE_ROW:
+            return row
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.AccessibleTextRole):
+            return _describe(row)
+        return None
+
+    def row_at(self, position: int) -> Row:
+        return self._rows[position]
+
+    # --- internals -----------------------------------------------------------------------
+
+    def _reindex(self) -> None:
+        self._index = {row.key: position for position, row in enumerate(self._rows)}
+
+    def _replace(self, position: int, row: Row) -> None:
+        self._rows[position] = row
+        index = self.index(position, 0)
+        self.dataChanged.emit(index, index)
+
+    def _insert_at(self, position: int, row: Row) -> None:
+        self.beginInsertRows(QModelIndex(), position, position)
+        self._rows.insert(position, row)
+        self._reindex()
+        self.endInsertRows()
+
+    def _insert_before_live(self, row: Row) -> None:
+        live = self._index.get("live")
+        self._insert_at(len(self._rows) if live is None or row.key == "live" else live, row)
+
+    def _has_work(self, work_id: str) -> bool:
+        return any(row.work_id == work_id for row in self._rows)
+
+    def _insert_after_work(self, row: Row) -> None:
+        last = max(i for i, r in enumerate(self._rows) if r.work_id == row.work_id)
+        self._insert_at(last + 1, row)
+
+
+def build_rows(entries: list[HistoryEntry]) -> list[Row]:
+    """Transcript rows for committed history rows, in order."""
+    rows: list[Row] = []
+    tools: dict[str, int] = {}
+    for entry in entries:
+        if entry.kind == EntryKind.USER:
+            rows.append(
+                Row(
+                    f"e{entry.id}",
+                    RowKind.USER,
+                    entry.seq,
+                    entry.content,
+                    entry.work_id,
+                    steer=bool(entry.data.get("steer")),
+                )
+            )
+        elif entry.kind == EntryKind.ASSISTANT:
+            if entry.content.strip():
+                rows.append(
+                    Row(
+                        f"e{entry.id}",
+                        RowKind.ASSISTANT,
+                        entry.seq,
+                        entry.content,
+                        entry.work_id,
+                        data=entry.data,
+                    )
+                )
+        elif entry.kind in (EntryKind.TOOL_CALL, EntryKind.TOOL_RESULT):
+            row = _tool_row(entry)
+            if row.key in tools:
+                rows[tools[row.key]] = _merge_tool(rows[tools[row.key]], row)
+            else:
+                tools[row.key] = len(rows)
+                rows.append(row)
+        elif entry.kind == EntryKind.TURN_END:
+            rows.append(
+                Row(f"e{entry.id}", RowKind.TURN, entry.seq, "", entry.work_id, data=entry.data)
+            )
+    return rows
+
+
+def _tool_row(entry: HistoryEntry) -> Row:
+    key = f"tool:{entry.work_id}:{entry.call_id}"
+    if entry.kind == EntryKind.TOOL_CALL:
+        return Row(
+            key,
+            RowKind.TOOL,
+            entry.seq,
+            work_id=entry.work_id,
+            tool=entry.tool_name or "",
+            arguments=entry.content,
+        )
+    return Row(
+        key,
+        RowKind.TOOL,
+        entry.seq,
+        work_id=entry.work_id,
+        tool=entry.tool_name or "",
+        output=entry.content,
+        full_output=entry.full_text,
+        ok=bool(entry.data.get("ok")),
+        duration_ms=entry.data.get("duration_ms"),
+        interrupted=bool(entry.data.get("interrupted")),
+        data=entry.data,
+    )
+
+
+def _merge_tool(first: Row, second: Row) -> Row:
+    """A call row and a result row of one tool call, whichever came first."""
+    call, result = (first, second) if second.ok is not None else (second, first)
+    return replace(
+        call if call.arguments else result,
+        seq=min(first.seq, second.seq) if first.seq and second.seq else first.seq or second.seq,
+        tool=call.tool or result.tool,
+        arguments=call.arguments or result.arguments,
+        output=result.output,
+        full_output=result.full_output,
+        ok=result.ok,
+        duration_ms=result.duration_ms,
+        interrupted=result.interrupted,
+        data=result.data,
+        expanded=first.expanded or second.expanded,
+    )
+
+
+def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
+    if item.status == WorkStatus.FAILED:
+        return Row(
+            f"notice:{item.id}",
+            RowKind.NOTICE,
+            text=reason or "the work failed",
+            work_id=item.id,
+            level="failed",
+            action="retry",
+        )
+    if item.status == WorkStatus.INTERRUPTED:
+        return Row(
+            f"notice:{item.id}",
+            RowKind.NOTICE,
+            text=reason or "interrupted",
+            work_id=item.id,
+            level="interrupted",
+            action="resume",
+        )
+    if item.status == WorkStatus.CANCELLED:
+        return Row(
+            f"notice:{item.id}",
+            RowKind.NOTICE,
+            text=reason or "cancelled",
+            work_id=item.id,
+            level="cancelled",
+        )
+    return None
+
+
+def _describe(row: Row) -> str:
+    if row.kind == RowKind.USER:
+        return f"You: {row.text}"
+    if row.kind in (RowKind.ASSISTANT, RowKind.LIVE):
+        return row.text
+    if row.kind == RowKind.TOOL:
+        state = "running" if row.ok is None else ("done" if row.ok else "failed")
+        return f"Tool {row.tool} ({state})"
+    if row.kind == RowKind.NOTICE:
+        return f"{row.level.capitalize()}: {row.text}"
+    return "Turn finished"

@@ -1,0 +1,474 @@
+"""The transcript view: a virtualised list whose delegate paints each row.
+
+Only rows in view are painted; each keeps a laid-out document in a small cache. Older pages load
+when the person scrolls to the top (the view keeps its place); the view stays pinned to the
+bottom while new rows arrive unless the person scrolled up.
+
+Signals:
+    action(str, object): ``("retry"|"resume", work_id)``, ``("full_output", Row)``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+    QTimer,
+    Signal,
+)
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QGuiApplication,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QResizeEvent,
+    QTextDocument,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QListView,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+    QWidget,
+)
+
+from fxdesk.gui.markdown import code_blocks, monospace, plain, render
+from fxdesk.gui.transcript_model import ROLE_ROW, Row, RowKind, TranscriptModel
+
+log = logging.getLogger(__name__)
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+MARGIN, PAD, GAP = 14, 8, 6
+PREVIEW_LINES = 40
+LAYOUT_CACHE = 400  # laid-out rows kept for painting
+HEIGHT_CACHE = 50_000  # row heights kept for layout passes
+
+STATUS_MARK = {None: "◌", True: "✓", False: "✗"}
+
+
+@dataclass
+class _Layout:
+    height: int
+    docs: list[tuple[QTextDocument, QRectF]] = field(default_factory=list)
+    hotspots: list[tuple[QRect, str, object]] = field(default_factory=list)
+    header: str = ""
+    footer: str = ""
+
+
+def _dark(palette: QPalette) -> bool:
+    return palette.color(QPalette.ColorRole.Base).lightness() < 128
+
+
+class TranscriptDelegate(QStyledItemDelegate):
+    """Paints user messages, Markdown answers, tool cards, notices and turn footers."""
+
+    def __init__(self, view: TranscriptView) -> None:
+        super().__init__(view)
+        self._view = view
+        # Laid-out documents for painting (rows in view); heights for every row the view lays
+        # out, which it does for all loaded rows whenever rows are inserted.
+        self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+        self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        self.layouts_built = 0
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self._heights.clear()
+
+    def height(self, row: Row) -> int:
+        key = (row, self._width())
+        height = self._heights.get(key)
+        if height is None:
+            height = self._heights[key] = self.layout(row).height
+            while len(self._heights) > HEIGHT_CACHE:
+                self._heights.popitem(last=False)
+        return height
+
+    def _width(self) -> int:
+        return max(self._view.viewport().width() - 2 * MARGIN, 120)
+
+    def layout(self, row: Row) -> _Layout:
+        width = self._width()
+        dark = _dark(self._view.palette())
+        key = (row, width, dark)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        built = self._build(row, width, dark)
+        self.layouts_built += 1
+        self._cache[key] = built
+        while len(self._cache) > LAYOUT_CACHE:
+            self._cache.popitem(last=False)
+        return built
+
+    def _build(self, row: Row, width: int, dark: bool) -> _Layout:
+        font = self._view.font()
+        small = QFontMetrics(font).height()
+        if row.kind in (RowKind.USER, RowKind.ASSISTANT, RowKind.LIVE):
+            inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
+            doc = render(row.text or " ", inner, dark=dark, font=font)
+            top = small + 4 if row.kind == RowKind.USER else 0
+            left = PAD if row.kind == RowKind.USER else 0
+            rect = QRectF(
+                left, top + (PAD if row.kind == RowKind.USER else 0), inner, doc.size().height()
+            )
+            layout = _Layout(
+                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, [(doc, rect)]
+            )
+            layout.header = (
+                ("You (steering the running turn)" if row.steer else "You")
+                if (row.kind == RowKind.USER)
+                else ""
+            )
+            for block in code_blocks(doc):
+                button = QRect(
+                    int(rect.left() + block.rect.right()) - 52,
+                    int(rect.top() + block.rect.top()) + 2,
+                    48,
+                    small + 2,
+                )
+                layout.hotspots.append((button, "copy", block.text))
+            if row.kind == RowKind.LIVE:
+                layout.footer = "streaming…"
+                layout.height += small
+            return layout
+        if row.kind == RowKind.TOOL:
+            return self._tool(row, width, small)
+        if row.kind == RowKind.NOTICE:
+            doc = plain(f"{row.level.capitalize()}: {row.text}", width - 120, font=font)
+            height = int(doc.size().height()) + 2 * PAD
+            layout = _Layout(
+                height + GAP, [(doc, QRectF(PAD + 4, PAD, width - 120, doc.size().height()))]
+            )
+            if row.action:
+                layout.hotspots.append(
+                    (QRect(width - 100, PAD, 96, small + 8), row.action, row.work_id)
+                )
+            return layout
+        return _Layout(small + GAP, footer=_turn_summary(row))
+
+    def _tool(self, row: Row, width: int, small: int) -> _Layout:
+        header_h = small + 2 * PAD
+        layout = _Layout(header_h + GAP)
+        layout.hotspots.append((QRect(0, 0, width, header_h), "toggle", None))
+        if not row.expanded:
+            return layout
+        mono = monospace()
+        body = _tool_body(row)
+        lines = body.splitlines()
+        shown = "\n".join(lines[:PREVIEW_LINES])
+        doc = plain(shown, width - 2 * PAD, font=mono)
+        if row.tool == "edit_file" and row.ok:
+            _color_diff(doc)
+        rect = QRectF(PAD, header_h, width - 2 * PAD, doc.size().height())
+        layout.docs.append((doc, rect))
+        bottom = int(rect.bottom()) + PAD
+        more = len(lines) > PREVIEW_LINES or bool(row.full_output)
+        if more:
+            layout.hotspots.append((QRect(PAD, bottom, 200, small + 4), "full_output", row))
+            bottom += small + 6
+        layout.height = bottom + GAP
+        return layout
+
+    # --- Qt --------------------------------------------------------------------------------
+
+    # An exception escaping a Python override called from C++ takes the whole process down
+    # with PySide6 6.11, so the two hot overrides log and fall back instead of raising.
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return QSize(0, 0)
+        try:
+            return QSize(self._width(), self.height(row))
+        except Exception:
+            log.exception("could not lay out transcript row %s", row.key)
+            return QSize(self._width(), QFontMetrics(self._view.font()).height() + GAP)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return
+        try:
+            self._paint(painter, option, row)
+        except Exception:
+            log.exception("could not paint transcript row %s", row.key)
+
+    def _paint(self, painter: QPainter, option: QStyleOptionViewItem, row: Row) -> None:
+        layout = self.layout(row)
+        palette = option.palette
+        dark = _dark(palette)
+        origin = option.rect.topLeft() + QPoint(MARGIN, 0)
+        width = self._width()
+        painter.save()
+        painter.translate(origin)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        card = QRectF(0, 0, width, layout.height - GAP)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        muted = palette.color(QPalette.ColorRole.PlaceholderText)
+        if row.kind == RowKind.USER:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor("#2d3a55" if dark else "#e6eefc"))
+            painter.drawRoundedRect(card, 8, 8)
+            painter.setPen(muted)
+            bold = QFont(option.font)
+            bold.setBold(True)
+            painter.setFont(bold)
+            painter.drawText(QRectF(PAD, 4, width - 2 * PAD, 20), layout.header)
+        elif row.kind == RowKind.TOOL:
+            self._paint_tool(painter, row, card, palette, dark)
+        elif row.kind == RowKind.NOTICE:
+            accent = {"failed": "#d20f39", "interrupted": "#df8e1d"}.get(row.level, "#7c7f93")
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(QColor(accent).lighter(170) if not dark else QColor("#3b2f2f"))
+            painter.drawRoundedRect(card, 6, 6)
+            painter.setBrush(QColor(accent))
+            painter.drawRect(QRectF(0, 0, 4, card.height()))
+        elif row.kind == RowKind.TURN:
+            painter.setPen(muted)
+            painter.drawText(
+                card,
+                int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+                layout.footer,
+            )
+        for doc, area in layout.docs:
+            painter.save()
+            painter.translate(area.topLeft())
+            doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
+            painter.restore()
+        if row.kind == RowKind.LIVE:
+            painter.setPen(muted)
+            painter.drawText(QRectF(0, layout.height - GAP - 18, width, 18), layout.footer)
+        for rect, action, _payload in layout.hotspots:
+            label = {
+                "copy": "Copy",
+                "retry": "Retry",
+                "resume": "Resume",
+                "full_output": "Show full output…",
+            }.get(action)
+            if label is None:
+                continue
+            painter.setPen(palette.color(QPalette.ColorRole.Link))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            if action in ("retry", "resume"):
+                painter.setPen(text_color)
+                painter.setBrush(palette.color(QPalette.ColorRole.Button))
+                painter.drawRoundedRect(QRectF(rect), 4, 4)
+            painter.drawText(QRectF(rect), int(Qt.AlignmentFlag.AlignCenter), label)
+        painter.restore()
+
+    def _paint_tool(
+        self, painter: QPainter, row: Row, card: QRectF, palette: QPalette, dark: bool
+    ) -> None:
+        painter.setPen(palette.color(QPalette.ColorRole.Mid))
+        painter.setBrush(QColor("#252537" if dark else "#f7f7fa"))
+        painter.drawRoundedRect(card, 6, 6)
+        metrics = QFontMetrics(painter.font())
+        height = metrics.height() + 2 * PAD
+        mark = "?" if row.interrupted else STATUS_MARK[row.ok]
+        color = {True: "#40a02b", False: "#d20f39", None: "#1e66f5"}[
+            row.ok if not row.interrupted else False
+        ]
+        painter.setPen(QColor(color))
+        painter.drawText(QRectF(PAD, 0, 20, height), int(Qt.AlignmentFlag.AlignVCenter), mark)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        bold = QFont(painter.font())
+        bold.setBold(True)
+        painter.setFont(bold)
+        arrow = "▾" if row.expanded else "▸"
+        name = f"{arrow} {row.tool}"
+        painter.drawText(QRectF(PAD + 20, 0, 200, height), int(Qt.AlignmentFlag.AlignVCenter), name)
+        name_width = QFontMetrics(bold).horizontalAdvance(name) + 12
+        painter.setFont(QFont(painter.font().family(), painter.font().pointSize()))
+        right = _duration(row)
+        right_width = metrics.horizontalAdvance(right) + PAD
+        summary = metrics.elidedText(
+            _summary(row),
+            Qt.TextElideMode.ElideRight,
+            int(card.width() - PAD - 20 - name_width - right_width - 8),
+        )
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(
+            QRectF(PAD + 20 + name_width, 0, card.width(), height),
+            int(Qt.AlignmentFlag.AlignVCenter),
+            summary,
+        )
+        painter.drawText(
+            QRectF(0, 0, card.width() - PAD, height),
+            int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
+            right,
+        )
+
+    def editorEvent(
+        self, event: QEvent, model: object, option: QStyleOptionViewItem, index: AnyIndex
+    ) -> bool:
+        if event.type() != QEvent.Type.MouseButtonRelease or not isinstance(event, QMouseEvent):
+            return False
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return False
+        local = event.position().toPoint() - option.rect.topLeft() - QPoint(MARGIN, 0)
+        for rect, action, payload in self.layout(row).hotspots:
+            if rect.contains(local):
+                self._view.trigger(index.row(), action, payload)
+                return True
+        return False
+
+
+class TranscriptView(QListView):
+    """The transcript list. See the module docstring for its signal."""
+
+    action = Signal(str, object)
+
+    def __init__(self, model: TranscriptModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setModel(model)
+        self.transcript = model
+        self.delegate = TranscriptDelegate(self)
+        self.setItemDelegate(self.delegate)
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setUniformItemSizes(False)
+        self.setMouseTracking(False)
+        self.setFrameShape(QListView.Shape.NoFrame)
+        self.setAccessibleName("Transcript")
+        self.setSpacing(0)
+        self.pinned = True
+        self._restore_from_bottom: int | None = None
+        self.verticalScrollBar().valueChanged.connect(self._on_scrollbar_value_changed)
+        self.verticalScrollBar().rangeChanged.connect(self._on_scrollbar_range_changed)
+        model.rowsInserted.connect(self._on_model_changed)
+        model.dataChanged.connect(self._on_model_changed)
+        model.modelReset.connect(self._on_model_reset)
+        self.older_requested: list[Callable[[], None]] = []  # called at the top of the list
+        # One deferred scroll per burst of changes, dropped with the view if it goes first.
+        self._pin_timer = QTimer(self)
+        self._pin_timer.setSingleShot(True)
+        self._pin_timer.setInterval(0)
+        self._pin_timer.timeout.connect(self.scrollToBottom)
+
+    def trigger(self, row: int, action: str, payload: object) -> None:
+        if action == "toggle":
+            self.transcript.toggle(row)
+        elif action == "copy":
+            QGuiApplication.clipboard().setText(str(payload))
+        else:
+            self.action.emit(action, payload)
+
+    def keep_place_for_prepend(self) -> None:
+        """Call before older rows are inserted at the top: the view will not jump."""
+        bar = self.verticalScrollBar()
+        self._restore_from_bottom = bar.maximum() - bar.value()
+
+    def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
+        bar = self.verticalScrollBar()
+        if self._restore_from_bottom is not None:
+            bar.setValue(high - self._restore_from_bottom)
+            self._restore_from_bottom = None
+        elif self.pinned:
+            bar.setValue(high)
+
+    def _on_scrollbar_value_changed(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self.pinned = value >= bar.maximum() - 4
+        if value <= bar.minimum() and not self.transcript.complete:
+            for callback in self.older_requested:
+                callback()
+
+    def _on_model_changed(self, *args: object) -> None:
+        if self.pinned:
+            self._pin_timer.start()
+
+    def _on_model_reset(self) -> None:
+        self.delegate.clear()
+        self.pinned = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.delegate.clear()
+        self.scheduleDelayedItemsLayout()
+
+
+def _tool_body(row: Row) -> str:
+    try:
+        arguments = json.dumps(json.loads(row.arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        arguments = row.arguments
+    if row.ok is None:
+        return f"{arguments}\n\n(running…)"
+    return f"{arguments}\n\n{row.output}"
+
+
+def _summary(row: Row) -> str:
+    try:
+        values = json.loads(row.arguments or "{}")
+    except json.JSONDecodeError:
+        return row.arguments
+    if isinstance(values, dict):
+        for key in ("command", "path", "pattern", "text"):
+            if key in values:
+                return " ".join(str(values[key]).split())
+        return ", ".join(f"{k}={v}" for k, v in values.items())
+    return str(values)
+
+
+def _duration(row: Row) -> str:
+    if row.ok is None:
+        return "running…"
+    if row.interrupted:
+        return "outcome unknown"
+    if row.duration_ms is None:
+        return ""
+    return f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
+
+
+def _turn_summary(row: Row) -> str:
+    """ "2 model calls · 1,234 in / 56 out · $0.0123" (whatever the turn_end row recorded)."""
+    parts = []
+    calls = row.data.get("model_calls")
+    if isinstance(calls, int):
+        parts.append(f"{calls} model call{'' if calls == 1 else 's'}")
+    used = row.data.get("usage")
+    if isinstance(used, list | tuple) and len(used) == 2 and all(isinstance(n, int) for n in used):
+        parts.append(f"{used[0]:,} in / {used[1]:,} out")
+    cost = row.data.get("cost_usd")
+    if isinstance(cost, int | float):
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts) or "Turn finished"
+
+
+def _color_diff(document: QTextDocument) -> None:
+    from PySide6.QtGui import QTextCharFormat, QTextCursor
+
+    added, removed = QTextCharFormat(), QTextCharFormat()
+    added.setForeground(QColor("#40a02b"))
+    removed.setForeground(QColor("#d20f39"))
+    block = document.begin()
+    while block.isValid():
+        text = block.text()
+        fmt = (
+            added
+            if text.startswith("+") and not text.startswith("+++")
+            else (removed if text.startswith("-") and not text.startswith("---") else None)
+        )
+        if fmt is not None:
+            cursor = QTextCursor(block)
+            cursor.select(QTextCursor.SelectionType.LineUnderCursor)
+            cursor.mergeCharFormat(fmt)
+        block = block.next()

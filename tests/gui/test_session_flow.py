@@ -1,0 +1,174 @@
+"""The whole window driven the way a person drives it, against the scripted provider.
+
+The real App (SQLite file, engine, bus) runs under the GUI controller on a qasync loop; only the
+model provider is scripted. Assertions are on what the window renders: transcript rows, the queue
+strip, header buttons, the recovery banner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QLabel
+
+from fxdesk.app import App
+from fxdesk.domain.model import PermissionMode, SessionState
+from fxdesk.engine.providers import FixedResolver
+from fxdesk.gui.application import GuiController
+from fxdesk.gui.banner import Banner
+from fxdesk.gui.transcript_model import RowKind, TranscriptModel
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Reply, ScriptedProvider, Stall
+
+ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
+
+
+async def until(condition: Callable[[], object], within: float = 20.0) -> object:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (value := condition()):
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+    return value
+
+
+class Window:
+    """One run of the app with the window up; ``stop`` quits it the orderly way."""
+
+    def __init__(self, paths: DataPaths, provider: ScriptedProvider) -> None:
+        self.provider = provider
+        self.app = App(paths, providers=FixedResolver(provider))
+        self.controller = GuiController(self.app)
+        self.task = asyncio.ensure_future(self.controller.main())
+        self.confirmations: list[str] = []
+
+    async def started(self) -> Window:
+        await until(lambda: self.controller.ready.is_set() or self.task.done())
+        assert self.controller.sessions is not None
+
+        async def confirm(title: str, _text: str) -> bool:
+            self.confirmations.append(title)
+            return True
+
+        self.controller.sessions.confirm = confirm
+        return self
+
+    async def stop(self) -> int:
+        self.controller.request_quit()
+        return await asyncio.wait_for(self.task, 30)
+
+    @property
+    def panel(self):  # type: ignore[no-untyped-def]
+        return self.controller.window.panel
+
+    @property
+    def transcript(self) -> TranscriptModel:
+        return self.controller.transcript
+
+    def rows(self, kind: RowKind) -> list[str]:
+        model = self.transcript
+        return [
+            model.row_at(i).text for i in range(model.rowCount()) if model.row_at(i).kind == kind
+        ]
+
+    def type_and_send(self, text: str) -> None:
+        edit = self.panel.composer.edit
+        edit.setFocus()
+        QTest.keyClicks(edit, text)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+
+    def state(self, session_id: str) -> SessionState | None:
+        session = self.panel.session
+        return session.state if session is not None and session.id == session_id else None
+
+
+async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply(ANSWER, chunk=6, delay_s=0.02), Stall()], when_done="error")
+    run = await Window(data_paths, provider).started()
+    try:
+        session = await run.app.sessions.create_root(
+            project, name="Parser", permission_mode=PermissionMode.AUTO
+        )
+        await until(lambda: run.panel.session is not None)
+
+        run.type_and_send("Plan the parser work")
+        # The answer streams: a live row grows before the committed answer replaces it.
+        partial = await until(
+            lambda: next((t for t in run.rows(RowKind.LIVE) if t and len(t) < len(ANSWER)), None)
+        )
+        assert ANSWER.startswith(str(partial))
+        await until(lambda: run.rows(RowKind.ASSISTANT) == [ANSWER])
+        assert run.rows(RowKind.USER) == ["Plan the parser work"]
+        assert run.rows(RowKind.LIVE) == []
+        await until(lambda: run.rows(RowKind.TURN))  # usage footer under the turn
+
+        # The second message starts a turn that never answers; a third waits in the queue.
+        run.type_and_send("Now write the tests")
+        await until(lambda: run.state(session.id) == SessionState.RUNNING)
+        assert run.panel.cancel.isVisible()
+        assert run.panel.composer.send.text() == "Queue"
+        run.type_and_send("And update the docs")
+        await until(lambda: run.panel.queue.isVisible())
+        labels = [w.text() for w in run.panel.queue.findChildren(QLabel)]
+        assert any("queued" in text and "And update the docs" in text for text in labels)
+        assert "And update the docs" not in run.rows(RowKind.USER)
+
+        run.panel.cancel.click()
+        await until(lambda: run.state(session.id) not in (SessionState.RUNNING, None))
+        assert run.confirmations == ["Cancel the running work?"]
+        await until(lambda: not run.panel.queue.isVisible())
+        notices = await until(lambda: run.rows(RowKind.NOTICE))
+        assert len(notices) == 1  # the running turn; the queued message never ran
+        assert provider.calls == 2  # the queued message was cancelled, not run
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first = await Window(data_paths, ScriptedProvider([Stall()])).started()
+    session = await first.app.sessions.create_root(project, name="Long job")
+    await until(lambda: first.panel.session is not None)
+    first.type_and_send("Refactor everything")
+    await until(lambda: first.provider.calls == 1)
+    await until(lambda: first.state(session.id) == SessionState.RUNNING)
+    assert await first.stop() == 0  # quitting mid-turn: the turn is interrupted, not lost
+
+    provider = ScriptedProvider([Reply("Picked up where we left off.")])
+    second = await Window(data_paths, provider).started()
+    try:
+        window = second.controller.window
+        banner = window.findChild(Banner, "recovery_banner")
+        assert banner is not None and banner.isVisible()
+        assert "1 work item was interrupted" in banner.text()
+        assert provider.calls == 0  # nothing re-ran by itself
+
+        # The last session comes back selected, with the interruption explained in place.
+        await until(lambda: second.state(session.id) == SessionState.INTERRUPTED)
+        await until(lambda: second.rows(RowKind.USER) == ["Refactor everything"])
+        notices = await until(lambda: second.rows(RowKind.NOTICE))
+        assert len(notices) == 1
+        assert second.panel.resume.isVisible()
+
+        second.panel.resume.click()
+        await until(lambda: "Picked up where we left off." in second.rows(RowKind.ASSISTANT))
+        await until(lambda: not second.rows(RowKind.NOTICE))
+        await until(lambda: second.state(session.id) == SessionState.IDLE)
+        assert provider.calls == 1
+        # The resumed call carried the original request, not a second copy of it.
+        sent = [m.content for m in provider.requests[0].messages if m.role == "user"]
+        assert sent.count("Refactor everything") == 1
+    finally:
+        assert await second.stop() == 0
