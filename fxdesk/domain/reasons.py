@@ -81,3 +81,60 @@ def diagnostic(code: str, detail: str = "") -> str:
             if cut:
                 return f"{code}: {cut}"
     return code
+
+
+# --- plain words for people ------------------------------------------------------------------
+
+_PROVIDER_ADVICE = {
+    "rate_limited": "The provider is rate limiting requests. Wait a minute, then Retry.",
+    "auth": "The provider refused the API key. Check the profile's key in Settings, then Retry.",
+    "connection": "The provider could not be reached. Check the network and the profile's "
+    "base URL, then Retry.",
+    "unavailable": "The model provider is not available.",
+    "timeout": "The provider took too long to answer. Retry, or raise the profile's timeout.",
+    "server_error": "The provider had an internal error. Retry in a moment.",
+    "context_length": "The conversation is too long for this model. Start a new session, or "
+    "pick a model with a larger context.",
+    "bad_request": "The provider rejected the request.",
+    "malformed_stream": "The provider sent an answer fxdesk could not read. Retry.",
+    "stream_ended_early": "The provider's answer stopped part-way. Retry.",
+    "malformed_tool_arguments": "The model asked for a tool with unreadable arguments. Retry.",
+    "script_exhausted": "The scripted provider has no more answers.",
+}
+
+
+def explain(reason: str | None) -> str:
+    """A stored reason or diagnostic as plain sentences saying what happened and what to do.
+
+    >>> explain("provider_failed: rate_limited: slow down (HTTP 429)")
+    'The provider is rate limiting requests. Wait a minute, then Retry. (slow down (HTTP 429))'
+    """
+    if not reason:
+        return ""
+    if reason == RESTART_INTERRUPTED:
+        return (
+            "fxdesk stopped while this turn was running. Nothing was re-run; Resume continues "
+            "from the last saved step."
+        )
+    if reason == PAUSED:
+        return "The turn was paused. Resume continues from the last saved step."
+    code, _, detail = reason.partition(": ")
+    if code == PROVIDER_FAILED:
+        kind, _, message = detail.partition(": ")
+        advice = _PROVIDER_ADVICE.get(kind)
+        if advice is None:
+            return f"The model provider failed: {detail}"
+        return f"{advice} ({message})" if message else advice
+    if code == TURN_NOT_COMMITTED:
+        return (
+            "The turn's result could not be saved"
+            + (f" ({detail})" if detail else "")
+            + ". Resume continues from the last saved step."
+        )
+    if code == MAX_ITERATIONS:
+        return f"The agent stopped after too many steps without an answer ({detail})."
+    if code == ADMISSION_FAILED:
+        return "The message could not be started" + (f": {detail}" if detail else ".")
+    if code == OUT_OF_MEMORY:
+        return "The turn ran out of memory."
+    return reason

@@ -481,6 +481,10 @@ class SessionService:
         """Per session: (queued messages, unfinished items)."""
         return await self._store.read(control.queue_counts)
 
+    async def last_failed(self) -> set[str]:
+        """Sessions whose newest work item failed."""
+        return await self._store.read(control.last_failed_sessions)
+
     async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
         return await self._store.read(lambda: control.list_items(session_id, limit))
 

@@ -28,7 +28,7 @@ from fxdesk.gui.main_window import MainWindow
 from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
 from fxdesk.gui.new_session import NewSessionDialog
 from fxdesk.gui.session_controller import SessionController
-from fxdesk.gui.session_model import ROLE_BUSY, ROLE_QUEUED, SessionTreeModel
+from fxdesk.gui.session_model import ROLE_BUSY, ROLE_LAST_FAILED, ROLE_QUEUED, SessionTreeModel
 from fxdesk.gui.settings_dialog import SettingsDialog
 from fxdesk.gui.setup_dialog import SetupDialog
 from fxdesk.gui.tasks import TaskGroup, run_dialog
@@ -154,6 +154,8 @@ class GuiController(QObject):
         counts = await self.app.sessions.counts()
         for session_id, (queued, _open) in counts.items():
             self.model.set_mark(session_id, ROLE_QUEUED, queued)
+        for session_id in await self.app.sessions.last_failed():
+            self.model.set_mark(session_id, ROLE_LAST_FAILED, True)
         for session_id in self.app.owner.busy_elsewhere:
             self.model.set_mark(session_id, ROLE_BUSY, True)
         self._offer_recovery(catalog)

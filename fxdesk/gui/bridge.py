@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from fxdesk.domain.model import WorkStatus
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import (
     BusyElsewhere,
@@ -28,7 +29,13 @@ from fxdesk.engine.events import (
     WorkspaceAdded,
 )
 from fxdesk.engine.sessions import SessionService
-from fxdesk.gui.session_model import ROLE_BUSY, ROLE_QUEUED, ROLE_UNREAD, SessionTreeModel
+from fxdesk.gui.session_model import (
+    ROLE_BUSY,
+    ROLE_LAST_FAILED,
+    ROLE_QUEUED,
+    ROLE_UNREAD,
+    SessionTreeModel,
+)
 from fxdesk.gui.tasks import TaskGroup
 from fxdesk.gui.transcript_model import TranscriptModel
 
@@ -108,6 +115,11 @@ class EngineBridge(QObject):
         self._tree.set_mark(event.session_id, ROLE_BUSY, event.busy)
 
     def _on_work_changed(self, event: WorkChanged) -> None:
+        if event.items:
+            newest = max(event.items, key=lambda item: item.position)
+            if newest.status in (WorkStatus.FAILED, WorkStatus.RUNNING, WorkStatus.COMPLETED):
+                failed = newest.status == WorkStatus.FAILED
+                self._tree.set_mark(event.session_id, ROLE_LAST_FAILED, failed)
         self._dirty_counts.add(event.session_id)
         if not self._counts.isActive():
             self._counts.start()

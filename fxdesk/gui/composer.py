@@ -71,6 +71,7 @@ class Composer(QWidget):
         row = QHBoxLayout()
         self.profile = QComboBox()
         self.profile.setAccessibleName("Model profile")
+        self.profile.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.profile.setToolTip("The model profile this session's next turns use")
         self.profile.activated.connect(self._on_profile_activated)
         row.addWidget(QLabel("Model:"))

@@ -172,7 +172,7 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self._build_sessions_panel())
         splitter.addWidget(self._build_centre())
         splitter.setStretchFactor(1, 1)
-        splitter.setSizes([300, 900])
+        splitter.setSizes([340, 900])
         outer.addWidget(splitter, 1)
         self.setCentralWidget(central)
 

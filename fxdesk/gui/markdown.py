@@ -112,7 +112,9 @@ def render(text: str, width: float, *, dark: bool, font: QFont | None = None) ->
     document.setDocumentMargin(2)
     document.setMarkdown(text)
     _style_code(document, dark)
-    document._highlighter = CodeHighlighter(document, dark)  # type: ignore[attr-defined]
+    highlighter = CodeHighlighter(document, dark)
+    highlighter.rehighlight()  # now: Qt would do it on a later event, after the first paint
+    document._highlighter = highlighter  # type: ignore[attr-defined]
     document.setTextWidth(max(width, 40.0))
     return document
 

@@ -12,6 +12,7 @@ from fxdesk.gui.session_model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
     ROLE_KIND,
+    ROLE_LAST_FAILED,
     ROLE_QUEUED,
     ROLE_STATE,
     ROLE_UNREAD,
@@ -88,6 +89,9 @@ class SessionDelegate(QStyledItemDelegate):
         queued = int(index.data(ROLE_QUEUED) or 0)
         if queued:
             badges.append((f"{queued} queued", "#1e66f5"))
-        if state not in (SessionState.IDLE,) or not badges:
+        if state == SessionState.IDLE and index.data(ROLE_LAST_FAILED):
+            # A persistent session is idle again after a failure (spec §3.2); say it failed.
+            badges.append(("last turn failed", BADGE_COLORS[SessionState.FAILED]))
+        elif state != SessionState.IDLE or not badges:
             badges.append((STATE_LABELS[state], BADGE_COLORS[state]))
         return badges

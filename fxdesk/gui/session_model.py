@@ -33,6 +33,7 @@ ROLE_QUEUED = Qt.ItemDataRole.UserRole + 5  # queued messages (int)
 ROLE_APPROVALS = Qt.ItemDataRole.UserRole + 6  # pending approvals (int)
 ROLE_BUSY = Qt.ItemDataRole.UserRole + 7  # held by another fxdesk process (bool)
 ROLE_UNREAD = Qt.ItemDataRole.UserRole + 8  # new output not yet seen (bool)
+ROLE_LAST_FAILED = Qt.ItemDataRole.UserRole + 9  # its newest work item failed (bool)
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -245,14 +246,16 @@ class SessionTreeModel(QAbstractItemModel):
         if isinstance(snap, Session):
             if role in (ROLE_QUEUED, ROLE_APPROVALS):
                 return int(self._marks.get(snap.id, {}).get(role) or 0)
-            if role in (ROLE_BUSY, ROLE_UNREAD):
+            if role in (ROLE_BUSY, ROLE_UNREAD, ROLE_LAST_FAILED):
                 return bool(self._marks.get(snap.id, {}).get(role))
             if role == ROLE_STATE:
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:
-                return f"{snap.name} · {STATE_LABELS[snap.state]} · {snap.id}"
+                failed = " · its last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
+                return f"{snap.name} · {STATE_LABELS[snap.state]}{failed} · {snap.id}"
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
-                return f"session, {STATE_LABELS[snap.state]}"
+                failed = ", last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
+                return f"session, {STATE_LABELS[snap.state]}{failed}"
         elif isinstance(snap, Workspace):
             if role == Qt.ItemDataRole.FontRole:
                 return _BOLD

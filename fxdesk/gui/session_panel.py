@@ -94,9 +94,9 @@ class SessionPanel(QWidget):
             row = QWidget()
             line = QHBoxLayout(row)
             line.setContentsMargins(0, 0, 0, 0)
-            kind = "steer, next step" if item.kind == WorkKind.STEER else "queued"
+            kind = "Steers the turn at its next step" if item.kind == WorkKind.STEER else "Queued"
             text = " ".join(item.content.split())
-            label = QLabel(f"⏳ <i>{kind}:</i> {_escape(text[:160])}")
+            label = QLabel(f"<span style='color: gray'>{kind}:</span> {_escape(text[:160])}")
             label.setTextFormat(Qt.TextFormat.RichText)
             line.addWidget(label, 1)
             remove = QPushButton("Remove")

@@ -208,6 +208,9 @@ class SettingsDialog(QDialog):
         self.profile_list.setAccessibleName("Profiles")
         self.profile_list.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.profile_list.setStyleSheet("QListWidget::item { padding: 3px 2px; }")
+        # Long lines wrap instead of hiding behind a horizontal scroll bar.
+        self.profile_list.setWordWrap(True)
+        self.profile_list.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.profile_list.itemSelectionChanged.connect(self._on_profile_list_selection_changed)
         self.profile_list.itemActivated.connect(self._on_profile_list_activated)
         row.addWidget(self.profile_list, 1)

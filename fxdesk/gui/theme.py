@@ -73,6 +73,16 @@ def current_appearance(app: QApplication) -> str:
     return value if value in APPEARANCES else "system"
 
 
+def _repolish(app: QApplication) -> None:
+    """Widgets with their own style sheet keep the palette they were polished with; set their
+    sheets again so they take the new one."""
+    for widget in app.allWidgets():
+        sheet = widget.styleSheet()
+        if sheet:
+            widget.setStyleSheet("")
+            widget.setStyleSheet(sheet)
+
+
 def apply_appearance(app: QApplication, appearance: str) -> None:
     """Give ``app`` the "system", "light" or "dark" look (anything else counts as "system").
 
@@ -86,6 +96,7 @@ def apply_appearance(app: QApplication, appearance: str) -> None:
     _applying = True
     try:
         _apply(app, appearance)
+        _repolish(app)
     finally:
         _applying = False
 

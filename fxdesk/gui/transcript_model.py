@@ -15,6 +15,7 @@ from typing import Any
 
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
+from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.work import WorkItem
@@ -318,7 +319,7 @@ def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
         return Row(
             f"notice:{item.id}",
             RowKind.NOTICE,
-            text=reason or "the work failed",
+            text=reasons.explain(reason) or "The turn failed.",
             work_id=item.id,
             level="failed",
             action="retry",
@@ -327,7 +328,7 @@ def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
         return Row(
             f"notice:{item.id}",
             RowKind.NOTICE,
-            text=reason or "interrupted",
+            text=reasons.explain(reason) or "The turn was interrupted.",
             work_id=item.id,
             level="interrupted",
             action="resume",
@@ -336,7 +337,7 @@ def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
         return Row(
             f"notice:{item.id}",
             RowKind.NOTICE,
-            text=reason or "cancelled",
+            text=reasons.explain(reason) or "Cancelled.",
             work_id=item.id,
             level="cancelled",
         )

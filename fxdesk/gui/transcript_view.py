@@ -146,7 +146,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 layout.hotspots.append((button, "copy", block.text))
             if row.kind == RowKind.LIVE:
                 layout.footer = "streaming…"
-                layout.height += small
+                layout.height += small + 6
             return layout
         if row.kind == RowKind.TOOL:
             return self._tool(row, width, small)

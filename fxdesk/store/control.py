@@ -565,6 +565,15 @@ def history_before(session_id: str, before_seq: int | None, limit: int) -> list[
     return [_entry(row) for row in reversed(rows)]
 
 
+def last_failed_sessions() -> set[str]:
+    """Sessions whose newest work item failed (the tree marks them)."""
+    rows = db.execute_sql(
+        "SELECT w.session_id FROM work_item w WHERE w.status = 'failed' AND w.position = "
+        "(SELECT MAX(position) FROM work_item WHERE session_id = w.session_id)"
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
 def queue_counts() -> dict[str, tuple[int, int]]:
     """Per session: (queued messages, unfinished items) for the tree's badges."""
     rows = db.execute_sql(

@@ -20,9 +20,10 @@ from fxdesk.domain.model import PermissionMode, SessionState
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.banner import Banner
+from fxdesk.gui.session_model import ROLE_LAST_FAILED
 from fxdesk.gui.transcript_model import RowKind, TranscriptModel
 from fxdesk.paths import DataPaths
-from fxdesk.providers.scripted import Reply, ScriptedProvider, Stall
+from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider, Stall
 
 ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
 
@@ -119,7 +120,7 @@ async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
         run.type_and_send("And update the docs")
         await until(lambda: run.panel.queue.isVisible())
         labels = [w.text() for w in run.panel.queue.findChildren(QLabel)]
-        assert any("queued" in text and "And update the docs" in text for text in labels)
+        assert any("Queued" in text and "And update the docs" in text for text in labels)
         assert "And update the docs" not in run.rows(RowKind.USER)
 
         run.panel.cancel.click()
@@ -172,3 +173,43 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
         assert sent.count("Refactor everything") == 1
     finally:
         assert await second.stop() == 0
+
+
+async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Fault("rate_limited", "rate limited by the provider (HTTP 429): slow down"),
+            Reply("Done on the second try."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    try:
+        session = await run.app.sessions.create_root(project, name="Flaky")
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Upgrade the dependencies")
+        notices = await until(lambda: run.rows(RowKind.NOTICE))
+        assert notices == [
+            "The provider is rate limiting requests. Wait a minute, then Retry. "
+            "(rate limited by the provider (HTTP 429): slow down)"
+        ]
+        tree = run.controller.model
+        await until(lambda: tree.mark(session.id, ROLE_LAST_FAILED))
+        assert await run.app.sessions.last_failed() == {session.id}
+
+        # Retry, as the notice's button does.
+        notice = next(
+            run.transcript.row_at(i)
+            for i in range(run.transcript.rowCount())
+            if run.transcript.row_at(i).kind == RowKind.NOTICE
+        )
+        assert notice.action == "retry"
+        run.panel.transcript.action.emit("retry", notice.work_id)
+        await until(lambda: "Done on the second try." in run.rows(RowKind.ASSISTANT))
+        await until(lambda: not tree.mark(session.id, ROLE_LAST_FAILED))
+        assert await run.app.sessions.last_failed() == set()
+    finally:
+        assert await run.stop() == 0
