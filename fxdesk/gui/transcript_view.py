@@ -30,9 +30,12 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import (
     QColor,
+    QContextMenuEvent,
     QFont,
     QFontMetrics,
     QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
     QMouseEvent,
     QPainter,
     QPalette,
@@ -42,6 +45,8 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QListView,
+    QMenu,
+    QStyle,
     QStyledItemDelegate,
     QStyleOptionViewItem,
     QWidget,
@@ -252,6 +257,10 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.translate(area.topLeft())
             doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
             painter.restore()
+        if option.state & QStyle.StateFlag.State_HasFocus and self._view.hasFocus():
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(card.adjusted(-2, -2, 2, 2), 6, 6)
         if row.kind == RowKind.LIVE:
             painter.setPen(muted)
             painter.drawText(QRectF(0, layout.height - GAP - 18, width, 18), layout.footer)
@@ -362,6 +371,69 @@ class TranscriptView(QListView):
         self._pin_timer.setSingleShot(True)
         self._pin_timer.setInterval(0)
         self._pin_timer.timeout.connect(self.scrollToBottom)
+
+    # --- keyboard and context menu -----------------------------------------------------------
+    # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens
+    # a tool card; the Menu key (or a right click) lists every action of the row.
+
+    def row_actions(self, position: int) -> list[tuple[str, str, object]]:
+        """(label, action, payload) for what can be done with one row."""
+        row = self.transcript.row_at(position)
+        found: list[tuple[str, str, object]] = []
+        if row.kind == RowKind.TOOL:
+            found.append(("Collapse" if row.expanded else "Expand", "toggle", None))
+            if row.ok is not None:
+                found.append(("Copy output", "copy", row.full_output or row.output))
+                found.append(("Show full output…", "full_output", row))
+            return found
+        if row.kind == RowKind.NOTICE and row.action:
+            found.append((row.action.capitalize(), row.action, row.work_id))
+        if row.text:
+            found.append(("Copy text", "copy", row.text))
+        for number, (_rect, action, code) in enumerate(
+            (h for h in self.delegate.layout(row).hotspots if h[1] == "copy"), start=1
+        ):
+            found.append((f"Copy code block {number}", action, code))
+        return found
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        index = self.currentIndex()
+        opens = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
+        if opens and index.isValid() and self.transcript.row_at(index.row()).kind == RowKind.TOOL:
+            self.trigger(index.row(), "toggle", None)
+            return
+        if index.isValid() and event.matches(QKeySequence.StandardKey.Copy):
+            actions = [a for a in self.row_actions(index.row()) if a[1] == "copy"]
+            if actions:
+                self.trigger(index.row(), "copy", actions[0][2])
+                return
+        super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        if event.reason() == QContextMenuEvent.Reason.Mouse:
+            index = self.indexAt(event.pos())
+        else:
+            index = self.currentIndex()
+        if not index.isValid():
+            return
+        position = index.row()
+        menu = self.context_menu(position)
+        if menu.isEmpty():
+            return
+        where = event.globalPos()
+        if event.reason() != QContextMenuEvent.Reason.Mouse:
+            where = self.viewport().mapToGlobal(self.visualRect(index).topLeft())
+        menu.popup(where)
+
+    def context_menu(self, position: int) -> QMenu:
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        for label, action, payload in self.row_actions(position):
+            item = menu.addAction(label)
+            item.triggered.connect(
+                lambda _checked=False, a=action, p=payload: self.trigger(position, a, p)
+            )
+        return menu
 
     def trigger(self, row: int, action: str, payload: object) -> None:
         if action == "toggle":

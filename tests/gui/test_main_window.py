@@ -6,12 +6,23 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from fxdesk.domain.model import SessionState
 from fxdesk.gui.main_window import MainWindow
 from fxdesk.gui.session_model import SessionTreeModel
 from tests.gui.test_session_model import populated, session, workspace
+
+
+def focus_chain(window: QWidget) -> list[QWidget]:
+    """The widgets Tab visits in ``window``, in order."""
+    chain: list[QWidget] = []
+    widget = window.nextInFocusChain()
+    while widget is not window and widget not in chain:
+        if widget.focusPolicy() & Qt.FocusPolicy.TabFocus and widget.isVisible():
+            chain.append(widget)
+        widget = widget.nextInFocusChain()
+    return chain
 
 
 def make_window(qtbot: Any, model: SessionTreeModel | None = None) -> MainWindow:
@@ -94,3 +105,24 @@ def test_the_application_icon_ships_with_the_package(qapp: QApplication) -> None
     icon = app_icon()
     assert not icon.isNull()
     assert not icon.pixmap(32, 32).isNull()
+
+
+def test_tab_goes_from_the_sessions_to_the_transcript_to_the_composer(qtbot: Any) -> None:
+    window = make_window(qtbot, populated())
+    window.select_session("r1")
+    qtbot.waitUntil(lambda: window.panel.session is not None, timeout=5000)
+    panel = window.panel
+    expected = [
+        window.filter_edit,
+        window.new_button,
+        window.tree,
+        panel.transcript,
+        panel.composer.edit,
+        panel.composer.profile,
+        panel.composer.mode,
+        panel.composer.send,
+    ]
+    chain = [w for w in focus_chain(window) if w in expected]
+    assert chain == expected
+    for widget in expected:
+        assert widget.accessibleName(), widget

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QApplication, QLabel
 
 from fxdesk.app import App
 from fxdesk.domain.model import PermissionMode, SessionState
@@ -123,7 +123,11 @@ async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
         assert any("Queued" in text and "And update the docs" in text for text in labels)
         assert "And update the docs" not in run.rows(RowKind.USER)
 
-        run.panel.cancel.click()
+        # Esc cancels the running turn (after the confirmation), like the Cancel button.
+        window = run.controller.window
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(run.panel.composer.edit, Qt.Key.Key_Escape)
         await until(lambda: run.state(session.id) not in (SessionState.RUNNING, None))
         assert run.confirmations == ["Cancel the running work?"]
         await until(lambda: not run.panel.queue.isVisible())

@@ -383,3 +383,46 @@ async def test_a_10000_message_session_opens_and_scrolls_without_loading_it_all(
 async def _load_older(view: TranscriptView, model: TranscriptModel) -> None:
     view.keep_place_for_prepend()
     await model.load_older()
+
+
+async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    model.apply_items([(item("w1", WorkStatus.FAILED), "the provider was unreachable")])
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    view.setFocus()
+    asked: list[tuple[str, object]] = []
+    view.action.connect(lambda action, payload: asked.append((action, payload)))
+
+    # Arrow keys walk the rows; Enter opens the tool card under the cursor.
+    view.setCurrentIndex(model.index(0, 0))
+    QTest.keyClick(view, Qt.Key.Key_Down)
+    QTest.keyClick(view, Qt.Key.Key_Down)
+    assert view.currentIndex().row() == 2
+    QTest.keyClick(view, Qt.Key.Key_Return)
+    assert model.row_at(2).expanded
+    QTest.keyClick(view, Qt.Key.Key_Space)
+    assert not model.row_at(2).expanded
+
+    # Ctrl+C copies the current row's text.
+    QTest.keyClick(view, Qt.Key.Key_Up)
+    QTest.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == CODE_ANSWER
+
+    # The context menu (Menu key) lists everything the mouse can do.
+    labels = [label for label, _, _ in view.row_actions(1)]
+    assert labels == ["Copy text", "Copy code block 1"]
+    assert [label for label, _, _ in view.row_actions(2)] == [
+        "Expand",
+        "Copy output",
+        "Show full output…",
+    ]
+    notice = kinds(model).index(RowKind.NOTICE)
+    menu = view.context_menu(notice)
+    assert [a.text() for a in menu.actions()] == ["Retry", "Copy text"]
+    menu.actions()[0].trigger()
+    assert asked == [("retry", "w1")]
+    menu.close()
