@@ -145,6 +145,7 @@ class MainWindow(QMainWindow):
         self.session_actions: dict[str, QAction] = {}
         for action, label in SESSION_ACTIONS:
             item = QAction(label, self)
+            item.setShortcut(QKeySequence(SESSION_SHORTCUTS[action]))
             item.triggered.connect(lambda _=False, a=action: self._emit_action(a))
             self.session_actions[action] = item
         session_menu = self.menuBar().addMenu("&Session")
@@ -332,6 +333,12 @@ SESSION_ACTIONS = [
     ("resume", "Resume"),
     ("close", "Close (archive)…"),
 ]
+SESSION_SHORTCUTS = {
+    "new_child": "Ctrl+Shift+N",
+    "rename": "F2",
+    "resume": "Ctrl+R",
+    "close": "Ctrl+W",
+}
 
 
 async def _no_history(session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:

@@ -366,14 +366,18 @@ class SessionFilterModel(QSortFilterProxyModel):
     def filterAcceptsRow(self, source_row: int, source_parent: AnyIndex) -> bool:
         model = self.sourceModel()
         index = model.index(source_row, 0, source_parent)
-        snapshot = model.data(index, ROLE_SNAPSHOT)
-        if (
-            isinstance(snapshot, Session)
-            and snapshot.state == SessionState.ARCHIVED
-            and not self._show_archived
-        ):
-            return False
+        if not self._show_archived and _archived_or_under_archived(index):
+            return False  # a closed session hides with its whole subtree
         pattern = self.filterRegularExpression().pattern()
         if not pattern:
             return True
         return super().filterAcceptsRow(source_row, source_parent)
+
+
+def _archived_or_under_archived(index: QModelIndex) -> bool:
+    while index.isValid():
+        snapshot = index.data(ROLE_SNAPSHOT)
+        if isinstance(snapshot, Session) and snapshot.state == SessionState.ARCHIVED:
+            return True
+        index = index.parent()
+    return False

@@ -13,14 +13,14 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QLabel
+from PySide6.QtWidgets import QApplication, QInputDialog, QLabel
 
 from fxdesk.app import App
-from fxdesk.domain.model import PermissionMode, SessionState
+from fxdesk.domain.model import PermissionMode, Session, SessionState
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.banner import Banner
-from fxdesk.gui.session_model import ROLE_LAST_FAILED
+from fxdesk.gui.session_model import ROLE_ID, ROLE_LAST_FAILED, ROLE_SNAPSHOT
 from fxdesk.gui.transcript_model import RowKind, TranscriptModel
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider, Stall
@@ -217,3 +217,74 @@ async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
         assert await run.app.sessions.last_failed() == set()
     finally:
         assert await run.stop() == 0
+
+
+async def test_rename_add_a_sub_agent_and_close_from_the_keyboard(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply("Sub-task done.")])
+    run = await Window(data_paths, provider).started()
+    window = run.controller.window
+    tree = run.controller.model
+    try:
+        session = await run.app.sessions.create_root(project, name="Draft")
+        await until(lambda: run.panel.session is not None)
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+
+        QTest.keyClick(window.tree, Qt.Key.Key_F2)
+        rename = await until(lambda: _dialog(QInputDialog))
+        assert isinstance(rename, QInputDialog) and rename.textValue() == "Draft"
+        rename.setTextValue("Release notes")
+        rename.accept()
+        await until(lambda: "Release notes" in run.panel.title.text())
+
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(window.tree, Qt.Key.Key_N, _CTRL | Qt.KeyboardModifier.ShiftModifier)
+        task = await until(lambda: _dialog(QInputDialog))
+        assert isinstance(task, QInputDialog)
+        task.setTextValue("Collect the merged pull requests")
+        task.accept()
+        parent = tree.session_index(session.id)
+        await until(lambda: tree.rowCount(tree.session_index(session.id)) == 1)
+        child_index = tree.index(0, 0, tree.session_index(session.id))
+        child_id = child_index.data(ROLE_ID)
+        child = await until(lambda: _settled(run, child_id))
+        assert isinstance(child, Session) and parent.isValid()
+        assert child.parent_id == session.id and child.name.startswith("Collect the merged")
+        assert provider.calls == 1
+
+        window.select_session(session.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == session.id)
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(window.tree, Qt.Key.Key_W, _CTRL)
+        await until(lambda: "Close this session?" in run.confirmations)
+        await until(
+            lambda: window.proxy.mapFromSource(tree.session_index(session.id)).isValid() is False
+        )
+        archived = await run.app.sessions.get(session.id)
+        assert archived is not None and archived.state == SessionState.ARCHIVED
+        window.archived_action.setChecked(True)  # View → Show archived sessions
+        assert window.proxy.mapFromSource(tree.session_index(session.id)).isValid()
+    finally:
+        assert await run.stop() == 0
+
+
+_CTRL = Qt.KeyboardModifier.ControlModifier
+
+
+def _dialog(kind: type) -> object:
+    return next(
+        (w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible()), None
+    )
+
+
+def _settled(run: Window, session_id: str) -> object:
+    """The child's snapshot in the tree once its one-off task completed."""
+    snapshot = run.controller.model.session_index(session_id).data(ROLE_SNAPSHOT)
+    done = isinstance(snapshot, Session) and snapshot.state == SessionState.COMPLETED
+    return snapshot if done else None

@@ -191,6 +191,14 @@ def test_filter_keeps_ancestors_and_hides_archived(qtmodeltester: Any) -> None:
     proxy.set_show_archived(False)
     assert len(ids()) == 7
 
+    # Closing a parent hides its whole subtree, even children still open.
+    model.upsert_session(session("r1", state=SessionState.ARCHIVED))
+    assert [i for i in ids() if isinstance(i, str)] == ["r2"]
+    proxy.setFilterFixedString("g1")
+    assert ids() == []
+    proxy.set_show_archived(True)
+    assert ids() == [1, "r1", "c1", "g1"]
+
 
 def test_tooltips_and_accessible_text() -> None:
     model = populated()
