@@ -107,6 +107,8 @@ class CodeBlock:
 def render(text: str, width: float, *, dark: bool, font: QFont | None = None) -> QTextDocument:
     """A laid-out document for Markdown ``text`` at ``width`` pixels."""
     document = QTextDocument()
+    # The layout first: created later (by size()), it would re-highlight the whole document.
+    document.documentLayout()
     if font is not None:
         document.setDefaultFont(font)
     document.setDocumentMargin(2)
@@ -168,3 +170,33 @@ def code_blocks(document: QTextDocument) -> list[CodeBlock]:
     if rect is not None:
         found.append(CodeBlock(rect, "\n".join(current)))
     return found
+
+
+SEGMENT_CHARS = 1500
+
+
+def stream_segments(text: str, size: int = SEGMENT_CHARS) -> list[str]:
+    """``text`` cut into pieces of about ``size`` characters at paragraph breaks outside code
+    fences, for text that is still streaming in.
+
+    Every piece but the last is closed: more text never changes it (the cuts depend only on the
+    text before them), so its rendering can be kept while the last piece grows.
+    """
+    pieces: list[str] = []
+    start = 0
+    fence = ""
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        position += len(line)
+        blank = not line.strip()
+        if blank and not fence and position - start >= size and position < len(text):
+            pieces.append(text[start:position])
+            start = position
+    pieces.append(text[start:])
+    return pieces

@@ -52,7 +52,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk.gui.markdown import code_blocks, monospace, plain, render
+from fxdesk.gui.markdown import code_blocks, monospace, plain, render, stream_segments
 from fxdesk.gui.transcript_model import ROLE_ROW, Row, RowKind, TranscriptModel
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,7 @@ MARGIN, PAD, GAP = 14, 8, 6
 PREVIEW_LINES = 40
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes
+SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
 
 STATUS_MARK = {None: "◌", True: "✓", False: "✗"}
 
@@ -90,12 +91,21 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
         self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
         self.layouts_built = 0
+        # The streaming row changes every frame: one slot for its layout, and its closed
+        # segments rendered once each (see markdown.stream_segments).
+        self._live: tuple[tuple[object, ...], _Layout] | None = None
+        self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
+        self.segments_rendered = 0
 
     def clear(self) -> None:
         self._cache.clear()
         self._heights.clear()
+        self._live = None
+        self._segments.clear()
 
     def height(self, row: Row) -> int:
+        if row.kind == RowKind.LIVE:
+            return self.layout(row).height
         key = (row, self._width())
         height = self._heights.get(key)
         if height is None:
@@ -111,6 +121,11 @@ class TranscriptDelegate(QStyledItemDelegate):
         width = self._width()
         dark = _dark(self._view.palette())
         key = (row, width, dark)
+        if row.kind == RowKind.LIVE:
+            if self._live is None or self._live[0] != key:
+                self._live = (key, self._build_live(row, width, dark))
+                self.layouts_built += 1
+            return self._live[1]
         cached = self._cache.get(key)
         if cached is not None:
             self._cache.move_to_end(key)
@@ -122,10 +137,38 @@ class TranscriptDelegate(QStyledItemDelegate):
             self._cache.popitem(last=False)
         return built
 
+    def _build_live(self, row: Row, width: int, dark: bool) -> _Layout:
+        """The streaming answer as a stack of segment documents; only the last is new."""
+        font = self._view.font()
+        small = QFontMetrics(font).height()
+        layout = _Layout(0, footer="streaming…")
+        top = 0.0
+        for segment in stream_segments(row.text or " "):
+            key = (segment, width, dark)
+            doc = self._segments.get(key)
+            if doc is None:
+                doc = render(segment, width, dark=dark, font=font)
+                self.segments_rendered += 1
+                self._segments[key] = doc
+                while len(self._segments) > SEGMENT_CACHE:
+                    self._segments.popitem(last=False)
+            else:
+                self._segments.move_to_end(key)
+            rect = QRectF(0, top, width, doc.size().height())
+            layout.docs.append((doc, rect))
+            for block in code_blocks(doc):
+                button = QRect(
+                    int(block.rect.right()) - 52, int(top + block.rect.top()) + 2, 48, small + 2
+                )
+                layout.hotspots.append((button, "copy", block.text))
+            top = rect.bottom()
+        layout.height = int(top) + GAP + small + 6
+        return layout
+
     def _build(self, row: Row, width: int, dark: bool) -> _Layout:
         font = self._view.font()
         small = QFontMetrics(font).height()
-        if row.kind in (RowKind.USER, RowKind.ASSISTANT, RowKind.LIVE):
+        if row.kind in (RowKind.USER, RowKind.ASSISTANT):
             inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
             doc = render(row.text or " ", inner, dark=dark, font=font)
             top = small + 4 if row.kind == RowKind.USER else 0
@@ -149,9 +192,6 @@ class TranscriptDelegate(QStyledItemDelegate):
                     small + 2,
                 )
                 layout.hotspots.append((button, "copy", block.text))
-            if row.kind == RowKind.LIVE:
-                layout.footer = "streaming…"
-                layout.height += small + 6
             return layout
         if row.kind == RowKind.TOOL:
             return self._tool(row, width, small)

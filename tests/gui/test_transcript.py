@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtTest import QTest
@@ -17,6 +19,7 @@ from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
+from fxdesk.gui.markdown import stream_segments
 from fxdesk.gui.transcript_model import PAGE_SIZE, ROLE_ROW, Row, RowKind, TranscriptModel
 from fxdesk.gui.transcript_view import TranscriptView
 from fxdesk.paths import DataPaths
@@ -426,3 +429,48 @@ async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
     menu.actions()[0].trigger()
     assert asked == [("retry", "w1")]
     menu.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["para one two three", "", "```python", "```", "- item", "x" * 40]),
+        max_size=80,
+    ),
+    st.integers(min_value=0, max_value=4000),
+    st.integers(min_value=10, max_value=200),
+)
+def test_streaming_segments_are_stable_as_text_grows(lines: list[str], cut: int, size: int) -> None:
+    text = "\n".join(lines)
+    prefix = text[: min(cut, len(text))]
+    whole = stream_segments(text, size)
+    early = stream_segments(prefix, size)
+    assert "".join(whole) == text and "".join(early) == prefix
+    # Every closed piece of the shorter text is a piece of the longer one, unchanged.
+    assert whole[: len(early) - 1] == early[:-1]
+    # Cuts fall only on blank lines outside code fences.
+    for piece in whole[:-1]:
+        assert piece.endswith("\n") and not piece.splitlines()[-1].strip()
+        assert piece.count("```") % 2 == 0
+
+
+async def test_a_long_streaming_answer_renders_only_its_newest_piece(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory([]))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    view.show()
+    paragraph = "A sentence about the parser, long enough to matter. " * 6 + "\n\n"
+    text = ""
+    for _ in range(60):  # about 20,000 characters, in 60 frames
+        text += paragraph
+        model.set_live_text(text)
+        view.delegate.layout(model.row_at(0))
+    pieces = len(stream_segments(text))
+    assert pieces > 10
+    # Each frame renders the growing last piece, plus each closed piece once.
+    assert view.delegate.segments_rendered <= 60 + pieces
+    layout = view.delegate.layout(model.row_at(0))
+    assert len(layout.docs) == pieces
+    assert "".join(doc.toPlainText() for doc, _ in layout.docs).count("parser") == 360

@@ -1,0 +1,367 @@
+"""Worst stall of the Qt thread while 20 sessions stream at once through the whole window.
+
+The real App (SQLite file, engine, bus) runs under the GUI controller on a qasync loop, as
+``fxdesk`` runs it; only the model is scripted. Every session streams a ~4,000-character Markdown
+answer in 8-character deltas 5 ms apart, all at once; one of them is selected, so its transcript
+renders live, and the window is grabbed every 100 ms so it is really painted. Meanwhile a 5 ms
+``QTimer`` records its ticks, and a thread "types" a letter into the composer every 50 ms
+(``postEvent``), timed until the composer's text changes.
+
+Run: python -m bench.gui_stall [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import psutil
+import qasync
+from PySide6.QtCore import (
+    QCoreApplication,
+    QEvent,
+    QMessageLogContext,
+    Qt,
+    QTimer,
+    QtMsgType,
+    qInstallMessageHandler,
+)
+from PySide6.QtGui import QGuiApplication, QInputDevice, QKeyEvent
+
+from fxdesk.app import App
+from fxdesk.domain.model import EntryKind, PermissionMode
+from fxdesk.engine.events import HistoryAppended
+from fxdesk.engine.providers import FixedResolver
+from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
+from fxdesk.gui.composer import MessageEdit
+from fxdesk.logs import loop_exception_handler
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Reply, ScriptedProvider
+
+SESSIONS = 20
+WORKSPACES = 2
+CHUNK = 8  # characters per streamed delta
+DELAY_S = 0.005  # pause between deltas
+TICK_MS = 5
+GRAB_MS = 100
+KEY_EVERY_S = 0.050
+TIMEOUT_S = 60.0
+
+
+def _reply(size: int = 4000) -> str:
+    """A Markdown answer of about ``size`` characters: headings, prose, a list, a code block."""
+    part = (
+        "## Step {n}: the parser\n\n"
+        "The tokenizer reads **one line at a time** and hands `Token` objects to the parser, "
+        "which keeps a small stack of open blocks. Nothing is copied twice.\n\n"
+        "- read the header, then the body\n"
+        "- keep *offsets*, not slices\n"
+        "- report errors with `line:column`\n\n"
+        "```python\n"
+        "def parse(lines: list[str]) -> list[Block]:\n"
+        "    stack: list[Block] = []\n"
+        "    for number, line in enumerate(lines, 1):\n"
+        "        stack = step(stack, line, number)\n"
+        "    return close(stack)\n"
+        "```\n\n"
+    )
+    text = ""
+    while len(text) < size:
+        text += part.format(n=text.count("## Step") + 1)
+    return text + "That is the whole plan."
+
+
+REPLY = _reply()
+
+
+@dataclass(frozen=True)
+class Result:
+    wall_s: float
+    ticks: int
+    gap_median: float  # ms between ticks of the 5 ms timer
+    gap_p95: float
+    gap_p99: float
+    gap_worst: float
+    key_median: float  # ms from a posted key press to the composer's text changing
+    key_worst: float
+    keys_seen: int
+    keys_posted: int
+    rss_mib: float
+    repaints: int  # live-text pushes to the transcript (coalesced by the bridge)
+    layouts: int  # transcript rows laid out (Markdown documents built)
+    done: int  # sessions whose history holds the whole answer
+
+
+def _nth(values: list[float], fraction: float) -> float:
+    return values[min(int(len(values) * fraction), len(values) - 1)] if values else float("nan")
+
+
+async def until(condition: Callable[[], object], within: float = TIMEOUT_S) -> bool:
+    deadline = time.perf_counter() + within
+    while not condition():
+        if time.perf_counter() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+    return True
+
+
+class Typist(threading.Thread):
+    """Posts a letter key press to ``edit`` every ``KEY_EVERY_S``, from outside the Qt thread,
+    as the window system would: a stalled Qt thread cannot delay the typing, only its effect."""
+
+    def __init__(self, edit: MessageEdit) -> None:
+        super().__init__(name="bench-typist", daemon=True)
+        self.edit = edit
+        self.posted: list[float] = []
+        self.seen: list[float] = []
+        self.stop = threading.Event()
+        # A key event needs the keyboard device, which Qt creates on first use as a child of
+        # the application: create it here, on the Qt thread, not on this thread.
+        QInputDevice.primaryKeyboard()
+        edit.textChanged.connect(self._on_text_changed)
+
+    def _on_text_changed(self) -> None:
+        self.seen.append(time.perf_counter())
+
+    def run(self) -> None:
+        for n in itertools.count():
+            if self.stop.wait(KEY_EVERY_S):
+                return
+            key = Qt.Key(Qt.Key.Key_A.value + n % 26)
+            letter = chr(ord("a") + n % 26)
+            self.posted.append(time.perf_counter())
+            for kind in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+                event = QKeyEvent(kind, key, Qt.KeyboardModifier.NoModifier, letter)
+                QCoreApplication.postEvent(self.edit, event)
+
+    def latencies_ms(self) -> list[float]:
+        return sorted((b - a) * 1000 for a, b in zip(self.posted, self.seen, strict=False))
+
+
+async def once(root: Path) -> Result:
+    """One measurement: the app and its window started on ``root``, and shut down in order."""
+    paths = DataPaths(root / "data", "bench")
+    paths.ensure()
+    provider = ScriptedProvider(
+        [Reply(REPLY, chunk=CHUNK, delay_s=DELAY_S)], when_done="repeat_last"
+    )
+    app = App(paths, providers=FixedResolver(provider))
+    controller = GuiController(app)
+    main = asyncio.ensure_future(controller.main())
+    try:
+        await until(lambda: controller.ready.is_set() or main.done())
+        if main.done():
+            raise RuntimeError("the window did not start")
+        result = await stream(app, controller, root)
+    finally:
+        controller.request_quit()
+        code = await asyncio.wait_for(main, 30)
+    if code != 0:
+        raise RuntimeError(f"the window quit with exit code {code}")
+    return result
+
+
+async def stream(app: App, controller: GuiController, root: Path) -> Result:
+    window = controller.window
+    window.resize(1280, 860)
+    bridge = controller.bridge
+    assert bridge is not None
+    ids = []
+    for n in range(SESSIONS):
+        folder = root / f"workspace{n % WORKSPACES}"
+        folder.mkdir(exist_ok=True)
+        session = await app.sessions.create_root(
+            folder, name=f"Session {n + 1}", permission_mode=PermissionMode.AUTO
+        )
+        ids.append(session.id)
+    shown = ids[SESSIONS // 2]
+    window.select_session(shown)
+    await until(
+        lambda: (
+            controller.transcript.session_id == shown
+            and window.panel.session is not None
+            and window.panel.session.id == shown
+        )
+    )
+
+    finished: set[str] = set()
+
+    def on_history(event: HistoryAppended) -> None:
+        if any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in event.entries):
+            finished.add(event.session_id)
+
+    process = psutil.Process()
+    peak = process.memory_info().rss
+
+    def on_grab() -> None:
+        nonlocal peak
+        window.grab()  # paints the whole window, the shown transcript included
+        peak = max(peak, process.memory_info().rss)
+
+    ticks: list[float] = []
+    ticker, grabber = QTimer(), QTimer()
+    ticker.setInterval(TICK_MS)
+    ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    grabber.setInterval(GRAB_MS)
+    grabber.timeout.connect(on_grab)
+    typist = Typist(window.panel.composer.edit)
+    repaints = bridge.repaints
+    layouts = window.panel.transcript.delegate.layouts_built
+    unsubscribe = app.bus.subscribe(HistoryAppended, on_history)
+    ticker.start()
+    if GRAB_MS > 0:
+        grabber.start()
+    try:
+        await asyncio.sleep(0.05)
+        began = time.perf_counter()
+        typist.start()
+        for session_id in ids:  # as the composer does it: queue the message, then start
+            await app.sessions.send(session_id, "Plan the parser work, with an example.")
+            app.owner.start(session_id)
+        await until(lambda: len(finished) == SESSIONS)
+        wall = time.perf_counter() - began
+        typist.stop.set()
+        typist.join()
+        await asyncio.sleep(0.1)  # the last key press lands
+    finally:
+        typist.stop.set()
+        ticker.stop()
+        grabber.stop()
+        unsubscribe()
+    peak = max(peak, process.memory_info().rss)
+
+    done = 0
+    for session_id in ids:
+        history = await app.sessions.history_page(session_id)
+        done += any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in history)
+    gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(ticks))
+    keys = typist.latencies_ms()
+    return Result(
+        wall_s=wall,
+        ticks=len(ticks),
+        gap_median=_nth(gaps, 0.5),
+        gap_p95=_nth(gaps, 0.95),
+        gap_p99=_nth(gaps, 0.99),
+        gap_worst=_nth(gaps, 1.0),
+        key_median=_nth(keys, 0.5),
+        key_worst=_nth(keys, 1.0),
+        keys_seen=len(keys),
+        keys_posted=len(typist.posted),
+        rss_mib=peak / 2**20,
+        repaints=bridge.repaints - repaints,
+        layouts=window.panel.transcript.delegate.layouts_built - layouts,
+        done=done,
+    )
+
+
+async def measure(runs: int) -> list[Result]:
+    results = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as folder:
+            results.append(await once(Path(folder)))
+    return results
+
+
+HEADER = (
+    f"{'run':>5} {'wall s':>6} {'ticks':>5} {'median':>6} {'p95':>6} {'p99':>6} {'worst':>6}"
+    f" {'key med':>7} {'key max':>7} {'keys':>7} {'RSS MiB':>7} {'repaints':>8} {'layouts':>7}"
+    f" {'done':>5}"
+)
+
+
+def row(label: str, r: Result) -> str:
+    return (
+        f"{label:>5} {r.wall_s:6.2f} {r.ticks:5d} {r.gap_median:6.1f} {r.gap_p95:6.1f}"
+        f" {r.gap_p99:6.1f} {r.gap_worst:6.1f} {r.key_median:7.1f} {r.key_worst:7.1f}"
+        f" {f'{r.keys_seen}/{r.keys_posted}':>7} {r.rss_mib:7.0f} {r.repaints:8d} {r.layouts:7d}"
+        f" {f'{r.done}/{SESSIONS}':>5}"
+    )
+
+
+def worst(results: list[Result]) -> Result:
+    """Each column's worst over the runs (the runs' worst values need not share a run)."""
+    lossiest = max(results, key=lambda r: r.keys_posted - r.keys_seen)
+    return Result(
+        wall_s=max(r.wall_s for r in results),
+        ticks=min(r.ticks for r in results),
+        gap_median=max(r.gap_median for r in results),
+        gap_p95=max(r.gap_p95 for r in results),
+        gap_p99=max(r.gap_p99 for r in results),
+        gap_worst=max(r.gap_worst for r in results),
+        key_median=max(r.key_median for r in results),
+        key_worst=max(r.key_worst for r in results),
+        keys_seen=lossiest.keys_seen,
+        keys_posted=lossiest.keys_posted,
+        rss_mib=max(r.rss_mib for r in results),
+        repaints=min(r.repaints for r in results),
+        layouts=max(r.layouts for r in results),
+        done=min(r.done for r in results),
+    )
+
+
+def _qt_message(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
+    """Qt's messages to stderr, but for the offscreen plugin's note that it has no window
+    system to pass a window's size hints to (printed whenever the window's layout changes)."""
+    if message != "This plugin does not support propagateSizeHints()":
+        print(f"Qt: {message}", file=sys.stderr)
+
+
+def main() -> None:
+    global GRAB_MS
+    parser = argparse.ArgumentParser(prog="python -m bench.gui_stall", description=__doc__)
+    parser.add_argument(
+        "--runs", type=int, default=3, help="measurements, each on a fresh data dir"
+    )
+    parser.add_argument(
+        "--grab-ms",
+        type=int,
+        default=GRAB_MS,
+        help="grab (repaint) the whole window this often; 0: never (under a real X server the "
+        "window paints itself)",
+    )
+    args = parser.parse_args()
+    runs = args.runs
+    GRAB_MS = args.grab_ms
+    qInstallMessageHandler(_qt_message)
+    qapp = create_qapplication(["fxdesk-bench"])
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    loop.set_exception_handler(loop_exception_handler)
+    collector = MainThreadGarbageCollector()  # as fxdesk runs: collect on the Qt thread only
+    collector.start()
+    try:
+        with loop:
+            results = loop.run_until_complete(measure(runs))
+    finally:
+        collector.stop()
+        asyncio.set_event_loop(None)
+    print(
+        f"{SESSIONS} sessions streaming {len(REPLY):,} characters each ({CHUNK}-character deltas "
+        f"every {DELAY_S * 1000:.0f} ms), one shown"
+        + (f" and grabbed every {GRAB_MS} ms" if GRAB_MS else "")
+        + f" ({QGuiApplication.platformName()}); "
+        f"{TICK_MS} ms timer gaps and key-press-to-text latencies in ms"
+    )
+    print(HEADER)
+    for n, result in enumerate(results, 1):
+        print(row(str(n), result))
+    print(row("worst", worst(results)))
+    print(
+        "  repaints: live-text pushes to the shown transcript (EngineBridge.repaints); layouts: "
+        "rows laid out (TranscriptDelegate.layouts_built); worst: each column's worst of the runs"
+    )
+
+
+if __name__ == "__main__":
+    main()
