@@ -8,6 +8,7 @@ strip, header buttons, the recovery banner.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,14 +17,15 @@ from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QInputDialog, QLabel
 
 from fxdesk.app import App
-from fxdesk.domain.model import PermissionMode, Session, SessionState
+from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.banner import Banner
-from fxdesk.gui.session_model import ROLE_ID, ROLE_LAST_FAILED, ROLE_SNAPSHOT
+from fxdesk.gui.session_model import ROLE_BUSY, ROLE_ID, ROLE_LAST_FAILED, ROLE_SNAPSHOT
 from fxdesk.gui.transcript_model import RowKind, TranscriptModel
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider, Stall
+from fxdesk.store.locks import InstanceLock, SessionLock
 
 ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
 
@@ -288,3 +290,39 @@ def _settled(run: Window, session_id: str) -> object:
     snapshot = run.controller.model.session_index(session_id).data(ROLE_SNAPSHOT)
     done = isinstance(snapshot, Session) and snapshot.state == SessionState.COMPLETED
     return snapshot if done else None
+
+
+async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first = await Window(data_paths, ScriptedProvider([])).started()
+    session = await first.app.sessions.create_root(project, name="Held elsewhere")
+    await first.app.sessions.send(session.id, "Running in the other fxdesk")
+    assert await first.stop() == 0
+    # The other process admitted it and is running it now.
+    with sqlite3.connect(data_paths.database) as db:
+        db.execute("UPDATE work_item SET status = 'running' WHERE session_id = ?", (session.id,))
+
+    # Another fxdesk process holds the session (flock: a second open file conflicts even in
+    # one process, as it would across processes).
+    other_instance = InstanceLock(data_paths.locks)
+    other_instance.hold_shared()
+    other = SessionLock(data_paths.locks, session.id)
+    other.acquire()
+    try:
+        run = await Window(data_paths, ScriptedProvider([])).started()
+        try:
+            banner = run.controller.window.findChild(Banner, "recovery_banner")
+            assert banner is not None and banner.isVisible()
+            assert banner.text() == "In use by another fxdesk: “Held elsewhere”."
+            (item,) = await run.app.sessions.items(session.id)
+            assert item.status == WorkStatus.RUNNING  # the other process's work is left alone
+            index = run.controller.model.session_index(session.id)
+            assert index.data(ROLE_BUSY) is True
+        finally:
+            assert await run.stop() == 0
+    finally:
+        other.release()
+        other_instance.release()
