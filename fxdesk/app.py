@@ -21,6 +21,7 @@ from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.timers import NotificationScheduler, SystemClock
@@ -127,6 +128,7 @@ class App:
         self.paths.ensure()
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
         self.profiles = ProfileService(self._store)
+        self.permissions = PermissionService(self._store, self.bus, SystemClock())
 
         async def stop() -> None:
             store, self._store = self._store, None
@@ -138,7 +140,7 @@ class App:
     async def _start_engine(self) -> _Subsystem:
         store = self.store
         self.tools = ToolRegistry(all_tools())
-        runner = TurnRunner(store, self.tools, self.bus)
+        runner = TurnRunner(store, self.tools, self.bus, permissions=self.permissions)
         scheduler = NotificationScheduler(SystemClock(), StorePoller(store, self.bus))
         self.instance_lock = InstanceLock(self.paths.locks)
         alone = self.instance_lock.hold_shared()

@@ -8,6 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from fxdesk import __version__
 from fxdesk.logs import setup_logging
@@ -74,6 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="permission mode (default: auto)",
     )
     run.add_argument("prompt", help="what the agent should do")
+    run.add_argument(
+        "--no-input",
+        action="store_true",
+        help="never ask on the terminal: stop with exit 3 when an approval is needed",
+    )
 
     sessions = commands.add_parser("sessions", help="list sessions")
     sessions.add_argument("--json", action="store_true")
@@ -87,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     send.add_argument("session", metavar="ID")
     send.add_argument("message")
     send.add_argument("--no-wait", action="store_true", help="queue it and return")
+    send.add_argument("--no-input", action="store_true", help="never ask on the terminal")
 
     cancel = commands.add_parser("cancel", help="cancel a session's queued and running work")
     cancel.add_argument("session", metavar="ID")
@@ -94,6 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     resume = commands.add_parser("resume", help="resume interrupted work and run the queue")
     resume.add_argument("session", metavar="ID")
+    resume.add_argument("--no-input", action="store_true", help="never ask on the terminal")
 
     recover = commands.add_parser(
         "recover",
@@ -146,10 +154,50 @@ def build_parser() -> argparse.ArgumentParser:
     )
     test.add_argument("name", nargs="?", help="profile (default: the default profile)")
 
+    _permission_parsers(commands)
+
     probe = commands.add_parser("_probe-qt")  # internal, used by doctor; hidden from help
     probe.add_argument("platform")
     commands._choices_actions = [a for a in commands._choices_actions if a.dest != "_probe-qt"]
     return parser
+
+
+def _permission_parsers(commands: Any) -> None:
+    """``approvals``, ``approve`` and ``rules`` (handled in ``permission_commands``)."""
+    approvals = commands.add_parser("approvals", help="pending approvals of every session")
+    approvals.add_argument("--json", action="store_true")
+
+    approve = commands.add_parser(
+        "approve",
+        help="answer a pending approval",
+        description="once: this action only; session: allow it for the rest of the session; "
+        "always: store a workspace rule allowing exactly this; deny: refuse (the model is told, "
+        "with --reason).",
+    )
+    approve.add_argument("approval", metavar="ID", help="approval id or unique prefix")
+    approve.add_argument("choice", choices=["once", "session", "always", "deny"])
+    approve.add_argument("--reason", default="", help="why (deny): the model reads it")
+
+    rules = commands.add_parser("rules", help="permission rules")
+    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="list rules")
+    listing.add_argument("--json", action="store_true")
+    add = actions.add_parser(
+        "add",
+        help="add a rule",
+        description="Commands match exactly by default: `--match prefix` also allows longer "
+        "commands starting with PATTERN, `--match glob` matches * and ? anywhere. File rules "
+        "match paths as globs.",
+    )
+    add.add_argument("action", choices=["allow", "ask", "deny"])
+    add.add_argument("tool", help='a tool name (run_command, edit_file, read_file, ...) or "*"')
+    add.add_argument("pattern", help="a command, or a path glob for file tools")
+    add.add_argument("--match", choices=["exact", "prefix", "glob"], default="exact")
+    where = add.add_mutually_exclusive_group()
+    where.add_argument("--workspace", metavar="DIR", help="only in this workspace")
+    where.add_argument("--session", metavar="ID", help="only in this session")
+    remove = actions.add_parser("remove", help="remove a rule by its number")
+    remove.add_argument("rule", type=int, metavar="N")
 
 
 def cmd_doctor(args: argparse.Namespace, paths: DataPaths) -> int:
@@ -169,6 +217,11 @@ def _engine_command(name: str) -> Handler:
             from fxdesk.profile_commands import cmd_profiles
 
             return cmd_profiles(args, paths)
+        if name in ("approvals", "approve", "rules"):
+            from fxdesk import permission_commands
+
+            code: int = getattr(permission_commands, f"cmd_{name}")(args, paths)
+            return code
         from fxdesk import commands
 
         result: int = getattr(commands, f"cmd_{name}")(args, paths)
@@ -181,7 +234,19 @@ COMMANDS: dict[str, Handler] = {
     "doctor": cmd_doctor,
     **{
         name: _engine_command(name)
-        for name in ("run", "sessions", "show", "send", "cancel", "resume", "recover", "profiles")
+        for name in (
+            "run",
+            "sessions",
+            "show",
+            "send",
+            "cancel",
+            "resume",
+            "recover",
+            "profiles",
+            "approvals",
+            "approve",
+            "rules",
+        )
     },
 }
 

@@ -20,7 +20,8 @@ from typing import Any, TextIO
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, PermissionMode, Profile, Session
-from fxdesk.engine.events import HistoryAppended, TextStreamed
+from fxdesk.domain.approvals import Approval
+from fxdesk.engine.events import ApprovalChanged, HistoryAppended, TextStreamed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.sessions import InvalidWorkspace, SessionError, SessionService
 from fxdesk.paths import DataPaths
@@ -145,14 +146,46 @@ def _short(text: str, limit: int = 160) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-async def follow(app: App, session: Session, *, retry: bool, out: TextIO = sys.stdout) -> int:
-    """Run the session's queue to its end, streaming it; Ctrl+C stops without cancelling."""
+async def follow(
+    app: App,
+    session: Session,
+    *,
+    retry: bool,
+    out: TextIO = sys.stdout,
+    no_input: bool = False,
+) -> int:
+    """Run the session's queue to its end, streaming it; Ctrl+C stops without cancelling.
+
+    An approval is asked on the terminal when there is one (and not ``no_input``); otherwise
+    the run stops, the approval stays pending, and the exit code is 3."""
     printer = Printer(session.id, out)
+    questions: asyncio.Queue[Approval] = asyncio.Queue()
+
+    def on_approval(event: ApprovalChanged) -> None:
+        if event.approval.pending and event.approval.root_id == session.root_id:
+            questions.put_nowait(event.approval)
+
     unsubscribe = [
         app.bus.subscribe(TextStreamed, printer.on_text),
         app.bus.subscribe(HistoryAppended, printer.on_history),
+        app.bus.subscribe(ApprovalChanged, on_approval),
     ]
     stop = asyncio.Event()
+    unanswered: list[Approval] = []
+    asking = not no_input and sys.stdin.isatty()
+
+    async def answer_questions() -> None:
+        from fxdesk import permission_commands  # it imports this module
+
+        while True:
+            approval = await questions.get()
+            printer._newline()
+            if not asking or not await permission_commands.prompt(app, approval):
+                unanswered.append(approval)
+                stop.set()
+                return
+
+    answerer = asyncio.ensure_future(answer_questions())
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
@@ -166,6 +199,15 @@ async def follow(app: App, session: Session, *, retry: bool, out: TextIO = sys.s
             await app.owner.shutdown()
             await asyncio.gather(join, return_exceptions=True)
             printer._newline()
+            if unanswered:
+                waiting = unanswered[0]
+                print(
+                    f"fxdesk: waiting for approval {waiting.id[:12]}: {waiting.label}\n"
+                    f"  answer it with `fxdesk approve {waiting.id[:12]} "
+                    f"once|session|always|deny`, then `fxdesk resume {session.id}`.",
+                    file=sys.stderr,
+                )
+                return EXIT_APPROVAL
             print(
                 f"fxdesk: stopped; the work is interrupted. Continue it with "
                 f"`fxdesk resume {session.id}`.",
@@ -174,6 +216,7 @@ async def follow(app: App, session: Session, *, retry: bool, out: TextIO = sys.s
             return EXIT_INTERRUPTED
         result = join.result()
     finally:
+        answerer.cancel()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(signum)
         for undo in unsubscribe:
@@ -225,7 +268,7 @@ def cmd_run(args: argparse.Namespace, paths: DataPaths) -> int:
         except InvalidWorkspace as exc:
             raise CommandError(f"cannot use that workspace: {exc}") from exc
         print(f"fxdesk: session {session.id} in {args.workspace}", file=sys.stderr)
-        return await follow(app, session, retry=False)
+        return await follow(app, session, retry=False, no_input=args.no_input)
 
     return execute(paths, body)
 
@@ -239,7 +282,7 @@ def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
             raise CommandError(str(exc)) from exc
         if args.no_wait:
             return EXIT_OK
-        return await follow(app, session, retry=False)
+        return await follow(app, session, retry=False, no_input=args.no_input)
 
     return execute(paths, body)
 
@@ -247,7 +290,7 @@ def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
 def cmd_resume(args: argparse.Namespace, paths: DataPaths) -> int:
     async def body(app: App) -> int:
         session = await resolve_session(app, args.session)
-        return await follow(app, session, retry=True)
+        return await follow(app, session, retry=True, no_input=args.no_input)
 
     return execute(paths, body)
 

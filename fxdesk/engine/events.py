@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
 from fxdesk.domain.model import Session, Workspace
@@ -90,3 +91,15 @@ class RecoveryReport:
     @property
     def fully_reconciled(self) -> bool:
         return self.sessions_external_busy == 0 and self.sessions_failed == 0
+
+
+@dataclass(frozen=True)
+class ApprovalChanged:
+    """An approval was raised, answered, cancelled or went stale."""
+
+    approval: Approval
+
+
+@dataclass(frozen=True)
+class RulesChanged:
+    """Permission rules were added or removed."""

@@ -48,7 +48,7 @@ from fxdesk.engine.slots import (
 from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
-from fxdesk.store import Store, StoreError, control, repo
+from fxdesk.store import Store, StoreError, approvals, control, repo
 from fxdesk.store.locks import SessionLock, SessionLockBusy
 
 __all__ = [
@@ -336,6 +336,10 @@ class SessionOwner:
                     if outcome.stats.interrupted:
                         interrupted_ids.append(outcome.session_id)
                     self._publish(outcome.change, outcome.session)
+        # Approvals whose work was interrupted go stale, of cancelled or finished work are
+        # cancelled (spec §6.4), also those a crash left behind after the item's change.
+        now = self.clock.now_ms()
+        await self.store.write(lambda: approvals.reconcile(now), label="approvals_reconcile")
         report = RecoveryReport(
             sessions_changed=totals["changed"],
             work_interrupted=totals["interrupted"],

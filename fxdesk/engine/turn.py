@@ -15,7 +15,9 @@ explicit resume carries on from there.
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import json
 import logging
 import time
 import uuid
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxdesk.domain import reasons
+from fxdesk.domain.approvals import Approval, ApprovalStatus
 from fxdesk.domain.authority import AdmissionSnapshot
 from fxdesk.domain.conversation import (
     UNKNOWN_OUTCOME_RESULT,
@@ -35,10 +38,12 @@ from fxdesk.domain.conversation import (
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent, LivePresentation
 from fxdesk.domain.model import EntryKind, Profile, Session, WorkKind, WorkStatus
+from fxdesk.domain.permissions import Verdict
 from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, WorkChanged
+from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -113,10 +118,14 @@ class TurnRunner:
         max_iterations: int = 25,
         max_history_turns: int = 8,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        permissions: PermissionService | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
         self.bus = bus
+        # None: no permission checks (engine tests that are about something else); tools then
+        # stay inside the workspace whatever they are asked.
+        self.permissions = permissions
         self.max_iterations = max_iterations
         self.max_history_turns = max_history_turns
         self.system_prompt = system_prompt
@@ -135,6 +144,7 @@ class _Turn:
         self.rt = rt
         self.store = runner.store
         self.model_calls = 0
+        self.explanation = ""  # the model's text before its tool calls, shown when asking
         self.usage = Usage()
         self.context: list[HistoryEntry] = []
         self.entries: list[HistoryEntry] = []
@@ -186,6 +196,7 @@ class _Turn:
                 )
             response = await self._call_model()
             self.step += 1
+            self.explanation = response.text
             rows = [
                 self._entry(
                     EntryKind.ASSISTANT,
@@ -372,11 +383,87 @@ class _Turn:
 
     # --- tools -------------------------------------------------------------------------------
 
+    async def _permit(self, call: ToolCall) -> tuple[ToolResult | None, bool]:
+        """Check the call against the authority of this moment; ask the person when the rules
+        say so. (a refusal for the model, or None to run it; whether it may leave the
+        workspace)."""
+        service = self.runner.permissions
+        if service is None:
+            return None, False
+        rt = self.rt
+        mode = rt.snapshot.permission_mode
+        check = await service.check(rt.session, mode, rt.workspace, call.name, call.arguments)
+        asked: set[str] = set()
+        outside = check.outside
+        while True:
+            verdict = check.decision.verdict
+            if verdict == Verdict.DENY:
+                prefix = (
+                    "Approved, but a rule added since denies it: " if asked else "Not allowed: "
+                )
+                return ToolResult.error(prefix + check.decision.reason, denied=True), False
+            if verdict == Verdict.ALLOW:
+                return None, outside or check.outside
+            # Asking (again only when the rules changed so that something new needs an answer:
+            # what the person already allowed stays allowed).
+            new_parts = set(check.decision.uncovered) - asked
+            if asked and not new_parts:
+                return None, outside or check.outside
+            answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
+            if answered.status == ApprovalStatus.DENIED:
+                why = answered.resolution.get("reason")
+                text = "The person denied this action" + (f": {why}" if why else ".")
+                return ToolResult.error(text, denied=True), False
+            asked |= set(check.decision.uncovered) or {check.label}
+            outside = outside or check.outside
+            # Re-check against the rules of now: a deny added while the person was deciding wins.
+            check = await service.check(rt.session, mode, rt.workspace, call.name, call.arguments)
+
+    async def _ask(self, call: ToolCall, check: Check, widening: list[str] | None) -> Approval:
+        """Raise the approval (or find it answered already), wait for the answer, and mark it
+        used. Stops the turn when the work is cancelled or fxdesk shuts down meanwhile."""
+        service = self.runner.permissions
+        assert service is not None
+        rt = self.rt
+        arguments = call.arguments
+        if widening is not None:  # a distinct question: the same call, more access than before
+            arguments = json.dumps({"call": call.arguments, "also": widening})
+        approval = await service.ask(
+            rt.session,
+            rt.item.id,
+            call.id,
+            call.name,
+            arguments,
+            check,
+            explanation=self.explanation,
+            preview=await asyncio.to_thread(edit_preview, call, rt.workspace),
+        )
+        if approval is None:  # the item was cancelled or is no longer the active work
+            raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
+        answered = approval
+        if approval.pending:
+            try:
+                answered = await rt.cancel.race(service.wait(approval.id))
+            except Cancelled:
+                if rt.stopping():
+                    raise _Stop(TurnEnd.STOPPED) from None
+                raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason) from None
+        if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
+            raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
+        await service.consume(answered.id)
+        return answered
+
     async def _run_tool(self, call: ToolCall) -> None:
         await self._check_durable()
+        refusal, outside_ok = await self._permit(call)
+        if refusal is not None:
+            await self._record_refusal(call, refusal)
+            return
         self._live_tool(call, ToolPhase.STARTED)
         await self._commit([], "tool_started", delivery=self._activity(call, ToolPhase.STARTED))
-        ctx = ToolContext(self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id)
+        ctx = ToolContext(
+            self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id, outside_ok
+        )
         began = time.monotonic()
         if call.name not in self.rt.snapshot.tool_names:
             result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
@@ -403,6 +490,19 @@ class _Turn:
         )
         self._check()
         await self._commit([row], "tool_result", delivery=self._activity(call, phase))
+
+    async def _record_refusal(self, call: ToolCall, result: ToolResult) -> None:
+        """A denied call: its result tells the model why; nothing ran."""
+        self._live_tool(call, ToolPhase.DENIED)
+        row = self._entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=result.output,
+            data={"ok": False, "denied": True},
+        )
+        self._check()
+        await self._commit([row], "tool_result", delivery=self._activity(call, ToolPhase.DENIED))
 
     async def _record_unknown_outcome(self, call: ToolCall) -> None:
         row = self._entry(

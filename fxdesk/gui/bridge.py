@@ -20,6 +20,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from fxdesk.domain.model import WorkStatus
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import (
+    ApprovalChanged,
     BusyElsewhere,
     HistoryAppended,
     SessionAdded,
@@ -28,8 +29,10 @@ from fxdesk.engine.events import (
     WorkChanged,
     WorkspaceAdded,
 )
+from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.sessions import SessionService
 from fxdesk.gui.session_model import (
+    ROLE_APPROVALS,
     ROLE_BUSY,
     ROLE_LAST_FAILED,
     ROLE_QUEUED,
@@ -48,6 +51,7 @@ class EngineBridge(QObject):
     session_added = Signal(str)
     session_changed = Signal(object)
     queue_changed = Signal(str, object)  # session id, its newest work items
+    approvals_changed = Signal()  # pending approvals may have changed: reload them
 
     def __init__(
         self,
@@ -56,11 +60,13 @@ class EngineBridge(QObject):
         transcript: TranscriptModel | None = None,
         sessions: SessionService | None = None,
         parent: QObject | None = None,
+        permissions: PermissionService | None = None,
     ) -> None:
         super().__init__(parent)
         self._tree = tree
         self._transcript = transcript
         self._sessions = sessions
+        self._permissions = permissions
         self._tasks = TaskGroup()
         self._live: dict[str, list[str]] = {}
         self._dirty_live: set[str] = set()
@@ -81,6 +87,7 @@ class EngineBridge(QObject):
             bus.subscribe(HistoryAppended, self._on_history_appended),
             bus.subscribe(TextStreamed, self._on_text_streamed),
             bus.subscribe(BusyElsewhere, self._on_busy_elsewhere),
+            bus.subscribe(ApprovalChanged, self._on_approval_changed),
         ]
 
     async def close(self) -> None:
@@ -114,6 +121,12 @@ class EngineBridge(QObject):
     def _on_busy_elsewhere(self, event: BusyElsewhere) -> None:
         self._tree.set_mark(event.session_id, ROLE_BUSY, event.busy)
 
+    def _on_approval_changed(self, event: ApprovalChanged) -> None:
+        self._dirty_counts.add(event.approval.session_id)
+        if not self._counts.isActive():
+            self._counts.start()
+        self.approvals_changed.emit()
+
     def _on_work_changed(self, event: WorkChanged) -> None:
         if event.items:
             newest = max(event.items, key=lambda item: item.position)
@@ -134,6 +147,11 @@ class EngineBridge(QObject):
         counts = await self._sessions.counts()
         for session_id in session_ids:
             self._tree.set_mark(session_id, ROLE_QUEUED, counts.get(session_id, (0, 0))[0])
+        if self._permissions is not None:
+            waiting = await self._permissions.counts()
+            for session_id in session_ids | set(waiting):
+                self._tree.set_mark(session_id, ROLE_APPROVALS, waiting.get(session_id, 0))
+            self.approvals_changed.emit()  # a cancel or restart may have settled some
         current = self.current
         if current is not None and current in session_ids and self._transcript is not None:
             queue = await self._sessions.queue(current)

@@ -1,4 +1,5 @@
-"""The Settings window: model profiles, defaults for new sessions, appearance, the data folder.
+"""The Settings window: model profiles, defaults for new sessions, appearance, the data folder,
+and (given a ``PermissionService``) the permission rules.
 
 It is non-modal and reads everything through ``ProfileService`` after it is built (``load``,
 started on first show). Changes are stored as they are made; there is no OK button to forget.
@@ -36,6 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
+from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.gui.new_session import MODE_LABELS
 from fxdesk.gui.profile_form import (
@@ -46,6 +48,7 @@ from fxdesk.gui.profile_form import (
     alive,
     hint_label,
 )
+from fxdesk.gui.rules_page import RulesPage, Workspaces
 from fxdesk.gui.setup_dialog import save_profile
 from fxdesk.gui.tasks import run_dialog
 from fxdesk.gui.theme import apply_appearance
@@ -152,7 +155,9 @@ class ProfileDialog(QDialog):
 
 
 class SettingsDialog(QDialog):
-    """fxdesk's settings, in three tabs: Profiles, General and Data.
+    """fxdesk's settings, in tabs: Profiles, General, Rules (only given ``permissions``) and Data.
+
+    ``workspaces`` (workspace id -> folder) lets the Rules tab name workspaces by their folder.
 
     Signals:
         appearance_changed(str): "system", "light" or "dark", chosen here (already applied to the
@@ -164,11 +169,18 @@ class SettingsDialog(QDialog):
     profiles_changed = Signal()
 
     def __init__(
-        self, service: ProfileService, data_folder: Path, parent: QWidget | None = None
+        self,
+        service: ProfileService,
+        data_folder: Path,
+        parent: QWidget | None = None,
+        *,
+        permissions: PermissionService | None = None,
+        workspaces: Workspaces | None = None,
     ) -> None:
         super().__init__(parent)
         self.service = service
         self.data_folder = data_folder
+        self.rules_page: RulesPage | None = None
         self.tasks = WidgetTasks(self)
         self._load_started = False
         self._loading = False
@@ -183,6 +195,9 @@ class SettingsDialog(QDialog):
         self.tabs.setAccessibleName("Settings pages")
         self.tabs.addTab(self._build_profiles_page(), "&Profiles")
         self.tabs.addTab(self._build_general_page(), "&General")
+        if permissions is not None:
+            self.rules_page = RulesPage(permissions, workspaces=workspaces)
+            self.tabs.addTab(self.rules_page, "R&ules")
         self.tabs.addTab(self._build_data_page(), "&Data")
         layout.addWidget(self.tabs)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)

@@ -86,6 +86,24 @@ def load_record(
     )
 
 
+def _settle_approvals(change: Change) -> None:
+    """An approval never outlives its question: when its work item is cancelled (or ends) the
+    pending approval is cancelled, and when a restart interrupts it, it goes stale (spec
+    child-sessions §6.4). Same transaction as the item's change."""
+    for item in change.items:
+        if item.status == WorkStatus.INTERRUPTED:
+            status = "stale"
+        elif item.status in (WorkStatus.CANCELLED, WorkStatus.COMPLETED, WorkStatus.FAILED):
+            status = "cancelled"
+        else:
+            continue
+        db.execute_sql(
+            "UPDATE approval SET status = ?, resolved_at_ms = ? "
+            "WHERE work_id = ? AND status = 'pending'",
+            (status, item.updated_at_ms, item.id),
+        )
+
+
 def save_change(change: Change) -> None:
     """Write a reducer's change: the session row, the changed items, the new events."""
     record = change.record
@@ -123,6 +141,7 @@ def save_change(change: Change) -> None:
                 for item in change.items
             ],
         )
+        _settle_approvals(change)
     if change.events:
         cursor.executemany(
             "INSERT INTO control_event (session_id, sequence, revision, kind, work_id, previous, "

@@ -199,7 +199,49 @@ V2 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2)
+V3 = Migration(
+    3,
+    "permission rules and approvals",
+    [
+        # tool + pattern -> allow / ask / deny, for one session, one workspace or everywhere.
+        """
+    CREATE TABLE permission_rule (
+        id INTEGER PRIMARY KEY,
+        tool TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        match TEXT NOT NULL CHECK (match IN ('exact', 'prefix', 'glob')),
+        action TEXT NOT NULL CHECK (action IN ('allow', 'ask', 'deny')),
+        scope TEXT NOT NULL CHECK (scope IN ('session', 'workspace', 'global')),
+        scope_key TEXT NOT NULL DEFAULT '',
+        note TEXT NOT NULL DEFAULT '',
+        created_at_ms INTEGER NOT NULL,
+        UNIQUE (scope, scope_key, tool, pattern, match, action)
+    )""",
+        # A question to the person. The id is stable: (session, work item, request fingerprint).
+        """
+    CREATE TABLE approval (
+        id TEXT PRIMARY KEY,
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        root_id TEXT NOT NULL,
+        work_id TEXT NOT NULL,
+        call_id TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        label TEXT NOT NULL,
+        explanation TEXT NOT NULL DEFAULT '',
+        detail_json TEXT NOT NULL DEFAULT '{}',
+        status TEXT NOT NULL CHECK (status IN ('pending', 'allowed_once', 'allowed_session',
+            'allowed_always', 'denied', 'cancelled', 'stale')),
+        resolution_json TEXT NOT NULL DEFAULT '{}',
+        created_at_ms INTEGER NOT NULL,
+        resolved_at_ms INTEGER
+    )""",
+        "CREATE INDEX approval_pending ON approval (session_id) WHERE status = 'pending'",
+        "CREATE INDEX approval_work ON approval (work_id)",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

@@ -174,6 +174,41 @@ class ProfileRow(BaseModel):
         table_name = "profile"
 
 
+class PermissionRuleRow(BaseModel):
+    id = pw.AutoField()
+    tool = pw.TextField()
+    pattern = pw.TextField()
+    match = pw.TextField()
+    action = pw.TextField()
+    scope = pw.TextField()
+    scope_key = pw.TextField(default="")
+    note = pw.TextField(default="")
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "permission_rule"
+
+
+class ApprovalRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    root_id = pw.TextField()
+    work_id = pw.TextField()
+    call_id = pw.TextField()
+    fingerprint = pw.TextField()
+    tool = pw.TextField()
+    label = pw.TextField()
+    explanation = pw.TextField(default="")
+    detail_json = pw.TextField(default="{}")
+    status = pw.TextField()
+    resolution_json = pw.TextField(default="{}")
+    created_at_ms = pw.IntegerField()
+    resolved_at_ms = pw.IntegerField(null=True)
+
+    class Meta:
+        table_name = "approval"
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkspaceRow,
     SessionRow,
@@ -185,4 +220,6 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkPolicyRow,
     OperationRow,
     ProfileRow,
+    PermissionRuleRow,
+    ApprovalRow,
 )

@@ -25,6 +25,10 @@ class ToolContext:
     session_id: str
     work_id: str
     call_id: str
+    # The permission check allowed this call to reach outside the workspace (the person approved
+    # it, a rule allows it, or the session runs in yolo mode). Without it, paths that resolve
+    # outside are refused here too, whatever the caller decided.
+    outside_ok: bool = False
 
 
 @dataclass(frozen=True)
@@ -130,14 +134,14 @@ class PathOutsideWorkspace(ValueError):
     pass
 
 
-def resolve_in_workspace(workspace: Path, path: str) -> Path:
+def resolve_in_workspace(workspace: Path, path: str, *, outside_ok: bool = False) -> Path:
     """``path`` (relative to the workspace, or absolute) resolved with symlinks, refused when it
-    lands outside the workspace."""
+    lands outside the workspace unless ``outside_ok``."""
     root = workspace.resolve()
-    candidate = Path(path)
+    candidate = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
     resolved = Path(os.path.realpath(candidate))
-    if resolved != root and root not in resolved.parents:
+    if not outside_ok and resolved != root and root not in resolved.parents:
         raise PathOutsideWorkspace(f"{path} is outside the workspace {root}")
     return resolved

@@ -48,12 +48,15 @@ class WriteFileTool(Tool):
         append = bool(args.get("append", False))
 
         def write() -> str:
-            target = resolve_in_workspace(ctx.workspace, str(args["path"]))
+            target = resolve_in_workspace(
+                ctx.workspace, str(args["path"]), outside_ok=ctx.outside_ok
+            )
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "a" if append else "w", encoding="utf-8") as handle:
                 written = handle.write(content)
-            relative = target.relative_to(Path(ctx.workspace).resolve())
-            return f"{'appended' if append else 'wrote'} {written} characters to {relative}"
+            root = Path(ctx.workspace).resolve()
+            shown = target.relative_to(root) if root in target.parents else target
+            return f"{'appended' if append else 'wrote'} {written} characters to {shown}"
 
         try:
             return ToolResult(True, await asyncio.to_thread(write))

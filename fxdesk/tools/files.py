@@ -61,17 +61,20 @@ async def _run(work: Callable[[], ToolResult], what: str) -> ToolResult:
 
 
 def _root(ctx: ToolContext) -> Path:
-    return Path(ctx.workspace).resolve()
+    """Where paths must stay: the workspace, or anywhere once reaching out was allowed."""
+    return Path("/") if ctx.outside_ok else Path(ctx.workspace).resolve()
 
 
 def _show(path: Path, root: Path) -> str:
-    """``path`` as the model should see it: relative to the workspace."""
+    """``path`` as the model should see it: relative to the workspace (absolute outside it)."""
+    if root == Path("/"):
+        return str(path)
     relative = os.path.relpath(path, root)
     return "." if relative == "." else PurePosixPath(relative).as_posix()
 
 
 def _existing(ctx: ToolContext, raw: str) -> Path:
-    target = resolve_in_workspace(ctx.workspace, raw)
+    target = resolve_in_workspace(ctx.workspace, raw, outside_ok=ctx.outside_ok)
     if not target.exists():
         raise _Refused(f"{raw} does not exist")
     return target

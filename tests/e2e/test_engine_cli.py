@@ -211,7 +211,7 @@ def test_scenario_48_recovery_skips_work_owned_by_a_live_process(tmp_path: Path)
     once that process completes it, the next recovery is fully reconciled and the item stays
     the other process's completed result."""
     s = Setup(tmp_path)
-    s.write_script({"text": "slowly done", "chunk": 1, "delay_ms": 150})
+    s.write_script({"text": "slowly done", "chunk": 1, "delay_ms": 500})
     s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
     other = s.start("run", "-w", str(s.workspace), "take your time")
     try:

@@ -14,9 +14,10 @@ from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.engine.sessions import SessionService
-from fxdesk.engine.timers import Clock, NotificationScheduler
+from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.providers.base import Provider
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
@@ -50,6 +51,7 @@ class Engine:
     workspace: Path
     faults: FaultInjector
     events: list[object] = field(default_factory=list)
+    permissions: PermissionService | None = None
 
     @classmethod
     async def create(
@@ -62,6 +64,7 @@ class Engine:
         clock: Clock | None = None,
         provider: Provider | None = None,
         tools: ToolRegistry | None = None,
+        permissions: bool = False,
     ) -> Engine:
         root.mkdir(parents=True, exist_ok=True)
         faults = FaultInjector()
@@ -69,7 +72,10 @@ class Engine:
         bus = EventBus()
         scripted = ScriptedProvider(list(steps))
         tools = tools or ToolRegistry(basic_tools())
-        runner = TurnRunner(store, tools, bus, max_iterations=max_iterations)
+        service = PermissionService(store, bus, clock or SystemClock()) if permissions else None
+        runner = TurnRunner(
+            store, tools, bus, max_iterations=max_iterations, permissions=service
+        )
         scheduler = NotificationScheduler(clock, StorePoller(store, bus)) if clock else None
         owner = SessionOwner(
             store,
@@ -86,12 +92,18 @@ class Engine:
         engine = cls(
             root, store, bus, scripted, owner, SessionService(store, bus, owner), workspace, faults
         )
+        engine.permissions = service
         bus.subscribe_all(engine.events.append)
         return engine
 
-    async def reopen(self, steps: Sequence[Step] | None = None) -> Engine:
+    async def reopen(self, steps: Sequence[Step] | None = None, **kwargs: object) -> Engine:
         """A new process's engine on the same data folder (after ``close``)."""
-        return await Engine.create(self.root, self.provider.steps if steps is None else steps)
+        return await Engine.create(
+            self.root,
+            self.provider.steps if steps is None else steps,
+            permissions=self.permissions is not None,
+            **kwargs,  # type: ignore[arg-type]
+        )
 
     async def close(self) -> None:
         await self.owner.shutdown()

@@ -1,0 +1,427 @@
+"""Whether an agent's tool action runs, asks the person first, or is refused (spec §6).
+
+Rules name a tool and a pattern: a command for run_command, a path glob for file tools. A deny rule
+wins wherever it sits. Otherwise only the matching rules of the most specific scope count (session,
+then workspace, then global), and inside one scope ask beats allow. Where no rule decides, the
+permission mode does: `ask` allows only reads inside the workspace, `auto` also writes there, and
+`yolo` allows everything no deny rule forbids (it ignores ask rules).
+
+A command line is cut into parts by `fxdesk.domain.shell`: every simple command, every file it
+writes and every directory it moves to. Each part is decided on its own; the line is denied if any
+part is, asks if any part asks, and runs only when every part is allowed. Deny rules are a guard
+rail, not a sandbox: they match what the line says, also behind common wrappers (`sudo rm` and
+`/bin/rm` match `rm *`), but cannot see what a program does once started.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import posixpath
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+from fxdesk.domain.model import PermissionMode
+from fxdesk.domain.shell import CommandAnalysis, SimpleCommand, analyse
+
+RUN_COMMAND = "run_command"
+READ_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep"})
+WRITE_TOOLS = frozenset({"edit_file", "write_file"})
+ALWAYS_ALLOWED = frozenset({"echo"})  # tools that touch nothing outside the conversation
+DIRECTORY_COMMANDS = frozenset({"cd", "pushd", "popd"})  # judged by where they move, not by rule
+
+
+class Verdict(enum.StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+class Scope(enum.StrEnum):
+    """Where a rule was saved; the most specific first."""
+
+    SESSION = "session"
+    WORKSPACE = "workspace"
+    GLOBAL = "global"
+
+
+class Match(enum.StrEnum):
+    """How a command rule matches: the same words, leading words, or fnmatch on the text."""
+
+    EXACT = "exact"
+    PREFIX = "prefix"
+    GLOB = "glob"
+
+
+class Access(enum.StrEnum):
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True)
+class PermissionRule:
+    tool: str  # a tool name, or "*" for any tool
+    pattern: str  # a command, or a path glob (absolute, ~/…, or relative to the workspace)
+    action: Verdict
+    scope: Scope
+    match: Match = Match.EXACT  # commands only; path rules are globs
+    id: int | None = None
+    scope_key: str = ""  # the session or workspace id; the caller passes only rules that apply
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str  # absolute, symlinks already followed by the caller
+    access: Access
+    inside: bool  # inside the workspace
+
+
+@dataclass(frozen=True)
+class Request:
+    tool: str
+    workspace: str
+    targets: tuple[Target, ...] = ()  # file paths; for run_command the files it writes
+    command: CommandAnalysis | None = None  # run_command only
+    home: str = ""  # expands ~ in rule patterns
+
+
+@dataclass(frozen=True)
+class Decision:
+    verdict: Verdict
+    reason: str  # one plain sentence
+    uncovered: tuple[str, ...] = ()  # the parts not allowed yet, shown to the person
+    rule: PermissionRule | None = None  # the deciding rule, if one decided
+
+
+@dataclass(frozen=True)
+class _Part:
+    label: str
+    verdict: Verdict
+    reason: str
+    rule: PermissionRule | None = None
+
+
+_YOLO = "yolo mode allows what no deny rule forbids"
+_COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
+_MODE_ORDER = (PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO)
+_SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
+_TOOLS_FOR = {Access.READ: READ_TOOLS, Access.WRITE: WRITE_TOOLS}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+_WRAPPERS = frozenset(
+    {"builtin", "command", "doas", "env", "exec", "nice", "nohup", "sudo", "time", "timeout"}
+)
+# What follows a wrapper before the program: options, assignments, durations (timeout 5, nice -n 5)
+_WRAPPER_ARGUMENT = re.compile(r"-.*|[0-9.]+[smhd]?")
+_MAY_EXPAND = re.compile(r"[$`*?{]|\[.*\]|[<>]\(")  # a program name that may turn into another
+
+
+def decide(mode: PermissionMode, rules: Sequence[PermissionRule], request: Request) -> Decision:
+    """Allow, ask or deny ``request`` under ``mode`` and ``rules`` (already filtered by scope)."""
+    judge = _Judge(mode, tuple(rules), request)
+    if request.command is not None or request.tool == RUN_COMMAND:
+        return _combine(judge.command_parts())
+    if request.targets:
+        tools = frozenset({"*", request.tool})
+        return _combine([judge.target(target, tools) for target in request.targets])
+    return _combine([judge.tool()])
+
+
+@lru_cache(maxsize=1024)
+def command_words(pattern: str) -> tuple[str, ...]:
+    """A command rule's pattern read like a command: quotes removed, one word per argument."""
+    analysis = analyse(pattern, cwd="/", home="/")
+    if analysis.understood and len(analysis.commands) == 1:
+        return analysis.commands[0].words
+    return tuple(pattern.split())
+
+
+def command_rule_matches(rule: PermissionRule, command: SimpleCommand) -> bool:
+    """Whether a command rule names ``command`` as written (dynamic words included)."""
+    if rule.pattern.strip() == "*":
+        return True
+    words = command_words(rule.pattern)
+    if rule.match is Match.GLOB:
+        return fnmatchcase(command.text, " ".join(words))
+    if rule.match is Match.PREFIX:
+        return bool(words) and command.words[: len(words)] == words
+    return command.words == words
+
+
+def path_rule_matches(rule: PermissionRule, path: str, workspace: str, home: str = "") -> bool:
+    """Whether a path rule's glob matches ``path`` or a folder holding it (* crosses "/")."""
+    pattern = rule.pattern.strip()
+    if pattern == "*":
+        return True
+    if pattern.startswith("~"):
+        if not home:  # unknown home: a deny or ask rule still guards any such path
+            if rule.action is Verdict.ALLOW:
+                return False
+            pattern = "*" + pattern[1:]
+        else:
+            pattern = home + pattern[1:]
+    if not pattern.startswith(("/", "*")):
+        pattern = posixpath.join(workspace, pattern)
+    pattern = posixpath.normpath(pattern) if not pattern.startswith("*") else pattern
+    return fnmatchcase(path, pattern) or fnmatchcase(path, pattern.rstrip("/") + "/*")
+
+
+def fingerprint(tool: str, arguments: str) -> str:
+    """sha256 of the tool name and its JSON arguments with key order and spacing normalised."""
+    try:
+        canonical = json.dumps(json.loads(arguments), sort_keys=True, separators=(",", ":"))
+    except (ValueError, RecursionError):
+        canonical = arguments  # malformed JSON: the raw text, which no canonical form equals
+    return _sha256(tool, canonical)
+
+
+def approval_id(session_id: str, work_id: str, fingerprint: str) -> str:
+    """The stable id of one approval: 64 hex characters from (session, work item, fingerprint)."""
+    return _sha256(session_id, work_id, fingerprint)
+
+
+def stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode:
+    """The stricter of two modes (ask < auto < yolo): a child never gets more than its parent."""
+    return min(a, b, key=_MODE_ORDER.index)
+
+
+def _sha256(*fields: str) -> str:
+    # JSON keeps the fields apart, so ("ab", "c") and ("a", "bc") differ.
+    encoded = json.dumps(list(fields), ensure_ascii=True).encode("ascii")
+    return hashlib.sha256(encoded).hexdigest()
+
+
+def _combine(parts: Sequence[_Part]) -> Decision:
+    pending = tuple(
+        dict.fromkeys(part.label for part in parts if part.verdict is not Verdict.ALLOW)
+    )
+    denied = [part for part in parts if part.verdict is Verdict.DENY]
+    asking = [part for part in parts if part.verdict is Verdict.ASK]
+    if denied or asking:
+        first = (denied or asking)[0]
+        verdict = Verdict.DENY if denied else Verdict.ASK
+        reason = first.reason + _more(len(pending) - 1)
+        return Decision(verdict, reason, pending, first.rule)
+    if len(parts) == 1:
+        return Decision(Verdict.ALLOW, parts[0].reason, (), parts[0].rule)
+    return Decision(Verdict.ALLOW, f"all {len(parts)} parts are allowed")
+
+
+def _more(others: int) -> str:
+    if others <= 0:
+        return ""
+    if others == 1:
+        return ", and 1 more part needs approval"
+    return f", and {others} more parts need approval"
+
+
+def _describe(rule: PermissionRule, *, command: bool) -> str:
+    kind = f" ({rule.match})" if command else ""
+    return f"the {rule.scope} rule {rule.tool} `{rule.pattern}`{kind}"
+
+
+def _inside(path: str, workspace: str) -> bool:
+    path, workspace = posixpath.normpath(path), posixpath.normpath(workspace)
+    return path == workspace or path.startswith(workspace.rstrip("/") + "/")
+
+
+class _Judge:
+    """Decides the parts of one request."""
+
+    def __init__(self, mode: PermissionMode, rules: tuple[PermissionRule, ...], request: Request):
+        self.mode = mode
+        self.rules = rules
+        self.request = request
+        self.yolo = mode is PermissionMode.YOLO
+
+    # rule selection --------------------------------------------------------------------------
+
+    def pick(self, applies: Callable[[PermissionRule], bool]) -> PermissionRule | None:
+        """The deciding rule: any deny, else ask or allow from the most specific scope."""
+        matching = [rule for rule in self.rules if applies(rule)]
+        ranked = sorted(matching, key=lambda rule: _SCOPE_ORDER.index(rule.scope))
+        deny = next((rule for rule in ranked if rule.action is Verdict.DENY), None)
+        if deny is not None:
+            return deny
+        counted = [
+            rule
+            for rule in ranked
+            if rule.action is Verdict.ALLOW or (rule.action is Verdict.ASK and not self.yolo)
+        ]
+        if not counted:
+            return None
+        scope = counted[0].scope
+        here = [rule for rule in counted if rule.scope is scope]
+        return next((rule for rule in here if rule.action is Verdict.ASK), here[0])
+
+    def first_deny(
+        self, applies: Callable[[PermissionRule], bool], tools: Iterable[str]
+    ) -> PermissionRule | None:
+        names = frozenset(tools)
+        denying = [r for r in self.rules if r.action is Verdict.DENY and r.tool in names]
+        return next((rule for rule in denying if applies(rule)), None)
+
+    # run_command -----------------------------------------------------------------------------
+
+    def command_parts(self) -> list[_Part]:
+        analysis = self.request.command or CommandAnalysis(
+            (), (), (), (), False, ("was not given to the permission check",)
+        )
+        parts = [self.simple(command) for command in analysis.commands]
+        parts += [self.target(target, frozenset({"*"})) for target in self.write_targets(analysis)]
+        parts += [self.dynamic_write(raw) for raw in analysis.dynamic_writes]
+        parts += [self.directory(path) for path in analysis.directories]
+        if not analysis.understood:
+            parts.append(self.not_understood(analysis))
+        return parts
+
+    def write_targets(self, analysis: CommandAnalysis) -> tuple[Target, ...]:
+        if self.request.targets or not analysis.writes:
+            return self.request.targets
+        # The caller should resolve the writes; judge them lexically rather than not at all.
+        workspace = self.request.workspace
+        return tuple(Target(w, Access.WRITE, _inside(w, workspace)) for w in analysis.writes)
+
+    def simple(self, command: SimpleCommand) -> _Part:
+        label = command.text
+        rule = self.pick(lambda r: r.tool in _COMMAND_TOOLS and _command_rule_applies(r, command))
+        if rule is not None and rule.action is Verdict.DENY:
+            return self.by_rule(label, rule, command=True)
+        if command.dynamic:
+            risky = self.first_deny(lambda r: _deny_might_match(r, command), _COMMAND_TOOLS)
+            if risky is not None:
+                why = f"`{label}` uses values only known when it runs"
+                described = _describe(risky, command=True)
+                return _Part(label, Verdict.ASK, f"{why}, and {described} might match it")
+        if rule is not None:
+            return self.by_rule(label, rule, command=True)
+        if self.yolo:
+            return _Part(label, Verdict.ALLOW, _YOLO)
+        if command.words and command.words[0] in DIRECTORY_COMMANDS:
+            return _Part(label, Verdict.ALLOW, f"`{label}` only changes directory")
+        if command.dynamic:
+            why = f"`{label}` uses values only known when it runs, so only a `*` rule can cover it"
+            return _Part(label, Verdict.ASK, why)
+        return _Part(label, Verdict.ASK, f"`{label}` is not covered by any rule")
+
+    def by_rule(self, label: str, rule: PermissionRule, *, command: bool) -> _Part:
+        described = _describe(rule, command=command)
+        subject = f"`{label}`" if command else label
+        if rule.action is Verdict.DENY:
+            return _Part(label, Verdict.DENY, f"{subject} is denied by {described}", rule)
+        if rule.action is Verdict.ASK:
+            return _Part(label, Verdict.ASK, f"{described} asks before {subject}", rule)
+        return _Part(label, Verdict.ALLOW, f"{subject} is allowed by {described}", rule)
+
+    # files and directories -------------------------------------------------------------------
+
+    def path_rule(self, path: str, tools: frozenset[str]) -> PermissionRule | None:
+        workspace, home = self.request.workspace, self.request.home
+        return self.pick(lambda r: r.tool in tools and path_rule_matches(r, path, workspace, home))
+
+    def target(self, target: Target, tools: frozenset[str]) -> _Part:
+        verb = "reads" if target.access is Access.READ else "writes"
+        label = f"{verb} {target.path}"
+        rule = self.path_rule(target.path, tools | _TOOLS_FOR[target.access])
+        if rule is not None:
+            return self.by_rule(label, rule, command=False)
+        if self.yolo:
+            return _Part(label, Verdict.ALLOW, _YOLO)
+        if not target.inside:
+            return _Part(label, Verdict.ASK, f"{label}, outside the workspace")
+        if target.access is Access.WRITE and self.mode is PermissionMode.ASK:
+            return _Part(label, Verdict.ASK, f"{label}; ask mode asks before every write")
+        return _Part(label, Verdict.ALLOW, f"{label}, inside the workspace")
+
+    def dynamic_write(self, raw: str) -> _Part:
+        label = f"writes {raw}"
+        guard = self.first_deny(lambda _: True, {"*", *WRITE_TOOLS})
+        if self.yolo and guard is None:
+            return _Part(label, Verdict.ALLOW, _YOLO)
+        reason = f"writes to `{raw}`, a path only known when it runs"
+        if guard is not None:
+            reason += f", so {_describe(guard, command=False)} cannot be checked"
+        return _Part(label, Verdict.ASK, reason)
+
+    def directory(self, path: str) -> _Part:
+        label = f"cd {path}"
+        rule = self.path_rule(path, frozenset({"*"}) | READ_TOOLS)
+        if rule is not None:
+            return self.by_rule(label, rule, command=False)
+        if self.yolo or _inside(path, self.request.workspace):
+            return _Part(label, Verdict.ALLOW, f"`{label}` stays inside the workspace")
+        return _Part(label, Verdict.ASK, f"`{label}` moves outside the workspace")
+
+    def not_understood(self, analysis: CommandAnalysis) -> _Part:
+        label = analysis.source.strip() or "the command"
+        why = analysis.problems[0] if analysis.problems else "is not understood"
+        pseudo = SimpleCommand(tuple(label.split()), " ".join(label.split()), "", True)
+        denying = self.first_deny(lambda r: _deny_matches(r, pseudo), _COMMAND_TOOLS)
+        if denying is not None:
+            return self.by_rule(label, denying, command=True)
+        guard = self.first_deny(lambda _: True, _COMMAND_TOOLS)
+        if self.yolo and guard is None:
+            return _Part(label, Verdict.ALLOW, _YOLO)
+        reason = f"fxdesk could not fully understand this command ({why})"
+        return _Part(label, Verdict.ASK, reason)
+
+    # other tools -----------------------------------------------------------------------------
+
+    def tool(self) -> _Part:
+        name = self.request.tool
+        rule = self.pick(lambda r: r.tool in ("*", name) and r.pattern.strip() in ("*", name))
+        if rule is not None:
+            return self.by_rule(name, rule, command=False)
+        if name in ALWAYS_ALLOWED:
+            return _Part(name, Verdict.ALLOW, f"`{name}` is always allowed")
+        if self.yolo:
+            return _Part(name, Verdict.ALLOW, _YOLO)
+        return _Part(name, Verdict.ASK, f"`{name}` is not covered by any rule")
+
+
+def _command_rule_applies(rule: PermissionRule, command: SimpleCommand) -> bool:
+    if rule.action is Verdict.DENY:
+        return _deny_matches(rule, command)
+    if rule.action is Verdict.ALLOW and command.dynamic:  # its words are not what will run
+        return rule.pattern.strip() == "*"
+    return command_rule_matches(rule, command)
+
+
+def _deny_matches(rule: PermissionRule, command: SimpleCommand) -> bool:
+    """A deny rule matches the command as written, or the program behind wrappers and paths."""
+    return any(command_rule_matches(rule, variant) for variant in _variants(command))
+
+
+def _deny_might_match(rule: PermissionRule, command: SimpleCommand) -> bool:
+    """Whether a deny rule could match what a dynamic command turns into when it runs."""
+    first = (command_words(rule.pattern) or ("",))[0]
+    if rule.pattern.strip() == "*" or _MAY_EXPAND.search(first):
+        return True
+    names = {variant.words[0] for variant in _variants(command) if variant.words}
+    return any(_MAY_EXPAND.search(name) or name == first for name in names)
+
+
+def _variants(command: SimpleCommand) -> list[SimpleCommand]:
+    """The command, then the same without leading assignments and wrappers, each also with the
+    program's base name (/bin/rm → rm)."""
+    found = [command.words]
+    words = list(command.words)
+    while True:
+        before = len(words)
+        while words and _ASSIGNMENT.match(words[0]):
+            words.pop(0)
+        if words and posixpath.basename(words[0]) in _WRAPPERS:
+            words.pop(0)
+            while words and (_WRAPPER_ARGUMENT.fullmatch(words[0]) or _ASSIGNMENT.match(words[0])):
+                words.pop(0)
+        if len(words) == before or not words:
+            break
+        found.append(tuple(words))
+    found += [(posixpath.basename(w[0]), *w[1:]) for w in found if w and "/" in w[0]]
+    return [
+        SimpleCommand(words, " ".join(words), command.cwd, command.dynamic)
+        for words in dict.fromkeys(found)
+    ]

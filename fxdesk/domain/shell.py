@@ -1,0 +1,649 @@
+"""What a shell command line does, read without running it (spec child-sessions §6).
+
+`analyse` parses a line with bashlex and walks the tree. It lists every simple command wherever it
+sits (pipelines, lists, subshells, groups, loops, command and process substitutions), the files the
+line redirects to or hands to `tee`, and the directories `cd`, `pushd` and `popd` move to. Paths are
+lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in any of several
+directories: a relative write is listed once for each directory it may land in.
+
+The permission check trusts this module to see at least everything bash will run. Where bash and
+bashlex could read a line differently (quoted here-document delimiters, `$'…'` strings, backslashes
+next to backticks, commands inside `${…}`), or the line uses a construct we do not follow
+(functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we cannot place), the analysis
+says ``understood=False`` and the person is asked.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import string
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import bashlex  # type: ignore[import-untyped]
+import bashlex.errors  # type: ignore[import-untyped]
+import bashlex.subst  # type: ignore[import-untyped]
+
+MAX_COMMAND_CHARS = 100_000
+_MAX_PLACES = 16  # directories one command may run in before we give up following `cd`
+
+_WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_HEREDOCS = frozenset({"<<", "<<-"})
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
+_UNKNOWN_DIRECTORY_AFTER = frozenset({"source", ".", "eval", "trap"})  # may `cd` out of sight
+_WRAPPERS = frozenset({"builtin", "command"})
+_CD_OPTIONS = re.compile(r"-[LPe@]+")
+_GLOB = re.compile(r"[*?]|\[[^\]]+\]")
+_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_QUOTING = re.compile(r"['\"\\\\$`]")
+_EXPANDS_AFTER_DOLLAR = frozenset("({[" + string.ascii_letters + string.digits + "_@*#?-$!")
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
+
+
+@dataclass(frozen=True)
+class SimpleCommand:
+    """One command as bash will start it.
+
+    ``cwd`` is "" when the directory cannot be known (after `source`, `eval` or an unmatched
+    `popd`).
+    """
+
+    words: tuple[str, ...]  # argv after quote removal; assignments such as X=1 included
+    text: str  # " ".join(words), for display and glob rules
+    cwd: str
+    dynamic: bool  # a word holds an expansion only known when it runs ($X, $(…), `…`, <(…))
+
+
+@dataclass(frozen=True)
+class Redirect:
+    target: str  # absolute and lexical ("..", kept for the caller to resolve), or raw if dynamic
+    writes: bool
+    dynamic: bool
+
+
+@dataclass(frozen=True)
+class CommandAnalysis:
+    commands: tuple[SimpleCommand, ...]
+    redirects: tuple[Redirect, ...]
+    writes: tuple[str, ...]  # files written (redirects and `tee`), never /dev/null and friends
+    directories: tuple[str, ...]  # every directory `cd`/`pushd`/`popd` may move to
+    understood: bool
+    problems: tuple[str, ...]  # why it is not understood, then what is only known when it runs
+    dynamic_writes: tuple[str, ...] = ()  # raw text of write destinations only known when it runs
+    source: str = ""  # the line as given
+
+
+def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
+    """What ``command`` runs, writes and where it moves, starting in ``cwd``; never raises."""
+    if not command.strip(" \t\n") or _only_comments(command):
+        return CommandAnalysis((), (), (), (), True, (), (), command)
+    if len(command) > MAX_COMMAND_CHARS:
+        return _not_understood(command, f"is longer than {MAX_COMMAND_CHARS} characters")
+    try:
+        nodes = bashlex.parse(command)
+    except NotImplementedError as exc:
+        return _not_understood(command, f"uses a construct fxdesk does not follow ({exc})")
+    except Exception as exc:  # bashlex raises assorted errors on malformed input
+        return _not_understood(command, f"could not be parsed ({exc})")
+    walker = _Walker(command, home)
+    try:
+        skipped = _skipped(command, nodes)
+        if skipped:
+            walker.block(f"has text bashlex skipped (`{skipped}`)")
+        walker.sequence(nodes, (_Place(posixpath.normpath(cwd)),))
+    except Exception as exc:  # fail closed: an analysis we could not finish is not understood
+        return _not_understood(command, f"could not be analysed (internal error: {exc!r})")
+    return walker.result()
+
+
+def _skipped(source: str, nodes: Sequence[Any]) -> str:
+    """Text outside every parsed node that is not a blank, separator or comment ("" if none).
+
+    bashlex stops quietly in places (it reads one line of a multi-line `$(…)`); this is the
+    check that it read the whole line.
+    """
+    covered = [False] * len(source)
+    heredocs = [doc for node in nodes for doc in _heredocs(node)]
+    for span in (*nodes, *heredocs):
+        start, end = span.pos
+        covered[start:end] = [True] * (end - start)
+    i = 0
+    while i < len(source):
+        c = source[i]
+        if covered[i] or c in " \t\n;&":
+            i += 1
+        elif c == "\\" and source[i + 1 : i + 2] == "\n":
+            i += 2
+        elif c == "#" and (i == 0 or source[i - 1] in " \t\n;&"):
+            newline = source.find("\n", i)
+            i = len(source) if newline < 0 else newline
+        else:
+            return source[i : i + 20]
+    return ""
+
+
+def _heredocs(node: Any) -> Iterator[Any]:
+    if getattr(node, "kind", None) == "heredoc":
+        yield node
+    for name in ("parts", "list", "redirects", "command", "output", "heredoc"):
+        child = getattr(node, name, None)
+        for item in child if isinstance(child, list) else [child]:
+            if hasattr(item, "kind"):
+                yield from _heredocs(item)
+
+
+def _only_comments(command: str) -> bool:
+    # bashlex fails on a line that is nothing but a comment; bash runs nothing for it.
+    lines = command.split("\n")
+    return all(not line.strip(" \t") or line.lstrip(" \t").startswith("#") for line in lines)
+
+
+def _not_understood(command: str, why: str) -> CommandAnalysis:
+    return CommandAnalysis((), (), (), (), False, (why,), (), command)
+
+
+# --- directories the shell may be in --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Place:
+    cwd: str | None  # None: unknown
+    stack: tuple[str | None, ...] = ()  # the `pushd` stack, most recent first
+
+
+_Places = tuple[_Place, ...]  # the first is where every `cd` so far succeeded
+_UNKNOWN: _Places = (_Place(None),)
+
+
+@dataclass(frozen=True)
+class _Flow:
+    """Where the shell may be after a command, when it succeeded and when it failed."""
+
+    ok: _Places
+    failed: _Places
+
+    @property
+    def after(self) -> _Places:
+        return _union(self.ok, self.failed)
+
+
+def _same(places: _Places) -> _Flow:
+    return _Flow(places, places)
+
+
+def _union(*groups: _Places) -> _Places:
+    return tuple(dict.fromkeys(place for group in groups for place in group))
+
+
+def _collapse(path: str) -> str:
+    """``path`` without "." and empty parts; ".." stays, since only the caller can resolve it."""
+    return "/" + "/".join(part for part in path.split("/") if part not in ("", "."))
+
+
+def _words_text(node: Any) -> str:
+    return str(getattr(node, "word", ""))
+
+
+# --- the walk ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Word:
+    text: str
+    node: Any
+    dynamic: bool
+    substituted: tuple[Any, ...] = ()  # commands run by $(…), `…`, <(…) and >(…) in the word
+    tilde: str | None = None  # an unquoted ~ prefix it starts with ("~", "~+", "~user")
+
+
+class _Walker:
+    """Walks bashlex's tree in execution order, following the directory through the line."""
+
+    def __init__(self, source: str, home: str) -> None:
+        self.source = source
+        self.home = posixpath.normpath(home) if home else "/"
+        self.commands: list[SimpleCommand] = []
+        self.redirects: list[Redirect] = []
+        self.writes: list[str] = []
+        self.dynamic_writes: list[str] = []
+        self.directories: list[str] = []
+        self.blockers: list[str] = []
+        self.notes: list[str] = []
+
+    def result(self) -> CommandAnalysis:
+        if "`" in self.source and "\\" in self.source:
+            # Inside backticks bash removes backslashes before parsing again; bashlex does not.
+            self.block("mixes backslashes with backtick substitution")
+        if "CDPATH" in self.source:
+            self.block("changes CDPATH, which moves `cd` where fxdesk cannot follow")
+        return CommandAnalysis(
+            commands=tuple(dict.fromkeys(self.commands)),
+            redirects=tuple(dict.fromkeys(self.redirects)),
+            writes=tuple(dict.fromkeys(self.writes)),
+            directories=tuple(dict.fromkeys(self.directories)),
+            understood=not self.blockers,
+            problems=tuple(dict.fromkeys(self.blockers + self.notes)),
+            dynamic_writes=tuple(dict.fromkeys(self.dynamic_writes)),
+            source=self.source,
+        )
+
+    def block(self, why: str) -> None:
+        self.blockers.append(why)
+
+    # nodes -----------------------------------------------------------------------------------
+
+    def sequence(self, nodes: Sequence[Any], places: _Places) -> _Flow:
+        flow = _same(places)
+        for node in nodes:
+            flow = self.node(node, flow.after)
+        return flow
+
+    def node(self, node: Any, places: _Places) -> _Flow:
+        flow = self._dispatch(node, places)
+        if len(flow.after) > _MAX_PLACES:
+            self.block("changes directory in more ways than fxdesk follows")
+            return _same(flow.after[:_MAX_PLACES])
+        return flow
+
+    def _dispatch(self, node: Any, places: _Places) -> _Flow:
+        kind = node.kind
+        if kind == "command":
+            return self.simple(node, places)
+        if kind == "list":
+            return self.list_(node.parts, places)
+        if kind == "pipeline":
+            return self.pipeline(node, places)
+        if kind == "compound":
+            return self.compound(node, places)
+        if kind in ("if", "for", "while", "until"):
+            return self.control(node, places)
+        if kind in ("reservedword", "operator", "pipe"):
+            return _same(places)
+        if kind == "function":
+            self.block("defines a shell function")
+        else:
+            self.block(f"uses a construct fxdesk does not follow ({kind})")
+        return _same(places)
+
+    def list_(self, parts: Sequence[Any], places: _Places) -> _Flow:
+        """`a && b || c; d & e`: && and || bind tighter than ; & and newlines."""
+        result, start = _same(places), places
+        chain: _Flow | None = None
+        joiner = ""
+        for part in parts:
+            if part.kind != "operator":
+                chain = self.node(part, start) if chain is None else self.join(chain, joiner, part)
+            elif part.op in ("&&", "||"):
+                joiner = part.op
+            elif chain is not None:
+                # A chain sent to the background runs in a subshell: its `cd`s stay there.
+                result = _same(start) if part.op == "&" else chain
+                start, chain = result.after, None
+        return chain if chain is not None else result
+
+    def join(self, left: _Flow, joiner: str, node: Any) -> _Flow:
+        if joiner == "&&":
+            right = self.node(node, left.ok)
+            return _Flow(right.ok, _union(left.failed, right.failed))
+        right = self.node(node, left.failed)
+        return _Flow(_union(left.ok, right.ok), right.failed)
+
+    def pipeline(self, node: Any, places: _Places) -> _Flow:
+        negated = any(part.kind == "reservedword" and part.word == "!" for part in node.parts)
+        members = [part for part in node.parts if part.kind not in ("pipe", "reservedword")]
+        if len(members) == 1:  # `! cd x` runs in this shell
+            flow = self.node(members[0], places)
+        else:  # every side of a pipe runs in a subshell
+            for member in members:
+                self.node(member, places)
+            flow = _same(places)
+        return _Flow(flow.failed, flow.ok) if negated else flow
+
+    def compound(self, node: Any, places: _Places) -> _Flow:
+        if self.source.startswith("((", node.pos[0]):
+            self.block("uses an arithmetic command (( … ))")
+        for redirect in getattr(node, "redirects", ()):
+            self.redirect(redirect, places)
+        parts = list(getattr(node, "list", ()))
+        subshell = bool(parts) and parts[0].kind == "reservedword" and parts[0].word == "("
+        flow = self.sequence([part for part in parts if part.kind != "reservedword"], places)
+        return _same(places) if subshell else flow
+
+    def control(self, node: Any, places: _Places) -> _Flow:
+        """if / for / while / until: any branch may run, a loop body any number of times."""
+        current = places
+        for part in node.parts:
+            if part.kind == "reservedword":
+                continue
+            if part.kind == "word":  # the name and the words a `for` loop runs over
+                self.substitutions(self.word(part), current)
+                continue
+            current = _union(current, self.node(part, current).after)
+        if node.kind != "if" and current != places:
+            self.block("changes directory inside a loop")
+        return _same(current)
+
+    # simple commands -------------------------------------------------------------------------
+
+    def simple(self, node: Any, places: _Places) -> _Flow:
+        words = [self.word(part) for part in node.parts if part.kind != "redirect"]
+        texts = tuple(word.text for word in words)
+        if texts:
+            name_at = next((i for i, t in enumerate(texts) if not _ASSIGNMENT.match(t)), None)
+            dynamic = any(word.dynamic for word in words) or (
+                name_at is not None and _expands(texts[name_at])
+            )
+            text = " ".join(texts)
+            cwd = places[0].cwd or ""
+            self.commands.append(SimpleCommand(texts, text, cwd, dynamic))
+            if dynamic:
+                self.notes.append(f"`{text}` uses values only known when it runs")
+        for word in words:
+            self.substitutions(word, places)
+        for part in node.parts:
+            if part.kind == "redirect":
+                self.redirect(part, places)
+        return self.effect(words, places)
+
+    def substitutions(self, word: _Word, places: _Places) -> None:
+        for command in word.substituted:  # each runs in a subshell: its `cd`s stay there
+            self.node(command, places)
+
+    def word(self, node: Any) -> _Word:
+        """One word, read for what expands when it runs.
+
+        Where bashlex finds expansions is trusted; its quote removal is not (it mishandles
+        backslashes next to quotes), so static words are re-read from the source.
+        """
+        expanding = False
+        substituted: list[Any] = []
+        for part in getattr(node, "parts", ()):
+            if part.kind == "parameter":
+                value = str(getattr(part, "value", ""))
+                expanding = expanding or bool(value)  # a bare `$` is a dollar sign
+                if any(s in value for s in ("$(", "`", "<(", ">(")):
+                    self.block("runs a command inside ${…}, which fxdesk cannot read")
+            elif part.kind in ("commandsubstitution", "processsubstitution"):
+                expanding = True
+                substituted.append(part.command)
+                self.check_read_to_the_end(part)
+            elif part.kind != "tilde":
+                self.block(f"uses a construct fxdesk does not follow ({part.kind})")
+        raw = self.source[node.pos[0] : node.pos[1]]
+        reading = _read_word(raw)
+        parsed = _words_text(node)
+        if reading.trouble:
+            self.block(f"`{raw}` {reading.trouble}")
+        elif reading.dynamic and not expanding:
+            self.block(f"bash and bashlex read `{raw}` differently")
+        elif not reading.dynamic and not _QUOTING.search(raw) and reading.text != parsed:
+            self.block(f"bashlex placed `{parsed}` where the line has `{raw}`")
+        dynamic = expanding or reading.dynamic
+        text = parsed if dynamic or reading.trouble else reading.text
+        return _Word(text, node, dynamic, tuple(substituted), reading.tilde)
+
+    def check_read_to_the_end(self, substitution: Any) -> None:
+        """bashlex parses only the first line of a substitution; make sure there was no more."""
+        closer = "`" if self.source.startswith("`", substitution.pos[0]) else ")"
+        rest = self.source[substitution.command.pos[1] :].lstrip(" \t\n;")
+        if not rest.startswith(closer):
+            self.block(f"has a substitution bashlex read only in part (`{rest[:20]}`)")
+
+    def effect(self, words: list[_Word], places: _Places) -> _Flow:
+        """How a command moves the shell: `cd` and friends; files `tee` writes."""
+        args = _after_wrappers(words)
+        if not args:
+            return _same(places)
+        name = posixpath.basename(args[0].text)
+        if args[0].text in _DIRECTORY_BUILTINS:
+            return self.change_directory(args[0].text, args[1:], places)
+        if args[0].dynamic or args[0].text in _UNKNOWN_DIRECTORY_AFTER:
+            return _same(_UNKNOWN)
+        if name == "tee":
+            for word in _tee_files(args[1:]):
+                self.record(word, places, writes=True)
+        return _same(places)
+
+    # redirects and paths ---------------------------------------------------------------------
+
+    def redirect(self, node: Any, places: _Places) -> None:
+        if node.type in _HEREDOCS:
+            self.heredoc(node)
+            return
+        target = node.output
+        if not hasattr(target, "kind"):  # 2>&1, >&-: a file descriptor, not a file
+            return
+        word = self.word(target)
+        self.substitutions(word, places)
+        if node.type == "<<<":  # a here-string is text, not a file
+            return
+        if node.type == ">&" and _QUOTING.search(self.source[target.pos[0] : target.pos[1]]):
+            # bash removes quotes twice from a csh-style `>&file` name: 1\' becomes 1, not 1'
+            word = _Word(word.text, target, True)
+        self.record(word, places, writes=node.type in _WRITING)
+
+    def heredoc(self, node: Any) -> None:
+        delimiter = _words_text(node.output)
+        if any(ch in delimiter for ch in "'\"\\"):
+            self.block("quotes a here-document delimiter, which bashlex cannot read")
+        body = str(getattr(getattr(node, "heredoc", None), "value", "") or "")
+        if "$(" in body or "`" in body:
+            self.block("runs a command inside a here-document")
+
+    def record(self, word: _Word, places: _Places, *, writes: bool) -> None:
+        """A file the line reads or writes, once for each directory it may be relative to."""
+        if not word.text:
+            return  # bash refuses an empty file name before running the command
+        for place in places:
+            path, unknown = self.path(word, place.cwd)
+            self.redirects.append(Redirect(path, writes, unknown))
+            if writes and unknown:
+                self.dynamic_writes.append(path)
+                self.notes.append(f"writes to `{word.text}`, a path only known when it runs")
+            elif writes and path not in _NOT_FILES:
+                self.writes.append(path)
+
+    def path(self, word: _Word, cwd: str | None) -> tuple[str, bool]:
+        """The word as an absolute path from ``cwd``, and whether it is only known when it runs."""
+        expanded = None if word.dynamic or _expands(word.text) else self.tilde(word, cwd)
+        if expanded is None:
+            return word.text, True
+        if expanded.startswith("/"):
+            return _collapse(expanded), False
+        if cwd is None:
+            return word.text, True
+        return _collapse(f"{cwd}/{expanded}"), False
+
+    def tilde(self, word: _Word, cwd: str | None) -> str | None:
+        """The word with a leading ~ or ~+ expanded; None for ~user, ~- and the like."""
+        if word.tilde is None:
+            return word.text
+        if word.tilde == "~":
+            return self.home + word.text[1:]
+        if word.tilde == "~+" and cwd is not None:
+            return cwd + word.text[2:]
+        return None
+
+    # cd, pushd, popd -------------------------------------------------------------------------
+
+    def change_directory(self, name: str, args: list[_Word], places: _Places) -> _Flow:
+        if name == "popd":
+            return self.popd(args, places)
+        operands = list(args)
+        physical = False
+        while name == "cd" and operands and _CD_OPTIONS.fullmatch(operands[0].text):
+            physical = physical or "P" in operands.pop(0).text
+        if operands and operands[0].text == "--":
+            operands.pop(0)
+        why = _cd_refusal(name, [word.text for word in operands], physical)
+        if why:
+            self.block(why)
+            return _same(places)
+        moved: list[_Place] = []
+        for place in places:
+            target = self.destination(operands[0] if operands else None, place.cwd)
+            if target is None:
+                continue
+            self.directories.append(target)
+            stack = (place.cwd, *place.stack) if name == "pushd" else place.stack
+            moved.append(_Place(target, stack))
+        return _Flow(_union(tuple(moved)) or places, places)
+
+    def destination(self, word: _Word | None, cwd: str | None) -> str | None:
+        if word is None:
+            return self.home
+        if word.dynamic or _expands(word.text):
+            self.block(f"moves to `{word.text}`, a directory only known when it runs")
+            return None
+        if not word.text:
+            return cwd if cwd is not None else None
+        expanded = self.tilde(word, cwd)
+        if expanded is None:
+            self.block(f"moves to `{word.text}`, a directory fxdesk cannot know")
+            return None
+        if cwd is None and not expanded.startswith("/"):
+            self.block(f"moves to `{word.text}` from a directory fxdesk cannot know")
+            return None
+        return posixpath.normpath(posixpath.join(cwd or "/", expanded))
+
+    def popd(self, args: list[_Word], places: _Places) -> _Flow:
+        if args:
+            self.block("uses `popd` with arguments")
+            return _same(places)
+        moved: list[_Place] = []
+        for place in places:
+            if place.stack:
+                if place.stack[0] is not None:
+                    self.directories.append(place.stack[0])
+                moved.append(_Place(place.stack[0], place.stack[1:]))
+            else:  # the shell's own stack, from before this line, is not ours to see
+                moved.append(_Place(None))
+        return _Flow(_union(tuple(moved)), places)
+
+
+@dataclass(frozen=True)
+class _Reading:
+    text: str  # after quote removal; meaningless when dynamic
+    dynamic: bool = False
+    tilde: str | None = None
+    trouble: str = ""  # why bash may read it differently from bashlex
+
+
+def _read_word(raw: str) -> _Reading:
+    """Bash's quote removal for one word, stopping at the first expansion."""
+    out: list[str] = []
+    quoted = False  # inside "…"
+    i = 0
+    while i < len(raw):
+        c, following = raw[i], raw[i + 1 : i + 2]
+        if c == "'" and not quoted:
+            end = raw.find("'", i + 1)
+            if end < 0:
+                return _Reading("", trouble="has a quote bashlex closes differently")
+            out.append(raw[i + 1 : end])
+            i = end + 1
+            continue
+        if c == "\\":
+            if following == "\n":  # a line continuation
+                pass
+            elif not quoted or following in '$`"\\':
+                out.append(following or c)
+            else:
+                out.append(c + following)
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        elif c == "$" and following == "'" and not quoted:
+            return _Reading("", trouble="uses $'…' quoting, which bashlex cannot read")
+        elif _expansion_starts(c, following, quoted):
+            return _Reading("", dynamic=True)
+        else:
+            out.append(c)
+        i += 1
+    if quoted:
+        return _Reading("", trouble="has a quote bashlex closes differently")
+    return _Reading("".join(out), tilde=_tilde_prefix(raw))
+
+
+def _expansion_starts(c: str, following: str, quoted: bool) -> bool:
+    if c == "`":
+        return True
+    if c == "$":  # $"…" is a translated string: unknown too
+        return bool(following) and (
+            following in _EXPANDS_AFTER_DOLLAR or (following == '"' and not quoted)
+        )
+    return c in "<>" and following == "(" and not quoted
+
+
+def _tilde_prefix(raw: str) -> str | None:
+    prefix = raw.split("/", 1)[0]
+    if not prefix.startswith("~") or _QUOTING.search(prefix):
+        return None
+    return prefix
+
+
+def _expands(text: str) -> bool:
+    """Whether bash would glob or brace-expand ``text`` (quoted or not: we cannot tell)."""
+    return bool(_GLOB.search(text) or _BRACES.search(text))
+
+
+def _after_wrappers(words: list[_Word]) -> list[_Word]:
+    """The words from the command name on: assignments and `builtin`/`command` skipped."""
+    rest = list(words)
+    while rest and _ASSIGNMENT.match(rest[0].text):
+        rest.pop(0)
+    while len(rest) > 1 and rest[0].text in _WRAPPERS:
+        name_at = 1
+        while name_at < len(rest) - 1 and rest[name_at].text in ("-p", "--"):
+            name_at += 1  # `command -p cd` still changes directory
+        if rest[name_at].text.startswith("-"):
+            break  # `command -v cd` only looks the name up
+        rest = rest[name_at:]
+    return rest
+
+
+def _tee_files(args: list[_Word]) -> list[_Word]:
+    files: list[_Word] = []
+    options = True
+    for word in args:
+        if options and word.text == "--":
+            options = False
+        elif not (options and word.text.startswith("-") and word.text != "-"):
+            files.append(word)
+    return [word for word in files if word.text != "-"]
+
+
+def _cd_refusal(name: str, operands: list[str], physical: bool) -> str:
+    """Why we cannot follow this cd/pushd ("" when we can)."""
+    if name == "pushd" and (not operands or operands[0][:1] in ("+", "-")):
+        return "uses `pushd` to rotate the directory stack"
+    if len(operands) > 1:
+        return f"gives `{name}` more than one directory"
+    if operands and operands[0] == "-":
+        return f"uses `{name} -`, whose directory fxdesk cannot see"
+    if physical and operands and ".." in operands[0].split("/"):
+        return "uses `cd -P` with `..`, which only the file system can resolve"
+    return ""
+
+
+def _guard_unclosed_parameter() -> None:
+    """bashlex 0.18 loops forever on a word holding `${` with no `}` after it (such as a'${');
+    make that a parse error. This only changes inputs that would otherwise never return."""
+    original = bashlex.subst._paramexpand
+    if getattr(original, "fxdesk_guard", False):
+        return
+
+    def paramexpand(parser: Any, string: str, index: int) -> Any:
+        if string.startswith("${", index) and string.find("}", index + 2) == -1:
+            raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, index)
+        return original(parser, string, index)
+
+    paramexpand.fxdesk_guard = True  # type: ignore[attr-defined]
+    bashlex.subst._paramexpand = paramexpand
+
+
+_guard_unclosed_parameter()

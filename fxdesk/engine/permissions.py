@@ -1,0 +1,413 @@
+"""Permission checks for every tool action, and the approvals the person answers.
+
+``check`` decides allow / ask / deny for one tool call against the authority of that moment: the
+work item's permission mode (from its admission snapshot, never more than any ancestor's current
+mode) and the rules as stored now (re-read for every action, so a rule added or removed mid-turn
+applies at the next action). Paths are resolved here, symlinks followed, before the pure decision
+in ``domain.permissions`` sees them.
+
+``ask`` raises a durable approval: the approval row and the work item's move to
+``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process
+(``resolve`` wakes it at once) or by another one (``fxdesk approve``; seen by polling).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import json
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fxdesk.domain import permissions as perms
+from fxdesk.domain import shell
+from fxdesk.domain import work as reducers
+from fxdesk.domain.approvals import (
+    CHOICE_STATUS,
+    Approval,
+    ApprovalNotPending,
+    Choice,
+)
+from fxdesk.domain.model import PermissionMode, Session
+from fxdesk.domain.permissions import (
+    Access,
+    Decision,
+    Match,
+    PermissionRule,
+    Request,
+    Scope,
+    Target,
+    Verdict,
+)
+from fxdesk.domain.work import Change, WaitTransition
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.events import ApprovalChanged, RulesChanged, SessionChanged, WorkChanged
+from fxdesk.engine.timers import Clock
+from fxdesk.store import Store, approvals, control, repo
+
+log = logging.getLogger(__name__)
+
+POLL_S = 1.0  # how often a waiting turn looks for an answer given by another process
+
+READ_TOOLS = {"read_file": ".", "list_dir": ".", "glob": ".", "grep": "."}
+WRITE_TOOLS = {"edit_file", "write_file"}
+HARMLESS_TOOLS = {"echo"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One tool call, understood and decided."""
+
+    decision: Decision
+    label: str  # what the person is asked about: the exact command, or the path(s)
+    outside: bool  # it reaches outside the workspace (the tool must be told it may)
+    detail: dict[str, Any]  # for the approval: reason, parts not yet allowed, targets
+
+
+class PermissionService:
+    def __init__(self, store: Store, bus: EventBus, clock: Clock) -> None:
+        self.store = store
+        self.bus = bus
+        self.clock = clock
+        self._answers: dict[str, asyncio.Future[Approval]] = {}
+
+    # --- deciding ------------------------------------------------------------------------------
+
+    async def check(
+        self, session: Session, mode: PermissionMode, workspace: Path, tool: str, arguments: str
+    ) -> Check:
+        """Decide one tool call now (rules re-read, ancestors' modes re-read)."""
+
+        def read() -> tuple[PermissionMode, list[PermissionRule]]:
+            effective = mode
+            current = repo.get_session(session.id)
+            parent_id = current.parent_id if current else session.parent_id
+            seen = 0
+            while parent_id is not None and seen < 1000:  # a child never outranks its parents
+                parent = repo.get_session(parent_id)
+                if parent is None:
+                    break
+                effective = perms.stricter(effective, parent.permission_mode)
+                parent_id, seen = parent.parent_id, seen + 1
+            return effective, approvals.rules_for(session.id, session.workspace_id)
+
+        effective, rules = await self.store.read(read)
+        request, label = await asyncio.to_thread(_request, tool, arguments, workspace)
+        decision = perms.decide(effective, rules, request)
+        outside = any(not t.inside for t in request.targets) or _leaves(request)
+        detail: dict[str, Any] = {
+            "reason": decision.reason,
+            "uncovered": list(decision.uncovered),
+            "mode": effective.value,
+            "targets": [t.path for t in request.targets],
+            "outside": outside,
+        }
+        return Check(decision, label, outside, detail)
+
+    # --- asking ----------------------------------------------------------------------------
+
+    async def ask(
+        self,
+        session: Session,
+        work_id: str,
+        call_id: str,
+        tool: str,
+        arguments: str,
+        check: Check,
+        explanation: str = "",
+        preview: str = "",
+    ) -> Approval | None:
+        """Raise (or find again) the approval for this call, and move the work item to
+        ``awaiting_approval``, in one transaction. None when the item no longer runs."""
+        fingerprint = perms.fingerprint(tool, arguments)
+        now = self.clock.now_ms()
+        detail = dict(
+            check.detail, arguments=_arguments(arguments), workspace_id=session.workspace_id
+        )
+        if preview:
+            detail["preview"] = preview
+        wanted = Approval(
+            id=perms.approval_id(session.id, work_id, fingerprint),
+            session_id=session.id,
+            root_id=session.root_id,
+            work_id=work_id,
+            call_id=call_id,
+            fingerprint=fingerprint,
+            tool=tool,
+            label=check.label,
+            explanation=explanation.strip()[-2000:],
+            detail=detail,
+            created_at_ms=now,
+        )
+
+        def write() -> tuple[Approval | None, Change | None, Session | None]:
+            record = control.load_record(session.id)
+            if record is None:
+                return None, None, None
+            transition, change = reducers.set_awaiting_approval(record, work_id, now)
+            if transition in (WaitTransition.STALE_WORK, WaitTransition.CANCELLATION_WON):
+                return None, None, None
+            stored = approvals.register(wanted)
+            if not stored.pending:  # answered already: nothing to wait for
+                return stored, None, None
+            if change is not None:
+                control.save_change(change)
+            return stored, change, repo.get_session(session.id) if change else None
+
+        stored, change, after = await self.store.write(write, label="approval")
+        self._publish(change, after)
+        if stored is not None:
+            self.bus.publish(ApprovalChanged(stored))
+        return stored
+
+    async def wait(self, approval_id: str) -> Approval:
+        """The approval once it is no longer pending (answered here or by another process)."""
+        future = self._answers.get(approval_id)
+        if future is None or future.done():
+            future = self._answers[approval_id] = asyncio.get_running_loop().create_future()
+        try:
+            while True:
+                try:
+                    return await asyncio.wait_for(asyncio.shield(future), POLL_S)
+                except TimeoutError:
+                    current = await self.store.read(lambda: approvals.get_approval(approval_id))
+                    if current is None or not current.pending:
+                        assert current is not None, f"approval {approval_id} disappeared"
+                        return current
+        finally:
+            if self._answers.get(approval_id) is future:
+                del self._answers[approval_id]
+
+    async def resolve(
+        self,
+        approval_id: str,
+        choice: Choice,
+        *,
+        reason: str = "",
+        rules: list[PermissionRule] | None = None,
+    ) -> Approval:
+        """Answer a pending approval. ``session`` and ``always`` also store rules: ``rules`` as
+        the person edited them, else the exact parts asked about. The work item goes back to
+        running in the same transaction. ``ApprovalNotPending`` when it was already answered,
+        cancelled or went stale."""
+        now = self.clock.now_ms()
+
+        def write() -> tuple[Approval, Change | None, Session | None, bool]:
+            current = approvals.get_approval(approval_id)
+            if current is None or not current.pending:
+                raise ApprovalNotPending(approval_id, current.status if current else None)
+            resolution: dict[str, Any] = {"choice": choice.value}
+            if reason:
+                resolution["reason"] = reason[:2000]
+            made: list[PermissionRule] = []
+            if choice in (Choice.SESSION, Choice.ALWAYS):
+                wanted = rules if rules is not None else suggested_rules(current, choice)
+                made = [approvals.add_rule(rule, now) for rule in wanted]
+                resolution["rules"] = [rule.id for rule in made]
+            answered = approvals.answer(approval_id, CHOICE_STATUS[choice], resolution, now)
+            change = None
+            record = control.load_record(current.session_id)
+            if record is not None:
+                _, change = reducers.resume_from_approval(record, current.work_id, now)
+                if change is not None:
+                    control.save_change(change)
+            session = repo.get_session(current.session_id) if change else None
+            return answered, change, session, bool(made)
+
+        answered, change, after, rules_added = await self.store.write(write, label="approve")
+        self._publish(change, after)
+        self.bus.publish(ApprovalChanged(answered))
+        if rules_added:
+            self.bus.publish(RulesChanged())
+        future = self._answers.get(approval_id)
+        if future is not None and not future.done():
+            future.set_result(answered)
+        return answered
+
+    async def consume(self, approval_id: str) -> None:
+        now = self.clock.now_ms()
+        await self.store.write(lambda: approvals.consume(approval_id, now), label="approval")
+
+    def cancelled(self, approval_ids: list[str]) -> None:
+        """After a committed cancel: tell views (the turn itself stops through its token)."""
+        for approval_id in approval_ids:
+            future = self._answers.pop(approval_id, None)
+            if future is not None and not future.done():
+                future.cancel()
+
+    async def reconcile(self) -> tuple[list[str], list[str]]:
+        """After start-up recovery: approvals of interrupted work go stale, of finished or
+        cancelled work are cancelled (spec §6.4)."""
+        now = self.clock.now_ms()
+        stale, cancelled = await self.store.write(
+            lambda: approvals.reconcile(now), label="approvals_reconcile"
+        )
+        if stale or cancelled:
+            log.info("approvals: %d stale, %d cancelled after restart", len(stale), len(cancelled))
+        return stale, cancelled
+
+    # --- reading -------------------------------------------------------------------------------
+
+    async def pending(self, session_id: str | None = None) -> list[Approval]:
+        return await self.store.read(lambda: approvals.pending_approvals(session_id))
+
+    async def get(self, approval_id: str) -> Approval | None:
+        return await self.store.read(lambda: approvals.get_approval(approval_id))
+
+    async def find(self, prefix: str) -> Approval | None:
+        """An approval by its id or a unique prefix of it (as the CLI shows them)."""
+        found = [a for a in await self.pending() if a.id.startswith(prefix)]
+        if len(found) == 1:
+            return found[0]
+        return await self.get(prefix)
+
+    async def counts(self) -> dict[str, int]:
+        return await self.store.read(approvals.pending_counts)
+
+    # --- rules ---------------------------------------------------------------------------------
+
+    async def rules(self, scope: Scope | None = None) -> list[PermissionRule]:
+        return await self.store.read(lambda: approvals.list_rules(scope))
+
+    async def add_rule(self, rule: PermissionRule, note: str = "") -> PermissionRule:
+        now = self.clock.now_ms()
+        stored = await self.store.write(lambda: approvals.add_rule(rule, now, note), label="rule")
+        self.bus.publish(RulesChanged())
+        return stored
+
+    async def remove_rule(self, rule_id: int) -> bool:
+        removed = await self.store.write(lambda: approvals.remove_rule(rule_id), label="rule")
+        if removed:
+            self.bus.publish(RulesChanged())
+        return removed
+
+    def _publish(self, change: Change | None, session: Session | None) -> None:
+        if change is not None:
+            self.bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
+        if session is not None:
+            self.bus.publish(SessionChanged(session))
+
+
+def suggested_rules(approval: Approval, choice: Choice) -> list[PermissionRule]:
+    """The rules "allow for this session" / "always allow" store unless the person edits them:
+    exactly what was asked about, nothing broader."""
+    scope = Scope.SESSION if choice == Choice.SESSION else Scope.WORKSPACE
+    key = (
+        approval.session_id
+        if scope == Scope.SESSION
+        else str(approval.detail.get("workspace_id", ""))
+    )
+    if approval.tool == "run_command":
+        parts = [p for p in approval.detail.get("uncovered", []) if not _is_effect(p)]
+        patterns = parts or [approval.label]
+        return [
+            PermissionRule("run_command", p, Verdict.ALLOW, scope, Match.EXACT, scope_key=key)
+            for p in patterns
+        ]
+    return [
+        PermissionRule(approval.tool, path, Verdict.ALLOW, scope, Match.GLOB, scope_key=key)
+        for path in approval.detail.get("targets", []) or [approval.label]
+    ]
+
+
+def _is_effect(part: str) -> bool:
+    """Uncovered entries that are not commands ("writes PATH", "cd PATH"): a command rule
+    cannot allow them; they are asked about each time outside yolo mode."""
+    return part.startswith(("writes ", "cd ", "pushd "))
+
+
+def _leaves(request: Request) -> bool:
+    command = request.command
+    if command is None:
+        return False
+    root = request.workspace
+    return any(not _inside(d, root) for d in command.directories)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _arguments(arguments: str) -> Any:
+    try:
+        return json.loads(arguments)
+    except (TypeError, ValueError):
+        return arguments
+
+
+def _resolve(workspace: Path, raw: str) -> Path:
+    """As the tools resolve a path: ``~`` expanded, relative to the workspace, symlinks
+    followed (a path that does not exist yet resolves through its existing parents)."""
+    candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
+    if not candidate.is_absolute():
+        candidate = workspace / candidate
+    return Path(os.path.realpath(candidate))
+
+
+def _request(tool: str, arguments: str, workspace: Path) -> tuple[Request, str]:
+    """The pure request for a tool call, and the label the person sees (runs in a thread:
+    resolving paths touches the file system)."""
+    root = workspace.resolve()
+    home = os.path.expanduser("~")
+    args = _arguments(arguments)
+    if not isinstance(args, dict):
+        args = {}
+
+    def target(raw: str, access: Access) -> Target:
+        path = _resolve(root, raw)
+        return Target(str(path), access, _inside(str(path), str(root)))
+
+    if tool == "run_command":
+        command = str(args.get("command", ""))
+        analysis = shell.analyse(command, cwd=str(root), home=home)
+        writes = tuple(target(path, Access.WRITE) for path in analysis.writes)
+        return Request(tool, str(root), writes, analysis, home), command
+    if tool in READ_TOOLS:
+        raw = str(args.get("path", READ_TOOLS[tool]))
+        found = target(raw, Access.READ)
+        return Request(tool, str(root), (found,), home=home), found.path
+    if tool in WRITE_TOOLS:
+        raw = str(args.get("path", ""))
+        found = target(raw, Access.WRITE)
+        return Request(tool, str(root), (found,), home=home), found.path
+    return Request(tool, str(root), home=home), tool
+
+
+PREVIEW_LINES = 400
+
+
+def edit_preview(call: Any, workspace: Path) -> str:
+    """A unified diff of what an ``edit_file`` / ``write_file`` call would change, for the
+    approval dialog ('' for other tools, or when it cannot be worked out)."""
+    if call.name not in WRITE_TOOLS:
+        return ""
+    args = _arguments(call.arguments)
+    if not isinstance(args, dict) or not args.get("path"):
+        return ""
+    path = _resolve(workspace.resolve(), str(args["path"]))
+    try:
+        before = path.read_text(encoding="utf-8") if path.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if call.name == "edit_file":
+        old, new = str(args.get("old_text", "")), str(args.get("new_text", ""))
+        if not old or before.count(old) != 1:
+            return ""
+        after = before.replace(old, new, 1)
+    else:
+        content = str(args.get("content", ""))
+        after = before + content if args.get("append") else content
+    lines = list(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"a/{path.name}",
+            tofile=f"b/{path.name}",
+        )
+    )
+    if len(lines) > PREVIEW_LINES:
+        lines = [*lines[:PREVIEW_LINES], f"... {len(lines) - PREVIEW_LINES} more lines\n"]
+    return "".join(lines)

@@ -1,0 +1,514 @@
+"""Permissions through the whole engine: real store, real tools, scripted model.
+
+Spec child-sessions §6 and scenarios 30, 31, 35, 36, 37, 57, 58 and 59 (by number below); the
+pure decision table lives in tests/unit/test_permissions.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
+from fxdesk.domain.model import PermissionMode, SessionState, WorkStatus
+from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
+from fxdesk.engine.owner import Result
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.store import approvals as approvals_store
+from fxdesk.tools.base import ToolRegistry
+from fxdesk.tools.registry import all_tools
+from tests.engine.harness import Engine, call, say, wait_until
+
+
+async def make(tmp_path: Path, steps: list[object], **kwargs: object) -> Engine:
+    return await Engine.create(
+        tmp_path,
+        steps,
+        permissions=True,
+        tools=ToolRegistry(all_tools()),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def service(engine: Engine) -> PermissionService:
+    assert engine.permissions is not None
+    return engine.permissions
+
+
+async def session(engine: Engine, mode: PermissionMode, message: str = "go") -> str:
+    created = await engine.sessions.create_root(
+        engine.workspace, name="perm", permission_mode=mode, first_message=message
+    )
+    return created.id
+
+
+async def pending(engine: Engine, count: int = 1) -> list[Approval]:
+    found: list[Approval] = []
+
+    async def look() -> bool:
+        found[:] = await service(engine).pending()
+        return len(found) >= count
+
+    deadline = asyncio.get_running_loop().time() + 20
+    while not await look():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"expected {count} pending approval(s), found {found}")
+        await asyncio.sleep(0.01)
+    return found
+
+
+def tool_results(engine: Engine) -> list[str]:
+    """What the model was told about its tool calls, in order, as of its latest call."""
+    if not engine.provider.requests:
+        return []
+    return [m.content for m in engine.provider.requests[-1].messages if m.role == "tool"]
+
+
+async def approval_status(engine: Engine, approval_id: str) -> ApprovalStatus:
+    found = await service(engine).get(approval_id)
+    assert found is not None
+    return found.status
+
+
+# --- asking, answering ---------------------------------------------------------------------------
+
+
+async def test_ask_waits_durably_and_allow_once_runs_the_action_once(tmp_path: Path) -> None:
+    engine = await make(tmp_path, [call("write_file", path="notes.txt", content="hi"), say("done")])
+    try:
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert approval.tool == "write_file" and approval.label.endswith("/notes.txt")
+        assert "write" in approval.detail["reason"]
+        # Durable: the item and the session wait for the person, nothing was written.
+        assert [i.status for i in await engine.items(sid)] == [WorkStatus.AWAITING_APPROVAL]
+        assert (await engine.session(sid)).state == SessionState.AWAITING_APPROVAL
+        assert not (engine.workspace / "notes.txt").exists()
+
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert (engine.workspace / "notes.txt").read_text() == "hi"
+        assert await approval_status(engine, approval.id) == ApprovalStatus.ALLOWED_ONCE
+        with pytest.raises(ApprovalNotPending, match="no longer pending"):
+            await service(engine).resolve(approval.id, Choice.ONCE)
+    finally:
+        await engine.close()
+
+
+async def test_deny_tells_the_model_why_and_nothing_runs(tmp_path: Path) -> None:
+    engine = await make(
+        tmp_path, [call("write_file", path="x.txt", content="x"), say("understood")]
+    )
+    try:
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        await service(engine).resolve(approval.id, Choice.DENY, reason="not this file")
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert not (engine.workspace / "x.txt").exists()
+        assert tool_results(engine) == ["The person denied this action: not this file"]
+    finally:
+        await engine.close()
+
+
+async def test_allow_for_this_session_stops_the_same_question(tmp_path: Path) -> None:
+    step = call("run_command", command="ls -a")
+    engine = await make(tmp_path, [step, step, say("done"), step, say("again")])
+    try:
+        sid = await session(engine, PermissionMode.AUTO)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert approval.detail["uncovered"] == ["ls -a"]
+        answered = await service(engine).resolve(approval.id, Choice.SESSION)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        (rule,) = await service(engine).rules()
+        assert (rule.tool, rule.pattern, rule.match, rule.scope, rule.scope_key) == (
+            "run_command",
+            "ls -a",
+            Match.EXACT,
+            Scope.SESSION,
+            sid,
+        )
+        assert answered.resolution["rules"] == [rule.id]
+        # The second call and a later turn ran without asking.
+        await engine.sessions.send(sid, "again")
+        assert await engine.run(sid) == Result.IDLE
+        assert await service(engine).pending() == []
+        assert len(tool_results(engine)) == 3
+    finally:
+        await engine.close()
+
+
+async def test_always_allow_stores_a_workspace_rule_others_sessions_use(tmp_path: Path) -> None:
+    step = call("run_command", command="git status")
+    engine = await make(tmp_path, [step, say("one"), step, say("two")])
+    try:
+        first = await session(engine, PermissionMode.AUTO)
+        engine.owner.start(first)
+        (approval,) = await pending(engine)
+        await service(engine).resolve(approval.id, Choice.ALWAYS)
+        assert await asyncio.wait_for(engine.owner.join(first), 20) == Result.IDLE
+        (rule,) = await service(engine).rules()
+        assert (rule.scope, rule.pattern, rule.action) == (
+            Scope.WORKSPACE,
+            "git status",
+            Verdict.ALLOW,
+        )
+        second = await session(engine, PermissionMode.AUTO)
+        assert await engine.run(second) == Result.IDLE
+        assert await service(engine).pending() == []
+    finally:
+        await engine.close()
+
+
+async def test_rules_are_re_read_for_every_action(tmp_path: Path) -> None:
+    step = call("run_command", command="ls")
+    engine = await make(tmp_path, [step, step, say("done")])
+    try:
+        rule = await service(engine).add_rule(
+            PermissionRule("run_command", "ls", Verdict.ALLOW, Scope.GLOBAL)
+        )
+        sid = await session(engine, PermissionMode.AUTO)
+        await engine.start_blocked(sid)  # the first model call waits
+        engine.provider.release()
+        engine.provider.hold()  # ... and so will the second, after the first ls ran
+        await wait_until(
+            lambda: engine.provider.entered == 1 and len(engine.provider.requests) == 2
+        )
+        assert len(tool_results(engine)) == 1  # the first ls ran: the rule allowed it
+        # Revoked mid-turn: the next action sees it.
+        assert rule.id is not None and await service(engine).remove_rule(rule.id)
+        engine.provider.release()
+        (approval,) = await pending(engine)
+        assert approval.label == "ls"
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+    finally:
+        await engine.close()
+
+
+async def test_a_child_never_has_more_authority_than_its_parent(tmp_path: Path) -> None:
+    engine = await make(tmp_path, [call("write_file", path="c.txt", content="c"), say("ok")])
+    try:
+        parent = await engine.sessions.create_root(
+            engine.workspace, name="parent", permission_mode=PermissionMode.ASK
+        )
+        child = await engine.sessions.create_child(
+            parent.id, name="child", first_message="write", permission_mode=PermissionMode.YOLO
+        )
+        engine.owner.start(child.id)
+        (approval,) = await pending(engine)
+        assert approval.session_id == child.id and approval.detail["mode"] == "ask"
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        await asyncio.wait_for(engine.owner.join(child.id), 20)
+        assert (engine.workspace / "c.txt").read_text() == "c"
+    finally:
+        await engine.close()
+
+
+# --- the workspace boundary with real file tools -----------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["traversal", "symlink"])
+async def test_leaving_the_workspace_asks_in_auto_and_a_deny_rule_wins_in_yolo(
+    tmp_path: Path, how: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    engine = await make(tmp_path / "e", [])
+    (engine.workspace / "link").symlink_to(outside)
+    path = "../../outside/secret.txt" if how == "traversal" else "link/secret.txt"
+    step = call("read_file", path=path)
+    engine.provider.steps[:] = [step, say("auto done"), step, say("yolo done")]
+    try:
+        sid = await session(engine, PermissionMode.AUTO)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert approval.label == str((outside / "secret.txt").resolve())
+        assert approval.detail["outside"] is True
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert "top secret" in tool_results(engine)[0]  # approved: the tool may reach it
+
+        await service(engine).add_rule(
+            PermissionRule("*", str(outside) + "/*", Verdict.DENY, Scope.GLOBAL, Match.GLOB)
+        )
+        yolo = await session(engine, PermissionMode.YOLO)
+        assert await engine.run(yolo) == Result.IDLE
+        assert await service(engine).pending() == []
+        told = tool_results(engine)[-1]
+        assert told.startswith("Not allowed:") and "top secret" not in told
+    finally:
+        await engine.close()
+
+
+# --- spec scenarios ---------------------------------------------------------------------------
+
+
+async def test_scenario_30_cancel_releases_a_waiting_turn_as_cancelled(tmp_path: Path) -> None:
+    engine = await make(tmp_path, [call("run_command", command="mkdir blocked"), say("never")])
+    try:
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert await engine.owner.cancel(sid) == 1
+        assert await asyncio.wait_for(engine.owner.join(sid), 5) == Result.CANCELLED
+        assert await approval_status(engine, approval.id) == ApprovalStatus.CANCELLED
+        with pytest.raises(ApprovalNotPending):
+            await service(engine).resolve(approval.id, Choice.ONCE)
+        assert not (engine.workspace / "blocked").exists()
+        assert len(engine.provider.requests) == 1
+    finally:
+        await engine.close()
+
+
+async def test_scenario_31_shutdown_releases_the_waiter_restart_marks_it_stale_resume_asks(
+    tmp_path: Path,
+) -> None:
+    steps = [call("run_command", command="mkdir made"), say("done")]
+    engine = await make(tmp_path, steps)
+    sid = await session(engine, PermissionMode.ASK)
+    engine.owner.start(sid)
+    (approval,) = await pending(engine)
+    await asyncio.wait_for(engine.close(), 5)  # shutdown writes nothing durable
+    reopened = await engine.reopen(steps[1:], tools=ToolRegistry(all_tools()))
+    try:
+        assert await approval_status(reopened, approval.id) == ApprovalStatus.PENDING
+        report = await reopened.owner.recover()
+        assert report.work_interrupted == 1
+        assert await approval_status(reopened, approval.id) == ApprovalStatus.STALE
+        assert [i.status for i in await reopened.items(sid)] == [WorkStatus.INTERRUPTED]
+        with pytest.raises(ApprovalNotPending, match="stale"):
+            await service(reopened).resolve(approval.id, Choice.ONCE)
+        assert reopened.provider.requests == []  # recovery never asks the model
+
+        # Resuming asks again (the same stable id, pending again), and then runs once.
+        reopened.owner.start(sid, retry=True)
+        (again,) = await pending(reopened)
+        assert again.id == approval.id
+        await service(reopened).resolve(again.id, Choice.ONCE)
+        assert await asyncio.wait_for(reopened.owner.join(sid), 20) == Result.IDLE
+        assert (reopened.workspace / "made").is_dir(), tool_results(reopened)
+        assert len(reopened.provider.requests) == 1  # the answer after the tool, no replay
+    finally:
+        await reopened.close()
+
+
+async def test_scenario_35_restart_reconciles_approvals_by_work_identity(tmp_path: Path) -> None:
+    step = call("run_command", command="touch a")
+    engine = await make(tmp_path, [step, step])
+    first = await session(engine, PermissionMode.ASK)
+    second = await session(engine, PermissionMode.ASK)
+    engine.owner.start(first)
+    engine.owner.start(second)
+    restart, cancelled_before = sorted(
+        await pending(engine, 2), key=lambda a: a.session_id != first
+    )
+    await engine.close()
+    # Item 2 was cancelled before the restart, and its approval was left pending.
+    engine.store = await type(engine.store).aopen(tmp_path / "fxdesk.sqlite3")
+    await asyncio.to_thread(
+        engine.store.execute_for_tests,
+        "UPDATE work_item SET status = 'cancelled', reason = 'cancelled before restart' "
+        "WHERE id = ?",
+        (cancelled_before.work_id,),
+    )
+    await asyncio.to_thread(engine.store.close)
+    reopened = await engine.reopen([])
+    try:
+        report = await reopened.owner.recover()
+        assert report.work_interrupted == 1
+        assert reopened.provider.requests == []
+        assert await approval_status(reopened, restart.id) == ApprovalStatus.STALE
+        assert await approval_status(reopened, cancelled_before.id) == ApprovalStatus.CANCELLED
+    finally:
+        await reopened.close()
+
+
+async def test_scenario_36_restart_finishes_cancelled_approval_cleanup_without_replay(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path, [call("run_command", command="touch b")])
+    sid = await session(engine, PermissionMode.ASK)
+    engine.owner.start(sid)
+    (approval,) = await pending(engine)
+    await engine.close()
+    engine.store = await type(engine.store).aopen(tmp_path / "fxdesk.sqlite3")
+    await asyncio.to_thread(
+        engine.store.execute_for_tests,
+        "UPDATE work_item SET status = 'cancelled', reason = 'cancelled before cleanup'",
+    )
+    await asyncio.to_thread(engine.store.close)
+    reopened = await engine.reopen([])
+    try:
+        report = await reopened.owner.recover()
+        assert report.work_interrupted == 0
+        assert reopened.provider.requests == []
+        assert await approval_status(reopened, approval.id) == ApprovalStatus.CANCELLED
+        # Invalidating again is idempotent.
+        again = await reopened.store.write(
+            lambda: approvals_store.cancel_pending(sid, 1), label="test"
+        )
+        assert again == []
+        assert await approval_status(reopened, approval.id) == ApprovalStatus.CANCELLED
+    finally:
+        await reopened.close()
+
+
+async def test_scenario_37_a_waiting_approval_blocks_relationship_changes_and_resolves_once(
+    tmp_path: Path,
+) -> None:
+    from fxdesk.engine.owner import WorkActive
+
+    engine = await make(tmp_path, [call("run_command", command="git status"), say("ok")])
+    try:
+        await service(engine).add_rule(
+            PermissionRule("run_command", "*", Verdict.ASK, Scope.GLOBAL, Match.GLOB)
+        )
+        root = await engine.sessions.create_root(engine.workspace, name="root")
+        other = await engine.sessions.create_child(root.id, name="other")
+        child = await engine.sessions.create_child(
+            root.id, name="child", first_message="status", permission_mode=PermissionMode.AUTO
+        )
+        engine.owner.start(child.id)
+        (approval,) = await pending(engine)
+        assert (await engine.session(child.id)).state == SessionState.AWAITING_APPROVAL
+        with pytest.raises(WorkActive, match="invalid_state"):
+            await engine.sessions.detach(child.id)
+        answered = await service(engine).resolve(approval.id, Choice.ONCE)
+        with pytest.raises(WorkActive, match="invalid_state"):
+            await engine.sessions.reparent(child.id, other.id)
+        assert answered.status == ApprovalStatus.ALLOWED_ONCE
+        assert await asyncio.wait_for(engine.owner.join(child.id), 20) == Result.COMPLETED
+        with pytest.raises(ApprovalNotPending):
+            await service(engine).resolve(approval.id, Choice.ONCE)
+        assert len(await approvals_of(engine, child.id)) == 1
+    finally:
+        await engine.close()
+
+
+async def approvals_of(engine: Engine, session_id: str) -> list[Approval]:
+    return await engine.store.read(lambda: approvals_store.approvals_of(session_id))
+
+
+@pytest.mark.parametrize(("added", "effects"), [(Verdict.ASK, 1), (Verdict.DENY, 0)])
+async def test_scenario_57_an_approved_action_is_rechecked_against_rules_added_meanwhile(
+    tmp_path: Path, added: Verdict, effects: int
+) -> None:
+    destination = tmp_path / "elsewhere" / "copy.txt"
+    destination.parent.mkdir()
+    engine = await make(
+        tmp_path / "e", [call("write_file", path=str(destination), content="copied"), say("end")]
+    )
+    try:
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert not destination.exists()
+        await service(engine).add_rule(
+            PermissionRule("*", str(destination), added, Scope.GLOBAL, Match.GLOB)
+        )
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert destination.exists() == bool(effects)
+        (only,) = await approvals_of(engine, sid)  # one approval either way
+        assert only.status == ApprovalStatus.ALLOWED_ONCE
+        if not effects:
+            assert tool_results(engine)[0].startswith("Approved, but a rule added since denies it")
+    finally:
+        await engine.close()
+
+
+@pytest.mark.parametrize(
+    ("added", "choice", "effects"),
+    [(Verdict.ASK, Choice.ALWAYS, 1), (Verdict.DENY, Choice.ONCE, 0)],
+)
+async def test_scenario_58_broader_access_is_rechecked_against_rules_added_meanwhile(
+    tmp_path: Path, added: Verdict, choice: Choice, effects: int
+) -> None:
+    """The reference's sandbox widening has no sandbox here; its nearest case is a command a
+    rule allows whose redirection writes outside the workspace: that write is what asks."""
+    target = tmp_path / "report.txt"
+    engine = await make(
+        tmp_path / "e", [call("run_command", command=f"echo ok > {target}"), say("end")]
+    )
+    try:
+        await service(engine).add_rule(
+            PermissionRule("run_command", "echo ok", Verdict.ALLOW, Scope.GLOBAL)
+        )
+        sid = await session(engine, PermissionMode.AUTO)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert approval.detail["uncovered"] == [f"writes {target}"]
+        await service(engine).add_rule(
+            PermissionRule("*", str(target), added, Scope.GLOBAL, Match.GLOB)
+        )
+        await service(engine).resolve(approval.id, choice)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert target.exists() == bool(effects)
+        assert len(await approvals_of(engine, sid)) == 1
+    finally:
+        await engine.close()
+
+
+async def test_scenario_59_access_revoked_meanwhile_needs_a_separate_approval(
+    tmp_path: Path,
+) -> None:
+    """Allowed once for what was asked; meanwhile the rule that covered the rest of the command
+    is gone, so a second, distinct approval asks for that part before anything runs."""
+    engine = await make(
+        tmp_path, [call("run_command", command="npm --version; mkdir built"), say("end")]
+    )
+    try:
+        mkdir_rule = await service(engine).add_rule(
+            PermissionRule("run_command", "mkdir built", Verdict.ALLOW, Scope.GLOBAL)
+        )
+        sid = await session(engine, PermissionMode.AUTO)
+        engine.owner.start(sid)
+        (first,) = await pending(engine)
+        assert first.detail["uncovered"] == ["npm --version"]
+        assert mkdir_rule.id is not None
+        await service(engine).remove_rule(mkdir_rule.id)
+        await service(engine).resolve(first.id, Choice.ONCE)
+        second = next(a for a in await pending(engine) if a.id != first.id)
+        assert second.detail["uncovered"] == ["mkdir built", "npm --version"] or (
+            "mkdir built" in second.detail["uncovered"]
+        )
+        assert not (engine.workspace / "built").exists()
+        await service(engine).resolve(second.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert (engine.workspace / "built").is_dir()
+        assert {a.id for a in await approvals_of(engine, sid)} == {first.id, second.id}
+    finally:
+        await engine.close()
+
+
+async def test_an_approval_answered_from_another_process_reaches_the_waiting_turn(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path, [call("run_command", command="mkdir x"), say("done")])
+    try:
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        # Another process answers: `fxdesk approve` on the same data folder.
+        answered = await asyncio.to_thread(
+            subprocess.run,
+            [sys.executable, "-m", "fxdesk", "--data-dir", str(tmp_path)]
+            + ["approve", approval.id[:12], "once"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert answered.returncode == 0, answered.stderr
+        assert "allowed once" in answered.stdout
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert (engine.workspace / "x").is_dir()
+    finally:
+        await engine.close()

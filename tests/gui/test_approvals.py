@@ -1,0 +1,771 @@
+"""The approval dialog, the Approvals dock and the Rules page.
+
+The dialog and dock are driven with real key presses and clicks; only the ``answer`` callback is a
+recording fake. The Rules page works against a real ``PermissionService`` on a temporary store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QMessageBox, QPushButton, QWidget
+from pytestqt.qtbot import QtBot
+
+from fxdesk import notify
+from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
+from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.timers import SystemClock
+from fxdesk.gui.approval_dialog import NOT_PENDING, ApprovalDialog, fixed_font
+from fxdesk.gui.approvals_dock import (
+    COL_AGE,
+    COL_LABEL,
+    COL_SESSION,
+    COL_TOOL,
+    EMPTY_TEXT,
+    AlwaysAllowDialog,
+    ApprovalsDock,
+    ApprovalsModel,
+)
+from fxdesk.gui.rules_page import RuleDialog, RulesPage
+from fxdesk.gui.settings_dialog import SettingsDialog
+from fxdesk.store import Store
+from tests.gui.test_application import until
+from tests.gui.test_settings import answer_message_box, focus_chain, unnamed_controls
+
+NOW_MS = 1_700_000_000_000
+WORKSPACE = "/home/me/project"
+LONG_COMMAND = (
+    "cd frontend && npm ci --no-audit --prefer-offline && npm run lint -- --max-warnings=0 "
+    "&& npm test -- --coverage --reporters=default --reporters=jest-junit "
+    "&& curl -fsS https://example.invalid/upload --data-binary @coverage/lcov.info"
+)
+DIFF = """--- a/app.py
++++ b/app.py
+@@ -1,3 +1,3 @@
+ import os
+-DEBUG = True
++DEBUG = False
+ print(os.getcwd())
+"""
+
+
+def approval(
+    n: int = 1,
+    *,
+    tool: str = "run_command",
+    label: str = "npm test",
+    session: str = "s1",
+    **detail: Any,
+) -> Approval:
+    explanation = detail.pop("explanation", "")
+    base: dict[str, Any] = {
+        "reason": "No rule allows this command yet.",
+        "uncovered": [label] if tool == "run_command" else [],
+        "targets": [] if tool == "run_command" else [label],
+        "outside": False,
+        "workspace_id": 7,
+        "mode": "ask",
+    }
+    base.update(detail)
+    return Approval(
+        id=f"approval-{n}",
+        session_id=session,
+        root_id=session,
+        work_id=f"work-{n}",
+        call_id=f"call-{n}",
+        fingerprint=f"fp-{n}",
+        tool=tool,
+        label=label,
+        explanation=explanation,
+        detail=base,
+        created_at_ms=NOW_MS - n * 60_000,
+    )
+
+
+def describe(item: Approval) -> tuple[str, str]:
+    return (f"session {item.session_id}", WORKSPACE)
+
+
+@dataclass
+class Answers:
+    """The recording fake ``answer``: what was asked, optionally held until ``release``."""
+
+    calls: list[tuple[str, Choice, str, list[PermissionRule] | None]] = field(default_factory=list)
+    gone: set[str] = field(default_factory=set)  # these raise ApprovalNotPending
+    gate: asyncio.Event | None = None
+
+    async def __call__(
+        self, item: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
+    ) -> None:
+        self.calls.append((item.id, choice, reason, rules))
+        if self.gate is not None:
+            await self.gate.wait()
+        if item.id in self.gone:
+            raise ApprovalNotPending(item.id, ApprovalStatus.ALLOWED_ONCE)
+
+    @property
+    def choices(self) -> list[Choice]:
+        return [call[1] for call in self.calls]
+
+
+@pytest.fixture(autouse=True)
+def keep_running(qapp: QApplication) -> Iterator[None]:
+    before = qapp.quitOnLastWindowClosed()
+    qapp.setQuitOnLastWindowClosed(False)
+    yield
+    qapp.setQuitOnLastWindowClosed(before)
+
+
+@pytest.fixture(autouse=True)
+def no_bugs() -> Iterator[None]:
+    """Fails the test if a task the widgets started ended in an unexpected error."""
+    seen: list[notify.Message] = []
+    detach = notify.hub.attach(seen.append)
+    yield
+    detach()
+    errors = [m.text for m in seen if m.level == notify.Level.ERROR]
+    assert not errors, errors
+
+
+@contextlib.contextmanager
+def shown(widget: QWidget) -> Iterator[QWidget]:
+    widget.show()
+    try:
+        yield widget
+    finally:
+        widget.close()
+        widget.deleteLater()
+
+
+async def active(dialog: ApprovalDialog) -> None:
+    dialog.present()
+    await until(dialog.isActiveWindow)
+
+
+async def child_dialog(owner: QWidget, kind: type[QDialog]) -> Any:
+    found = await until(lambda: next((d for d in owner.findChildren(kind) if d.isVisible()), None))
+    assert isinstance(found, kind)
+    return found
+
+
+# --- the dialog ------------------------------------------------------------------------------
+
+
+async def test_keys_1_to_4_answer_with_their_choice(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    for n in range(1, 5):
+        dialog.add(approval(n, label=f"make step{n}"))
+    with shown(dialog):
+        await active(dialog)
+        for key, n in ((Qt.Key.Key_1, 1), (Qt.Key.Key_2, 2), (Qt.Key.Key_3, 3), (Qt.Key.Key_4, 4)):
+            current = dialog.current
+            assert current is not None and current.id == f"approval-{n}"
+            qtbot.keyClick(dialog.label_box, key)
+            if key == Qt.Key.Key_3:  # "Always allow…" asks which rules first
+                editor = await child_dialog(dialog, AlwaysAllowDialog)
+                editor.save_button.click()
+            await until(lambda n=n: len(answers.calls) == n and dialog.count == 4 - n)
+            if dialog.count:  # offscreen: nothing gives the focus back after the editor
+                await active(dialog)
+        assert [c[0] for c in answers.calls] == [f"approval-{n}" for n in range(1, 5)]
+        assert answers.choices == [Choice.ONCE, Choice.SESSION, Choice.ALWAYS, Choice.DENY]
+        always = answers.calls[2][3]
+        assert always == [
+            PermissionRule(
+                "run_command", "make step3", Verdict.ALLOW, Scope.WORKSPACE, scope_key="7"
+            )
+        ]
+        assert [c[3] for c in answers.calls if c[1] != Choice.ALWAYS] == [None, None, None]
+        assert not dialog.isVisible()  # nothing left: it hides
+
+
+async def test_the_keypad_digits_answer_too(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1))
+    with shown(dialog):
+        await active(dialog)
+        keypad = Qt.KeyboardModifier.KeypadModifier
+        qtbot.keyClick(dialog.label_box, Qt.Key.Key_4, keypad)
+        await until(lambda: answers.calls)
+    assert answers.choices == [Choice.DENY]
+
+
+async def test_present_shows_the_approval_asked_for(qtbot: QtBot) -> None:
+    dialog = ApprovalDialog(Answers(), describe)
+    for n in (1, 2, 3):
+        dialog.add(approval(n, label=f"make {n}"))
+    with shown(dialog):
+        dialog.hide()
+        dialog.present("approval-3")
+        assert dialog.isVisible() and dialog.counter.text() == "Approval 3 of 3"
+        assert dialog.label_box.toPlainText() == "make 3"
+        dialog.present("not-queued", activate=False)  # unknown: stays where it is
+        assert dialog.label_box.toPlainText() == "make 3"
+
+
+async def test_enter_or_return_alone_answers_nothing(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1, label=LONG_COMMAND, uncovered=["npm ci", "curl -fsS x"]))
+    dialog.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    with shown(dialog):
+        await active(dialog)
+        buttons = dialog.findChildren(QPushButton)
+        assert buttons and not any(b.isDefault() or b.autoDefault() for b in buttons)
+        for page in (0, 1):
+            dialog.show_index(page)
+            for widget in [dialog, *focus_chain(dialog)]:
+                widget.setFocus()
+                for key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                    qtbot.keyClick(widget, key)
+        await asyncio.sleep(0.1)
+        assert answers.calls == []
+        assert dialog.isVisible() and dialog.count == 2
+
+
+async def test_escape_hides_without_answering(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1))
+    with shown(dialog):
+        await active(dialog)
+        qtbot.keyClick(dialog.label_box, Qt.Key.Key_Escape)
+        await until(lambda: not dialog.isVisible())
+        await asyncio.sleep(0.05)
+        assert answers.calls == [] and dialog.count == 1  # still pending, still queued
+
+
+async def test_approvals_queue_with_a_counter_and_leave_when_answered_elsewhere(
+    qtbot: QtBot,
+) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    with shown(dialog):
+        dialog.add(approval(1, label="make one"))
+        assert not dialog.counter.isVisible()  # one alone: no counter
+        assert dialog.add(approval(2, label="make two"))
+        assert dialog.add(approval(3, label="make three"))
+        assert not dialog.add(approval(2, label="make two"))  # the same id again: ignored
+        assert dialog.count == 3
+        assert dialog.counter.isVisible() and dialog.counter.text() == "Approval 1 of 3"
+        assert dialog.label_box.toPlainText() == "make one"
+        dialog.next_button.click()
+        assert dialog.counter.text() == "Approval 2 of 3"
+        assert dialog.label_box.toPlainText() == "make two"
+        dialog.reason_edit.setText("typed for two")
+        assert dialog.remove("approval-3")  # not the one shown: it stays, and so does the reason
+        assert dialog.counter.text() == "Approval 2 of 2"
+        assert dialog.reason_edit.text() == "typed for two"
+        assert not dialog.remove("approval-3")
+        assert dialog.remove("approval-2")  # the one shown: the next one takes its place
+        current = dialog.current
+        assert current is not None and current.id == "approval-1"
+        assert not dialog.counter.isVisible() and dialog.reason_edit.text() == ""
+        assert dialog.isVisible()
+        assert dialog.remove("approval-1")
+        assert not dialog.isVisible() and dialog.count == 0 and dialog.current is None
+    assert answers.calls == []
+
+
+async def test_the_deny_reason_reaches_the_agent(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1, label="rm -rf build"))
+    with shown(dialog):
+        await active(dialog)
+        dialog.reason_edit.setFocus()
+        qtbot.keyClicks(dialog.reason_edit, "use make clean 4 times")  # digits type, not answer
+        assert answers.calls == []
+        assert dialog.reason_edit.text() == "use make clean 4 times"
+        dialog.buttons[Choice.DENY].click()
+        await until(lambda: answers.calls)
+    assert answers.calls == [("approval-1", Choice.DENY, "use make clean 4 times", None)]
+
+
+async def test_a_reason_is_not_sent_with_an_allow(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1))
+    with shown(dialog):
+        dialog.reason_edit.setText("never mind")
+        dialog.buttons[Choice.ONCE].click()
+        await until(lambda: answers.calls)
+    assert answers.calls == [("approval-1", Choice.ONCE, "", None)]
+
+
+async def test_always_allow_edits_the_rules_before_they_are_stored(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    item = approval(1, label="npm test && npm run lint", uncovered=["npm test", "npm run lint"])
+    dialog.add(item)
+    with shown(dialog):
+        # Cancel goes back to the approval, answering nothing.
+        dialog.buttons[Choice.ALWAYS].click()
+        editor = await child_dialog(dialog, AlwaysAllowDialog)
+        assert editor.windowModality() != Qt.WindowModality.NonModal
+        assert not dialog.buttons[Choice.ONCE].isEnabled()  # no answer while the editor is open
+        editor.cancel_button.click()
+        await until(lambda: dialog.buttons[Choice.ONCE].isEnabled())
+        assert answers.calls == [] and dialog.current == item
+
+        dialog.buttons[Choice.ALWAYS].click()
+        editor = await child_dialog(dialog, AlwaysAllowDialog)
+        assert [e.text() for e in editor.pattern_edits] == ["npm test", "npm run lint"]
+        assert all(c.isVisible() for c in editor.match_combos)  # commands: match is offered
+        assert editor.scope_combos[0].currentText() == f"this workspace ({WORKSPACE})"
+        assert unnamed_controls(editor) == []
+        editor.pattern_edits[0].setText("")
+        editor.save_button.click()
+        await until(editor.message.isVisible)  # an empty pattern is not saved
+        assert answers.calls == []
+        editor.pattern_edits[0].setText("npm")
+        prefix = editor.match_combos[0].findData(Match.PREFIX.value)
+        editor.match_combos[0].setCurrentIndex(prefix)
+        assert editor.match_combos[0].currentText().startswith("prefix — also longer commands")
+        editor.scope_combos[1].setCurrentIndex(editor.scope_combos[1].findText("everywhere"))
+        editor.save_button.click()
+        await until(lambda: answers.calls)
+    assert answers.calls == [
+        (
+            "approval-1",
+            Choice.ALWAYS,
+            "",
+            [
+                PermissionRule(
+                    "run_command",
+                    "npm",
+                    Verdict.ALLOW,
+                    Scope.WORKSPACE,
+                    Match.PREFIX,
+                    scope_key="7",
+                ),
+                PermissionRule("run_command", "npm run lint", Verdict.ALLOW, Scope.GLOBAL),
+            ],
+        )
+    ]
+
+
+async def test_always_allow_for_a_file_offers_no_match_choice(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    with shown(dialog):
+        dialog.buttons[Choice.ALWAYS].click()
+        editor = await child_dialog(dialog, AlwaysAllowDialog)
+        assert [e.text() for e in editor.pattern_edits] == [f"{WORKSPACE}/app.py"]
+        assert not editor.match_combos[0].isVisible()
+        editor.cancel_button.click()
+        await until(lambda: dialog.buttons[Choice.ALWAYS].isEnabled())
+    assert answers.calls == []
+
+
+async def test_an_approval_answered_elsewhere_says_so_and_moves_on(qtbot: QtBot) -> None:
+    answers = Answers(gone={"approval-1"})
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1, label="make one"))
+    dialog.add(approval(2, label="make two"))
+    with shown(dialog):
+        dialog.buttons[Choice.ONCE].click()
+        await until(dialog.notice.isVisible)
+        assert dialog.notice.text() == NOT_PENDING
+        assert dialog.notice.text().startswith("This approval is no longer pending")
+        assert dialog.count == 1 and dialog.label_box.toPlainText() == "make two"
+        assert dialog.buttons[Choice.ONCE].isEnabled()
+        dialog.buttons[Choice.SESSION].click()
+        await until(lambda: len(answers.calls) == 2)
+        await until(lambda: not dialog.isVisible())
+        assert not dialog.notice.isVisible()  # a later good answer clears it
+    assert answers.choices == [Choice.ONCE, Choice.SESSION]
+
+
+async def test_the_last_approval_gone_stays_open_with_the_message(qtbot: QtBot) -> None:
+    answers = Answers(gone={"approval-1"})
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1))
+    with shown(dialog):
+        dialog.buttons[Choice.DENY].click()
+        await until(dialog.notice.isVisible)
+        assert dialog.isVisible() and dialog.count == 0  # so the message can be read
+        assert dialog.empty_label.isVisible()
+        assert not any(b.isEnabled() for b in dialog.buttons.values())
+
+
+async def test_buttons_wait_for_the_answer_so_nothing_is_answered_twice(qtbot: QtBot) -> None:
+    answers = Answers(gate=asyncio.Event())
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(approval(1))
+    dialog.add(approval(2))
+    with shown(dialog):
+        await active(dialog)
+        qtbot.keyClick(dialog.label_box, Qt.Key.Key_1)
+        await until(lambda: answers.calls)
+        assert not any(b.isEnabled() for b in dialog.buttons.values())
+        qtbot.keyClick(dialog.label_box, Qt.Key.Key_1)
+        dialog.buttons[Choice.DENY].click()
+        await asyncio.sleep(0.05)
+        assert len(answers.calls) == 1
+        assert answers.gate is not None
+        answers.gate.set()
+        await until(lambda: dialog.count == 1)
+        assert all(b.isEnabled() for b in dialog.buttons.values())
+    assert answers.calls == [("approval-1", Choice.ONCE, "", None)]
+
+
+async def test_the_dialog_shows_all_of_the_command_and_why(qtbot: QtBot) -> None:
+    answers = Answers()
+    dialog = ApprovalDialog(answers, describe)
+    dialog.add(
+        approval(
+            1,
+            label=LONG_COMMAND,
+            uncovered=["npm ci --no-audit --prefer-offline", "curl -fsS https://example.invalid"],
+            explanation="I need the coverage report uploaded for the PR check.",
+            outside=True,
+        )
+    )
+    dialog.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    with shown(dialog):
+        assert dialog.windowTitle() == "fxdesk: approval needed"
+        assert not dialog.isModal()
+        assert dialog.tool_label.text() == "Run a command"
+        assert dialog.where_label.text() == f"Session “session s1” · {WORKSPACE}"
+        box = dialog.label_box
+        assert box.toPlainText() == LONG_COMMAND and box.isReadOnly()  # all of it, never elided
+        assert box.font().family() == fixed_font().family()
+        assert dialog.reason_label.text() == "No rule allows this command yet."
+        assert dialog.uncovered_box.isVisible()
+        assert dialog.uncovered_box.toPlainText().splitlines() == [
+            "• npm ci --no-audit --prefer-offline",
+            "• curl -fsS https://example.invalid",
+        ]
+        assert dialog.explanation_label.isVisible()
+        assert "coverage report" in dialog.explanation_label.text()
+        assert dialog.outside_label.isVisible()
+        assert not dialog.preview_box.isVisible()
+        assert unnamed_controls(dialog) == []
+
+        dialog.show_index(1)
+        assert dialog.tool_label.text() == "Edit a file"
+        assert dialog.label_box.accessibleName() == "Path"
+        assert not dialog.explanation_label.isVisible()  # the agent said nothing
+        assert not dialog.uncovered_box.isVisible() and not dialog.outside_label.isVisible()
+        assert dialog.preview_box.isVisible()
+        assert dialog.preview_box.toPlainText() == DIFF.rstrip("\n")
+        lines = {
+            block.text(): block
+            for block in _blocks(dialog.preview_box.document())
+            if block.text()[:1] in "+-"
+        }
+        added = lines["+DEBUG = False"].blockFormat().background().color()
+        removed = lines["-DEBUG = True"].blockFormat().background().color()
+        assert added.green() > added.red() and removed.red() > removed.green()
+        assert lines["+++ b/app.py"].blockFormat().background().style() == Qt.BrushStyle.NoBrush
+
+        chain = focus_chain(dialog)
+        expected = [
+            dialog.label_box,
+            dialog.preview_box,
+            dialog.reason_edit,
+            *dialog.buttons.values(),
+            dialog.previous_button,
+        ]
+        assert [w for w in chain if w in expected] == expected
+
+
+def _blocks(document: Any) -> Iterator[Any]:
+    block = document.begin()
+    while block.isValid():
+        yield block
+        block = block.next()
+
+
+async def test_the_diff_colours_follow_a_dark_palette(qtbot: QtBot, qapp: QApplication) -> None:
+    dialog = ApprovalDialog(Answers(), describe)
+    dialog.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    with shown(dialog):
+        light = _added_colour(dialog)
+        palette = QPalette(dialog.preview_box.palette())
+        palette.setColor(QPalette.ColorRole.Base, Qt.GlobalColor.black)
+        dialog.preview_box.setPalette(palette)
+        dark = _added_colour(dialog)
+        assert light.lightness() > 128 > dark.lightness()  # a tint on either background
+
+
+def _added_colour(dialog: ApprovalDialog) -> Any:
+    block = next(b for b in _blocks(dialog.preview_box.document()) if b.text() == "+DEBUG = False")
+    return block.blockFormat().background().color()
+
+
+# --- the dock --------------------------------------------------------------------------------
+
+
+def dock_texts(dock: ApprovalsDock, row: int) -> list[str]:
+    model = dock.model
+    return [
+        str(model.index(row, col).data()) for col in (COL_SESSION, COL_TOOL, COL_LABEL, COL_AGE)
+    ]
+
+
+async def test_the_dock_lists_every_pending_approval(qtbot: QtBot) -> None:
+    answers = Answers()
+    dock = ApprovalsDock(answers, describe, now_ms=lambda: NOW_MS)
+    with shown(dock):
+        assert dock.count == 0 and dock.empty_label.isVisible()
+        assert dock.empty_label.text() == EMPTY_TEXT == "Nothing is waiting for you."
+        assert not dock.button_box.isVisible()
+        first, second = approval(1, label=LONG_COMMAND), approval(2, session="s2", label="ls /")
+        dock.set_approvals([first, second])
+        assert dock.count == 2 and dock.view.isVisible() and not dock.empty_label.isVisible()
+        assert dock_texts(dock, 0) == ["session s1", "Run", LONG_COMMAND, "1 min"]
+        assert dock_texts(dock, 1) == ["session s2", "Run", "ls /", "2 min"]
+        tooltip = str(dock.model.index(0, COL_LABEL).data(Qt.ItemDataRole.ToolTipRole))
+        assert tooltip.replace("\n", "") == LONG_COMMAND  # the full text, in lines
+        assert dock.view.textElideMode() != Qt.TextElideMode.ElideNone
+        assert dock.model.index(0, COL_AGE).data(Qt.ItemDataRole.ToolTipRole) == "Waiting for 1 min"
+
+        dock.select("approval-2")
+        third = approval(3, label="make")
+        dock.set_approvals([second, third])  # a refresh keeps the selection
+        selected = dock.selected()
+        assert selected is not None and selected.id == "approval-2"
+        assert [dock_texts(dock, r)[2] for r in range(2)] == ["ls /", "make"]
+        dock.set_approvals([third])  # the selected one gone: the first is selected
+        selected = dock.selected()
+        assert selected is not None and selected.id == "approval-3"
+        assert unnamed_controls(dock) == []
+        dock.set_approvals([])
+        assert dock.empty_label.isVisible() and not dock.button_box.isVisible()
+
+
+def test_the_approvals_model_passes_the_model_tester(qtmodeltester: Any) -> None:
+    model = ApprovalsModel(describe, lambda: NOW_MS)
+    model.set_approvals([approval(1), approval(2), approval(3)])
+    qtmodeltester.check(model, force_py=True)
+    model.set_approvals([approval(4), approval(2), approval(5, label="changed")])
+    model.set_approvals([approval(5), approval(2)])  # reordered: reset
+    qtmodeltester.check(model, force_py=True)
+    assert [model.approval(r).id for r in range(model.rowCount())] == ["approval-5", "approval-2"]
+
+
+async def test_the_dock_answers_the_selected_row(qtbot: QtBot) -> None:
+    answers = Answers(gone={"approval-3"})
+    dock = ApprovalsDock(answers, describe, now_ms=lambda: NOW_MS)
+    with shown(dock):
+        dock.set_approvals([approval(1), approval(2, label="make"), approval(3, label="ls")])
+        dock.select("approval-2")
+        dock.buttons[Choice.SESSION].click()
+        await until(lambda: dock.count == 2)
+        assert answers.calls == [("approval-2", Choice.SESSION, "", None)]
+
+        dock.select("approval-3")
+        dock.buttons[Choice.DENY].click()
+        await until(dock.notice.isVisible)
+        assert dock.notice.text() == NOT_PENDING and dock.count == 1
+
+        dock.select("approval-1")
+        dock.buttons[Choice.ALWAYS].click()
+        editor = await child_dialog(dock, AlwaysAllowDialog)
+        editor.save_button.click()
+        await until(lambda: dock.count == 0)
+        assert dock.empty_label.isVisible()
+    assert answers.calls[-1] == (
+        "approval-1",
+        Choice.ALWAYS,
+        "",
+        [PermissionRule("run_command", "npm test", Verdict.ALLOW, Scope.WORKSPACE, scope_key="7")],
+    )
+
+
+async def test_double_click_or_enter_on_a_row_asks_to_open_it(qtbot: QtBot) -> None:
+    dock = ApprovalsDock(Answers(), describe, now_ms=lambda: NOW_MS)
+    opened: list[str] = []
+    dock.open_requested.connect(opened.append)
+    with shown(dock):
+        dock.set_approvals([approval(1), approval(2, label="make")])
+        rect = dock.view.visualRect(dock.model.index(1, COL_TOOL))
+        qtbot.mouseClick(dock.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        qtbot.mouseDClick(dock.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+        assert opened == ["approval-2"]
+        dock.select("approval-1")
+        dock.view.setFocus()
+        qtbot.keyClick(dock.view, Qt.Key.Key_Return)
+        assert opened == ["approval-2", "approval-1"]
+
+
+# --- rules -----------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def opened_store(tmp_path: Path) -> AsyncIterator[Store]:
+    store = await Store.aopen(tmp_path / "db.sqlite3")
+    try:
+        yield store
+    finally:
+        await asyncio.get_running_loop().run_in_executor(None, store.close)
+
+
+@contextlib.asynccontextmanager
+async def permission_service(tmp_path: Path) -> AsyncIterator[PermissionService]:
+    async with opened_store(tmp_path) as store:
+        yield PermissionService(store, EventBus(), SystemClock())
+
+
+def table_rows(page: RulesPage) -> list[list[str]]:
+    table = page.table
+    return [
+        [table.topLevelItem(r).text(c) for c in range(table.columnCount())]
+        for r in range(table.topLevelItemCount())
+    ]
+
+
+def choose(combo: QComboBox, text: str) -> None:
+    index = combo.findText(text)
+    assert index >= 0, f"{text!r} not in {[combo.itemText(i) for i in range(combo.count())]}"
+    combo.setCurrentIndex(index)
+
+
+async def test_the_rules_page_adds_edits_and_deletes_rules(tmp_path: Path) -> None:
+    async with permission_service(tmp_path) as service:
+        await service.add_rule(
+            PermissionRule("run_command", "git push", Verdict.DENY, Scope.GLOBAL)
+        )
+        await service.add_rule(
+            PermissionRule("run_command", "npm test", Verdict.ALLOW, Scope.SESSION, scope_key="s1")
+        )
+        changed: list[bool] = []
+        page = RulesPage(service, workspaces=lambda: {"7": WORKSPACE})
+        page.rules_changed.connect(lambda: changed.append(True))
+        with shown(page):
+            await until(lambda: page.table.topLevelItemCount() == 2)
+            assert sorted(table_rows(page)) == [
+                ["Allow", "run_command", "npm test", "exact", "this session"],
+                ["Deny", "run_command", "git push", "exact", "everywhere"],
+            ]
+            assert not page.edit_button.isEnabled() and not page.delete_button.isEnabled()
+
+            # Add…
+            page.add_button.click()
+            add = await child_dialog(page, RuleDialog)
+            assert add.windowModality() != Qt.WindowModality.NonModal
+            choose(add.tool_combo, "run_command")
+            add.pattern_edit.setText("pytest")
+            choose(add.match_combo, "prefix — also longer commands starting with this")
+            choose(add.scope_combo, f"workspace {WORKSPACE}")
+            add.save_button.click()
+            await until(lambda: page.table.topLevelItemCount() == 3)
+            added = PermissionRule(
+                "run_command", "pytest", Verdict.ALLOW, Scope.WORKSPACE, Match.PREFIX, scope_key="7"
+            )
+            stored = [dataclass_without_id(r) for r in await service.rules()]
+            assert added in stored
+            selected = page.selected_rule()
+            assert selected is not None and selected.pattern == "pytest"
+            assert ["Allow", "run_command", "pytest", "prefix", f"workspace {WORKSPACE}"] in (
+                table_rows(page)
+            )
+
+            # Edit…: the edited rule is stored, the old one removed.
+            page.edit_button.click()
+            edit = await child_dialog(page, RuleDialog)
+            assert edit.pattern_edit.text() == "pytest"
+            assert edit.scope_combo.currentText() == f"workspace {WORKSPACE}"
+            edit.pattern_edit.setText("pytest -q")
+            choose(edit.match_combo, "exact")
+            choose(edit.action_combo, "Ask")
+            edit.save_button.click()
+            await until(
+                lambda: (
+                    ["Ask", "run_command", "pytest -q", "exact", f"workspace {WORKSPACE}"]
+                    in table_rows(page)
+                )
+            )
+            rules = await service.rules()
+            assert [r.pattern for r in rules if r.scope == Scope.WORKSPACE] == ["pytest -q"]
+            assert len(rules) == 3
+
+            # Saving unchanged keeps the rule (adding it again finds the same one).
+            page.edit_button.click()
+            same = await child_dialog(page, RuleDialog)
+            same.save_button.click()
+            await until(lambda: len(changed) == 3)
+            assert len(await service.rules()) == 3
+
+            # Delete asks first; Cancel keeps it.
+            page.delete_button.click()
+            text = await answer_message_box(QMessageBox.StandardButton.Cancel)
+            assert "pytest -q" in text
+            await asyncio.sleep(0.05)
+            assert len(await service.rules()) == 3
+            page.delete_button.click()
+            await answer_message_box("Delete")
+            await until(lambda: page.table.topLevelItemCount() == 2)
+            assert all(r.pattern != "pytest -q" for r in await service.rules())
+            assert len(changed) == 4
+            assert unnamed_controls(page) == []
+
+
+def dataclass_without_id(rule: PermissionRule) -> PermissionRule:
+    return dataclasses.replace(rule, id=None)
+
+
+async def test_a_rule_needs_a_pattern(tmp_path: Path) -> None:
+    async with permission_service(tmp_path) as service:
+        page = RulesPage(service)
+        with shown(page):
+            await until(lambda: "No rules yet" in page.status.text())
+            page.add_button.click()
+            add = await child_dialog(page, RuleDialog)
+            assert unnamed_controls(add) == []
+            add.save_button.click()
+            assert add.isVisible() and add.message.text().startswith("A pattern is needed")
+            assert add.match_combo.isVisible()  # commands: exact, prefix or glob
+            choose(add.tool_combo, "edit_file")
+            add.pattern_edit.setText("src/*")
+            assert not add.message.isVisible()  # the problem follows the fields
+            assert not add.match_combo.isVisible()  # paths: always globs
+            assert add.rule() == PermissionRule(
+                "edit_file", "src/*", Verdict.ALLOW, Scope.GLOBAL, Match.GLOB
+            )
+            add.reject()
+            await asyncio.sleep(0.05)
+            assert await service.rules() == []
+
+
+async def test_settings_has_a_rules_tab_only_with_a_permission_service(tmp_path: Path) -> None:
+    async with opened_store(tmp_path) as store:
+        profiles = ProfileService(store)
+        plain = SettingsDialog(profiles, tmp_path / "data")
+        assert plain.rules_page is None
+        assert "Rules" not in tab_texts(plain)
+        plain.deleteLater()
+        service = PermissionService(store, EventBus(), SystemClock())
+        await service.add_rule(
+            PermissionRule("read_file", "/etc/*", Verdict.DENY, Scope.GLOBAL, Match.GLOB)
+        )
+        dialog = SettingsDialog(profiles, tmp_path / "data", permissions=service)
+        with shown(dialog):
+            assert tab_texts(dialog) == ["Profiles", "General", "Rules", "Data"]
+            dialog.tabs.setCurrentIndex(2)
+            page = dialog.rules_page
+            assert page is not None
+            await until(lambda: page.table.topLevelItemCount() == 1)
+            assert table_rows(page) == [["Deny", "read_file", "/etc/*", "glob", "everywhere"]]
+            assert unnamed_controls(dialog) == []
+
+
+def tab_texts(dialog: SettingsDialog) -> list[str]:
+    return [dialog.tabs.tabText(i).replace("&", "") for i in range(dialog.tabs.count())]
