@@ -20,8 +20,8 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
-from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.timers import NotificationScheduler, SystemClock

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from fxdesk.app import App
+from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, PermissionMode, Profile, Session
-from fxdesk.domain.approvals import Approval
 from fxdesk.engine.events import ApprovalChanged, HistoryAppended, TextStreamed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.sessions import InvalidWorkspace, SessionError, SessionService

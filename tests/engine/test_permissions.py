@@ -23,6 +23,8 @@ from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 from tests.engine.harness import Engine, call, say, wait_until
 
+FXDESK = [sys.executable, "-m", "fxdesk"]
+
 
 async def make(tmp_path: Path, steps: list[object], **kwargs: object) -> Engine:
     return await Engine.create(
@@ -500,8 +502,7 @@ async def test_an_approval_answered_from_another_process_reaches_the_waiting_tur
         # Another process answers: `fxdesk approve` on the same data folder.
         answered = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "fxdesk", "--data-dir", str(tmp_path)]
-            + ["approve", approval.id[:12], "once"],
+            [*FXDESK, "--data-dir", str(tmp_path), "approve", approval.id[:12], "once"],
             capture_output=True,
             text=True,
             timeout=60,
