@@ -24,6 +24,7 @@ from typing import Any
 
 import bashlex  # type: ignore[import-untyped]
 import bashlex.errors  # type: ignore[import-untyped]
+import bashlex.heredoc  # type: ignore[import-untyped]
 import bashlex.subst  # type: ignore[import-untyped]
 
 MAX_COMMAND_CHARS = 100_000
@@ -388,7 +389,9 @@ class _Walker:
     def check_read_to_the_end(self, substitution: Any) -> None:
         """bashlex parses only the first line of a substitution; make sure there was no more."""
         closer = "`" if self.source.startswith("`", substitution.pos[0]) else ")"
-        rest = self.source[substitution.command.pos[1] :].lstrip(" \t\n;")
+        ends = [doc.pos[1] for doc in _heredocs(substitution.command)]
+        end = max([substitution.command.pos[1], *ends])
+        rest = self.source[end:].lstrip(" \t\n;")
         if not rest.startswith(closer):
             self.block(f"has a substitution bashlex read only in part (`{rest[:20]}`)")
 
@@ -427,10 +430,13 @@ class _Walker:
 
     def heredoc(self, node: Any) -> None:
         delimiter = _words_text(node.output)
-        if any(ch in delimiter for ch in "'\"\\"):
-            self.block("quotes a here-document delimiter, which bashlex cannot read")
+        reading = _read_word(delimiter)
+        if reading.dynamic or reading.trouble:
+            self.block(f"ends a here-document at `{delimiter}`, which fxdesk cannot read")
+            return
+        quoted = reading.text != delimiter  # then bash leaves the body as it is
         body = str(getattr(getattr(node, "heredoc", None), "value", "") or "")
-        if "$(" in body or "`" in body:
+        if not quoted and ("$(" in body or "`" in body):
             self.block("runs a command inside a here-document")
 
     def record(self, word: _Word, places: _Places, *, writes: bool) -> None:
@@ -646,4 +652,30 @@ def _guard_unclosed_parameter() -> None:
     bashlex.subst._paramexpand = paramexpand
 
 
+def _end_quoted_heredocs_like_bash() -> None:
+    """bashlex 0.18 ends a here-document at a line equal to its delimiter as written, quotes and
+    all, so `<<'EOF'` never ends (or ends at a line `'EOF'`, which bash reads as text). Compare
+    lines with the delimiter after quote removal, as bash does (and as bashlex itself does for a
+    here-document inside `$(…)`)."""
+    original = bashlex.heredoc.makeheredoc
+    if getattr(original, "fxdesk_guard", False):
+        return
+
+    def makeheredoc(tokenizer: Any, redirect: Any, lineno: int, killleading: bool) -> Any:
+        word = redirect.output
+        written = word.word
+        reading = _read_word(written)
+        if reading.dynamic or reading.trouble or reading.text == written:
+            return original(tokenizer, redirect, lineno, killleading)
+        word.word = reading.text
+        try:
+            return original(tokenizer, redirect, lineno, killleading)
+        finally:
+            word.word = written
+
+    makeheredoc.fxdesk_guard = True  # type: ignore[attr-defined]
+    bashlex.heredoc.makeheredoc = makeheredoc
+
+
 _guard_unclosed_parameter()
+_end_quoted_heredocs_like_bash()

@@ -21,14 +21,26 @@ from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxdesk import APP_ID, APP_NAME, __version__, notify
 from fxdesk.app import App
+from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import Session
+from fxdesk.domain.permissions import PermissionRule
 from fxdesk.engine.sessions import Catalog, InvalidWorkspace
+from fxdesk.gui.approval_dialog import ApprovalDialog
+from fxdesk.gui.approvals_dock import ApprovalsDock
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.main_window import MainWindow
 from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
 from fxdesk.gui.new_session import NewSessionDialog
 from fxdesk.gui.session_controller import SessionController
-from fxdesk.gui.session_model import ROLE_BUSY, ROLE_LAST_FAILED, ROLE_QUEUED, SessionTreeModel
+from fxdesk.gui.session_model import (
+    ROLE_APPROVALS,
+    ROLE_BUSY,
+    ROLE_LAST_FAILED,
+    ROLE_QUEUED,
+    ROLE_SNAPSHOT,
+    SessionTreeModel,
+)
 from fxdesk.gui.settings_dialog import SettingsDialog
 from fxdesk.gui.setup_dialog import SetupDialog
 from fxdesk.gui.tasks import TaskGroup, run_dialog
@@ -138,8 +150,14 @@ class GuiController(QObject):
             box.close()
             return False
         self.bridge = EngineBridge(
-            self.app.bus, self.model, self.transcript, self.app.sessions, self
+            self.app.bus,
+            self.model,
+            self.transcript,
+            self.app.sessions,
+            self,
+            permissions=self.app.permissions,
         )
+        self._build_approvals()
         self.bridge.session_added.connect(self.window.select_session)
         self.sessions = SessionController(
             self.window,
@@ -154,6 +172,9 @@ class GuiController(QObject):
         counts = await self.app.sessions.counts()
         for session_id, (queued, _open) in counts.items():
             self.model.set_mark(session_id, ROLE_QUEUED, queued)
+        for session_id, waiting in (await self.app.permissions.counts()).items():
+            self.model.set_mark(session_id, ROLE_APPROVALS, waiting)
+        await self._reload_approvals()
         for session_id in await self.app.sessions.last_failed():
             self.model.set_mark(session_id, ROLE_LAST_FAILED, True)
         for session_id in self.app.owner.busy_elsewhere:
@@ -174,6 +195,62 @@ class GuiController(QObject):
             self.tasks.spawn(self._first_run(), "first-run")
         return True
 
+    # --- approvals ------------------------------------------------------------------------
+
+    def _build_approvals(self) -> None:
+        """One approval window (a queue) and the approvals dock, fed from the engine."""
+        self.approval_dialog = ApprovalDialog(self._answer, self._describe, self.window)
+        self.approvals_dock = ApprovalsDock(self._answer, self._describe, self.window)
+        self.window.add_approvals_dock(self.approvals_dock)
+        self.approvals_dock.open_requested.connect(self.approval_dialog.present)
+        assert self.bridge is not None
+        self.bridge.approvals_changed.connect(self._on_bridge_approvals_changed)
+        self._approvals_reload: asyncio.Task[None] | None = None
+        self._approvals_again = False
+
+    async def _answer(
+        self, approval: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
+    ) -> None:
+        await self.app.permissions.resolve(approval.id, choice, reason=reason, rules=rules)
+
+    def _describe(self, approval: Approval) -> tuple[str, str]:
+        """(session name, workspace folder) for an approval."""
+        session = self.model.session_index(approval.session_id).data(ROLE_SNAPSHOT)
+        if not isinstance(session, Session):
+            return approval.session_id, ""
+        workspace = self.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+        return session.name, getattr(workspace, "path", "")
+
+    @Slot()
+    def _on_bridge_approvals_changed(self) -> None:
+        if self._approvals_reload is not None and not self._approvals_reload.done():
+            self._approvals_again = True  # one more reload after this one
+            return
+        self._approvals_reload = self.tasks.spawn(self._reload_approvals(), "approvals")
+
+    async def _reload_approvals(self) -> None:
+        while True:
+            self._approvals_again = False
+            pending = await self.app.permissions.pending()
+            self.approvals_dock.set_approvals(pending)
+            wanted = {a.id for a in pending}
+            for queued in self.approval_dialog.approvals():
+                if queued.id not in wanted:
+                    self.approval_dialog.remove(queued.id)
+            fresh = [a for a in pending if self.approval_dialog.add(a)]
+            if fresh:
+                # Shown without taking the keyboard: digits typed into the composer must not
+                # answer it by accident.
+                self.approval_dialog.present(fresh[0].id, activate=False)
+                count = len(pending)
+                notify.warning(
+                    f"{count} approval{'s' if count != 1 else ''} waiting for you "
+                    "(View → Approvals, Ctrl+Shift+A).",
+                    key="approvals",
+                )
+            if not self._approvals_again:
+                return
+
     # --- first run and settings -----------------------------------------------------------
 
     async def _first_run(self) -> None:
@@ -193,12 +270,27 @@ class GuiController(QObject):
         if not self.app.started:
             return
         if self.settings is None:
-            self.settings = SettingsDialog(self.app.profiles, self.app.paths.root, self.window)
+            self.settings = SettingsDialog(
+                self.app.profiles,
+                self.app.paths.root,
+                self.window,
+                permissions=self.app.permissions,
+                workspaces=self._workspace_folders,
+            )
             self.settings.profiles_changed.connect(self._on_settings_profiles_changed)
             self.settings.finished.connect(self._on_settings_finished)
         self.settings.show()
         self.settings.raise_()
         self.settings.activateWindow()
+
+    def _workspace_folders(self) -> dict[str, str]:
+        """Workspace id (as rules store it) → folder, for the Rules tab."""
+        folders = {}
+        for row in range(self.model.rowCount()):
+            workspace = self.model.index(row, 0).data(ROLE_SNAPSHOT)
+            if workspace is not None and hasattr(workspace, "path"):
+                folders[str(workspace.id)] = workspace.path
+        return folders
 
     @Slot()
     def _on_settings_profiles_changed(self) -> None:

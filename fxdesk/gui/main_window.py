@@ -10,6 +10,7 @@ from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QDockWidget,
     QHBoxLayout,
     QLabel,
     QLineEdit,
@@ -160,7 +161,18 @@ class MainWindow(QMainWindow):
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.filter_action)
         view_menu.addAction(self.archived_action)
+        self.view_menu = view_menu
         self.addAction(self.cancel_action)
+
+    def add_approvals_dock(self, dock: QDockWidget) -> None:
+        """The approvals inbox, docked on the right; View → Approvals (Ctrl+Shift+A) toggles it."""
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        toggle = dock.toggleViewAction()
+        toggle.setText("&Approvals")
+        toggle.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(toggle)
+        self.approvals_action = toggle
 
     def _build_central(self) -> None:
         central = QWidget(self)

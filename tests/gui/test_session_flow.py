@@ -21,10 +21,16 @@ from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatu
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.banner import Banner
-from fxdesk.gui.session_model import ROLE_BUSY, ROLE_ID, ROLE_LAST_FAILED, ROLE_SNAPSHOT
+from fxdesk.gui.session_model import (
+    ROLE_APPROVALS,
+    ROLE_BUSY,
+    ROLE_ID,
+    ROLE_LAST_FAILED,
+    ROLE_SNAPSHOT,
+)
 from fxdesk.gui.transcript_model import RowKind, TranscriptModel
 from fxdesk.paths import DataPaths
-from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider, Stall
+from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
 from fxdesk.store.locks import InstanceLock, SessionLock
 
 ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
@@ -326,3 +332,49 @@ async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
     finally:
         other.release()
         other_instance.release()
+
+
+async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Reply(
+                "Writing the notes.",
+                tool_calls=(ScriptedCall("write_file", {"path": "notes.md", "content": "# N"}),),
+            ),
+            Reply("Written."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    try:
+        session = await run.app.sessions.create_root(
+            project, name="Careful", permission_mode=PermissionMode.ASK
+        )
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write notes")
+        dialog = controller.approval_dialog
+        await until(lambda: dialog.isVisible() and dialog.count == 1)
+        current = dialog.current
+        assert current is not None and current.label == str((project / "notes.md").resolve())
+        assert controller.approvals_dock.count == 1
+        tree = controller.model
+        await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 1)
+        await until(lambda: run.state(session.id) == SessionState.AWAITING_APPROVAL)
+        assert not (project / "notes.md").exists()
+
+        QTest.keyClick(dialog, Qt.Key.Key_Return)  # a stray Enter approves nothing
+        await asyncio.sleep(0.2)
+        assert not (project / "notes.md").exists() and dialog.count == 1
+
+        QTest.keyClick(dialog, Qt.Key.Key_1)  # allow once
+        await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
+        assert (project / "notes.md").read_text() == "# N"
+        await until(lambda: dialog.count == 0 and not dialog.isVisible())
+        await until(lambda: controller.approvals_dock.count == 0)
+        await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
+    finally:
+        assert await run.stop() == 0

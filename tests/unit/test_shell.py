@@ -79,6 +79,19 @@ def test_quote_removal(line: str, words: tuple[str, ...]) -> None:
         pytest.param("for i in $(ls); do rm $i; done", ["ls", "rm $i"], id="for"),
         pytest.param("while a; do b; done", ["a", "b"], id="while"),
         pytest.param("cat <<EOF\nrm -rf ~\nEOF\nls", ["cat", "ls"], id="heredoc-body-is-text"),
+        pytest.param("cat <<'EOF'\n$(rm -rf ~)\nEOF", ["cat"], id="quoted-heredoc-is-not-expanded"),
+        pytest.param("cat <<\\EOF\n`rm`\nEOF", ["cat"], id="escaped-heredoc-delimiter"),
+        pytest.param(
+            'cat <<"EOF"\nhi\nEOF\nrm -rf ~\n"EOF"',
+            ["cat", "rm -rf ~", "EOF"],
+            id="heredoc-ends-where-bash-ends-it",
+        ),
+        pytest.param("cat <<'EOF'\n'EOF'\nrm\nEOF", ["cat"], id="quoted-line-is-body"),
+        pytest.param(
+            "git commit -m \"$(cat <<'EOF'\nfix: x\n\nmore\nEOF\n)\"",
+            ["git commit -m $(cat <<'EOF'\nfix: x\n\nmore\nEOF\n)", "cat"],
+            id="heredoc-in-substitution",
+        ),
     ],
 )
 def test_every_command_is_listed(line: str, expected: list[str]) -> None:
@@ -270,8 +283,7 @@ def test_dynamic_write_targets(line: str) -> None:
         pytest.param("echo $'\\'' ; rm -rf ~ ; echo $'\\'''", id="ansi-c-quote"),
         pytest.param("echo ${x:-$(rm -rf ~)}", id="command-in-parameter"),
         pytest.param("cat <<EOF\n$(rm -rf ~)\nEOF", id="command-in-heredoc"),
-        pytest.param("cat <<'EOF'\nx\nEOF", id="quoted-heredoc-delimiter"),
-        pytest.param('cat <<"EOF"\nhi\nEOF\nrm -rf ~\n"EOF"', id="heredoc-delimiter-smuggling"),
+        pytest.param("cat <<$X\nx\n$X", id="dynamic-looking-heredoc-delimiter"),
         pytest.param('echo `echo "\\$(rm -rf ~)"`', id="backslash-in-backticks"),
         pytest.param("a'${'", id="bashlex-would-hang"),
         pytest.param("echo $(ls\nrm -rf ~)", id="multi-line-substitution"),
