@@ -259,10 +259,8 @@ class PermissionService:
 
     async def find(self, prefix: str) -> Approval | None:
         """An approval by its id or a unique prefix of it (as the CLI shows them)."""
-        found = [a for a in await self.pending() if a.id.startswith(prefix)]
-        if len(found) == 1:
-            return found[0]
-        return await self.get(prefix)
+        found = await self.store.read(lambda: approvals.find_approvals(prefix.lower()))
+        return found[0] if len(found) == 1 else None
 
     async def counts(self) -> dict[str, int]:
         return await self.store.read(approvals.pending_counts)

@@ -126,6 +126,17 @@ def get_approval(approval_id: str) -> Approval | None:
     return _approval(row) if row else None
 
 
+def find_approvals(prefix: str, limit: int = 2) -> list[Approval]:
+    """Approvals whose id starts with ``prefix`` (ids are hex: no LIKE wildcards in them)."""
+    if not prefix or any(c not in "0123456789abcdef" for c in prefix):
+        return []
+    rows = db.execute_sql(
+        f"SELECT {_APPROVAL_COLUMNS} FROM approval WHERE id >= ? AND id < ? ORDER BY id LIMIT ?",
+        (prefix, prefix + "g", limit),
+    ).fetchall()
+    return [_approval(row) for row in rows]
+
+
 def pending_approvals(session_id: str | None = None) -> list[Approval]:
     sql = f"SELECT {_APPROVAL_COLUMNS} FROM approval WHERE status = 'pending'"
     args: tuple[Any, ...] = ()

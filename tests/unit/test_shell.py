@@ -80,7 +80,7 @@ def test_quote_removal(line: str, words: tuple[str, ...]) -> None:
         pytest.param("while a; do b; done", ["a", "b"], id="while"),
         pytest.param("cat <<EOF\nrm -rf ~\nEOF\nls", ["cat", "ls"], id="heredoc-body-is-text"),
         pytest.param("cat <<'EOF'\n$(rm -rf ~)\nEOF", ["cat"], id="quoted-heredoc-is-not-expanded"),
-        pytest.param("cat <<\\EOF\n`rm`\nEOF", ["cat"], id="escaped-heredoc-delimiter"),
+        pytest.param("cat <<\\EOF\n$(rm)\nEOF", ["cat"], id="escaped-heredoc-delimiter"),
         pytest.param(
             'cat <<"EOF"\nhi\nEOF\nrm -rf ~\n"EOF"',
             ["cat", "rm -rf ~", "EOF"],
