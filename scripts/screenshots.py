@@ -22,7 +22,9 @@ import qasync
 from PySide6.QtWidgets import QApplication
 
 from fxdesk.app import App
+from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
+from fxdesk.domain.permissions import PermissionRule, Scope, Verdict
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController, create_qapplication
 from fxdesk.gui.theme import apply_appearance
@@ -141,6 +143,18 @@ def script() -> list[Reply | Fault | Stall]:
         # "Write the user guide": streams slowly, so it can be caught mid-answer.
         Reply(DOCS, chunk=6, delay_s=0.04, usage=(4100, 900)),
         Reply("Added an entry to `CHANGELOG.md` under *Unreleased*.", usage=(5200, 40)),
+        # "Clean build": a compound command, part of it not allowed yet.
+        Reply(
+            "I'll clean the old build and rebuild, keeping a report of the output.",
+            tool_calls=(
+                ScriptedCall(
+                    "run_command",
+                    {"command": "rm -rf build && make all 2>&1 | tee ~/build-report.txt"},
+                ),
+            ),
+            usage=(5600, 60),
+        ),
+        Reply("Understood: I left the build folder alone.", usage=(5800, 30)),
         # "Migrate the database": still running when fxdesk quits.
         Stall(),
     ]
@@ -220,6 +234,9 @@ async def main(out: Path) -> None:
         make_default=True,
     )
     sessions, owner = run.app.sessions, run.app.owner
+    await run.app.permissions.add_rule(
+        PermissionRule("run_command", "ls -la tests", Verdict.ALLOW, Scope.GLOBAL)
+    )
     transcript = controller.transcript
 
     async def turn(name: str, message: str, calls: int, **kwargs: object) -> str:
@@ -272,11 +289,29 @@ async def main(out: Path) -> None:
     await shoot(out, "settings")
     controller.settings.close()
 
+    # A question for the person: the approval window, the dock and the tree's count.
+    await run.app.permissions.add_rule(
+        PermissionRule("run_command", "make all", Verdict.ALLOW, Scope.GLOBAL)
+    )
+    clean = await sessions.create_root(
+        project, name="Clean build", permission_mode=PermissionMode.AUTO
+    )
+    controller.window.select_session(clean.id)
+    await sessions.send(clean.id, "Do a clean build.")
+    owner.start(clean.id)
+    dialog = controller.approval_dialog
+    await until(lambda: dialog.isVisible() and dialog.count == 1)
+    controller.approvals_dock.show()
+    dialog.move(300, 120)
+    await shoot(out, "approval")
+    await dialog.choose(Choice.DENY)
+    await until(lambda: not owner.is_running(clean.id))
+
     # Quit while a turn runs: the next start offers it back.
     migrate = await sessions.create_root(project, name="Migrate the database")
     await sessions.send(migrate.id, "Move the config from INI to TOML.")
     owner.start(migrate.id)
-    await until(lambda: owner.is_running(migrate.id) and provider.calls >= 9)
+    await until(lambda: owner.is_running(migrate.id) and provider.calls >= 11)
     await run.stop()
 
     again = Run(paths, ScriptedProvider([Reply("Resumed.")]))
