@@ -207,7 +207,8 @@ def _combine(parts: Sequence[_Part]) -> Decision:
         return Decision(verdict, reason, pending, first.rule)
     if len(parts) == 1:
         return Decision(Verdict.ALLOW, parts[0].reason, (), parts[0].rule)
-    return Decision(Verdict.ALLOW, f"all {len(parts)} parts are allowed")
+    count = "both parts" if len(parts) == 2 else f"all {len(parts)} parts"
+    return Decision(Verdict.ALLOW, f"{count} are allowed")
 
 
 def _more(others: int) -> str:

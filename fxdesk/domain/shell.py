@@ -6,11 +6,14 @@ line redirects to or hands to `tee`, and the directories `cd`, `pushd` and `popd
 lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in any of several
 directories: a relative write is listed once for each directory it may land in.
 
-The permission check trusts this module to see at least everything bash will run. Where bash and
-bashlex could read a line differently (quoted here-document delimiters, `$'…'` strings, backslashes
-next to backticks, commands inside `${…}`), or the line uses a construct we do not follow
-(functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we cannot place), the analysis
-says ``understood=False`` and the person is asked.
+The permission check trusts this module to see at least everything bash will run, and bashlex
+does not always read a line as bash does. So static words are re-read from the source, and the line
+is ``understood=False`` (the person is asked) wherever the two could differ: `$'…'` strings,
+backslashes next to backticks, commands inside `${…}` or an unquoted here-document, here-documents
+bashlex places on the wrong lines, words or substitutions it ends early, text it skipped; and for
+constructs we do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we
+cannot place). Two bashlex 0.18 bugs are patched at import: an endless loop on `${` without `}`, and
+here-documents whose delimiter is quoted (`<<'EOF'`).
 """
 
 from __future__ import annotations
@@ -89,7 +92,7 @@ def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
         return _not_understood(command, f"uses a construct fxdesk does not follow ({exc})")
     except Exception as exc:  # bashlex raises assorted errors on malformed input
         return _not_understood(command, f"could not be parsed ({exc})")
-    walker = _Walker(command, home)
+    walker = _Walker(command, home, nodes)
     try:
         skipped = _skipped(command, nodes)
         if skipped:
@@ -203,8 +206,9 @@ class _Word:
 class _Walker:
     """Walks bashlex's tree in execution order, following the directory through the line."""
 
-    def __init__(self, source: str, home: str) -> None:
+    def __init__(self, source: str, home: str, nodes: Sequence[Any] = ()) -> None:
         self.source = source
+        self.heredoc_spans = [doc.pos for node in nodes for doc in _heredocs(node)]
         self.home = posixpath.normpath(home) if home else "/"
         self.commands: list[SimpleCommand] = []
         self.redirects: list[Redirect] = []
@@ -359,20 +363,7 @@ class _Walker:
         Where bashlex finds expansions is trusted; its quote removal is not (it mishandles
         backslashes next to quotes), so static words are re-read from the source.
         """
-        expanding = False
-        substituted: list[Any] = []
-        for part in getattr(node, "parts", ()):
-            if part.kind == "parameter":
-                value = str(getattr(part, "value", ""))
-                expanding = expanding or bool(value)  # a bare `$` is a dollar sign
-                if any(s in value for s in ("$(", "`", "<(", ">(")):
-                    self.block("runs a command inside ${…}, which fxdesk cannot read")
-            elif part.kind in ("commandsubstitution", "processsubstitution"):
-                expanding = True
-                substituted.append(part.command)
-                self.check_read_to_the_end(part)
-            elif part.kind != "tilde":
-                self.block(f"uses a construct fxdesk does not follow ({part.kind})")
+        expanding, substituted = self.expansions(node)
         raw = self.source[node.pos[0] : node.pos[1]]
         reading = _read_word(raw)
         parsed = _words_text(node)
@@ -384,16 +375,45 @@ class _Walker:
             self.block(f"bashlex placed `{parsed}` where the line has `{raw}`")
         dynamic = expanding or reading.dynamic
         text = parsed if dynamic or reading.trouble else reading.text
-        return _Word(text, node, dynamic, tuple(substituted), reading.tilde)
+        return _Word(text, node, dynamic, substituted, reading.tilde)
 
-    def check_read_to_the_end(self, substitution: Any) -> None:
-        """bashlex parses only the first line of a substitution; make sure there was no more."""
+    def expansions(self, node: Any) -> tuple[bool, tuple[Any, ...]]:
+        """Whether bashlex found expansions in a word, and the commands substituted into it."""
+        expanding = False
+        substituted: list[Any] = []
+        base = node.pos[0]
+        outside = list(self.source[base : node.pos[1]])  # the word without its expansions
+        for part in getattr(node, "parts", ()):
+            if part.kind == "parameter":
+                value = str(getattr(part, "value", ""))
+                expanding = expanding or bool(value)  # a bare `$` is a dollar sign
+                if any(s in value for s in ("$(", "`", "<(", ">(")):
+                    self.block("runs a command inside ${…}, which fxdesk cannot read")
+                start, end = part.pos
+            elif part.kind in ("commandsubstitution", "processsubstitution"):
+                expanding = True
+                substituted.append(part.command)
+                start, end = part.pos[0], self.substitution_end(part)
+            else:
+                if part.kind != "tilde":
+                    self.block(f"uses a construct fxdesk does not follow ({part.kind})")
+                continue
+            outside[start - base : end - base] = [""] * len(outside[start - base : end - base])
+        if expanding and _breaks_word("".join(outside)):
+            # bashlex's tokenizer takes `#` inside $(…) for a comment and runs the word on
+            self.block("has a word bash and bashlex end in different places")
+        return expanding, tuple(substituted)
+
+    def substitution_end(self, substitution: Any) -> int:
+        """Where a substitution really ends. bashlex parses only its first line, so check that
+        nothing but blanks comes between what it parsed and the closing ) or `."""
         closer = "`" if self.source.startswith("`", substitution.pos[0]) else ")"
         ends = [doc.pos[1] for doc in _heredocs(substitution.command)]
-        end = max([substitution.command.pos[1], *ends])
-        rest = self.source[end:].lstrip(" \t\n;")
+        rest = self.source[max([substitution.command.pos[1], *ends]) :].lstrip(" \t\n;")
         if not rest.startswith(closer):
             self.block(f"has a substitution bashlex read only in part (`{rest[:20]}`)")
+            return int(substitution.pos[1])
+        return len(self.source) - len(rest) + 1
 
     def effect(self, words: list[_Word], places: _Places) -> _Flow:
         """How a command moves the shell: `cd` and friends; files `tee` writes."""
@@ -428,7 +448,27 @@ class _Walker:
             word = _Word(word.text, target, True)
         self.record(word, places, writes=node.type in _WRITING)
 
+    def body_follows_its_line(self, redirect: Any) -> bool:
+        """Whether the body starts right after the line holding `<<` (and the bodies of earlier
+        here-documents on that line), as in bash. Inside a multi-line ( … ) or { … } bashlex
+        reads it a line late, taking a command for text."""
+        doc = getattr(redirect, "heredoc", None)
+        if doc is None:
+            return False
+        start, end = redirect.output.pos[1], doc.pos[0]
+        gap = list(self.source[start:end])
+        earlier = 0
+        for other in self.heredoc_spans:
+            if start <= other[0] and other[1] <= end:
+                gap[other[0] - start : other[1] - start] = [""] * (other[1] - other[0])
+                earlier += 1
+        rest = "".join(gap)
+        newline = rest.find("\n")
+        return newline >= 0 and rest[newline:] == "\n" * (1 + earlier)
+
     def heredoc(self, node: Any) -> None:
+        if not self.body_follows_its_line(node):
+            self.block("has a here-document bashlex reads from the wrong lines")
         delimiter = _words_text(node.output)
         reading = _read_word(delimiter)
         if reading.dynamic or reading.trouble:
@@ -438,6 +478,9 @@ class _Walker:
         body = str(getattr(getattr(node, "heredoc", None), "value", "") or "")
         if not quoted and ("$(" in body or "`" in body):
             self.block("runs a command inside a here-document")
+        if any(line.lstrip("\t").startswith(reading.text) for line in body.split("\n")[:-1]):
+            # Inside $(…) bash also ends a here-document at `EOF)`; bashlex only at `EOF`.
+            self.block(f"has a here-document line starting with its delimiter `{reading.text}`")
 
     def record(self, word: _Word, places: _Places, *, writes: bool) -> None:
         """A file the line reads or writes, once for each directory it may be relative to."""
@@ -481,7 +524,8 @@ class _Walker:
         operands = list(args)
         physical = False
         while name == "cd" and operands and _CD_OPTIONS.fullmatch(operands[0].text):
-            physical = physical or "P" in operands.pop(0).text
+            option = operands.pop(0).text
+            physical = physical or "P" in option
         if operands and operands[0].text == "--":
             operands.pop(0)
         why = _cd_refusal(name, [word.text for word in operands], physical)
@@ -573,6 +617,25 @@ def _read_word(raw: str) -> _Reading:
     if quoted:
         return _Reading("", trouble="has a quote bashlex closes differently")
     return _Reading("".join(out), tilde=_tilde_prefix(raw))
+
+
+def _breaks_word(text: str) -> bool:
+    """Whether ``text`` has an unquoted blank or metacharacter, so bash would not read it as one
+    word."""
+    quote = ""
+    escaped = False
+    for c in text:
+        if escaped:
+            escaped = False
+        elif c == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in " \t\n|&;()<>":
+            return True
+    return False
 
 
 def _expansion_starts(c: str, following: str, quoted: bool) -> bool:

@@ -88,6 +88,9 @@ def test_quote_removal(line: str, words: tuple[str, ...]) -> None:
         ),
         pytest.param("cat <<'EOF'\n'EOF'\nrm\nEOF", ["cat"], id="quoted-line-is-body"),
         pytest.param(
+            "cat <<A; cat <<B\na\nA\nb\nB\nls", ["cat", "ls"], id="two-heredocs-on-a-line"
+        ),
+        pytest.param(
             "git commit -m \"$(cat <<'EOF'\nfix: x\n\nmore\nEOF\n)\"",
             ["git commit -m $(cat <<'EOF'\nfix: x\n\nmore\nEOF\n)", "cat"],
             id="heredoc-in-substitution",
@@ -147,6 +150,7 @@ def cwds(line: str, cwd: str = WS) -> dict[str, str]:
         pytest.param("{ cd /tmp; }; ls", "ls", "/tmp", id="group-shares-cd"),
         pytest.param("pushd a && popd && ls", "ls", WS, id="pushd-popd"),
         pytest.param("cd -P -- a && ls", "ls", "/work/proj/a", id="options"),
+        pytest.param("cd -P -L -P a && ls", "ls", "/work/proj/a", id="repeated-options"),
         pytest.param("command -p cd /tmp && ls", "ls", "/tmp", id="command-wrapper"),
         pytest.param("command -v cd && ls", "ls", WS, id="command-lookup-only"),
     ],
@@ -286,6 +290,13 @@ def test_dynamic_write_targets(line: str) -> None:
         pytest.param("cat <<$X\nx\n$X", id="dynamic-looking-heredoc-delimiter"),
         pytest.param('echo `echo "\\$(rm -rf ~)"`', id="backslash-in-backticks"),
         pytest.param("a'${'", id="bashlex-would-hang"),
+        pytest.param(
+            '($( (<<"c1 x"\n\nc1 x)><((rm -rf ~)\nc1 x\n"")))', id="heredoc-ended-by-paren-in-bash"
+        ),
+        pytest.param("cat <<EOF\nEOFx\nEOF", id="heredoc-line-starting-with-delimiter"),
+        pytest.param("( cat <<EOF\nEOF\nrm -rf ~\nEOF\n)", id="heredoc-in-multi-line-subshell"),
+        pytest.param("if true; then cat <<EOF\nx\nEOF\nfi", id="heredoc-in-multi-line-if"),
+        pytest.param("echo $(a#b) && (rm -rf ~\n)", id="hash-inside-substitution"),
         pytest.param("echo $(ls\nrm -rf ~)", id="multi-line-substitution"),
         pytest.param("echo `ls\nrm -rf ~`", id="multi-line-backticks"),
         pytest.param("cat <(ls\nrm -rf ~)", id="multi-line-process-substitution"),
@@ -330,3 +341,17 @@ def test_analyse_never_raises_on_shell_punctuation(line: str) -> None:
     analysis = analyse(line, cwd=WS, home=HOME)
     assert all("internal error" not in problem for problem in analysis.problems)
     assert all(path.startswith("/") for path in analysis.writes + analysis.directories)
+
+
+TOKENS = st.sampled_from(
+    ["cd", "pushd", "popd", "-P", "--", "..", "~", "a", "'b c'", '"$X"', "$(ls)", "`id`", ";",
+     "&&", "||", "|", "&", "\n", "(", ")", "{", "}", ">", ">>", "2>&1", "<<EOF\nx\nEOF\n",
+     "<<'E'\ny\nE\n", "tee", "source", "if", "then", "fi", "for", "do", "done", "\\", "#"]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(TOKENS, max_size=16))
+def test_analyse_never_raises_on_shell_tokens(tokens: list[str]) -> None:
+    analysis = analyse(" ".join(tokens), cwd=WS, home=HOME)
+    assert all("internal error" not in problem for problem in analysis.problems)
