@@ -23,12 +23,8 @@ import re
 import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
-
-import bashlex  # type: ignore[import-untyped]
-import bashlex.errors  # type: ignore[import-untyped]
-import bashlex.heredoc  # type: ignore[import-untyped]
-import bashlex.subst  # type: ignore[import-untyped]
 
 MAX_COMMAND_CHARS = 100_000
 _MAX_PLACES = 16  # directories one command may run in before we give up following `cd`
@@ -87,7 +83,7 @@ def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
     if len(command) > MAX_COMMAND_CHARS:
         return _not_understood(command, f"is longer than {MAX_COMMAND_CHARS} characters")
     try:
-        nodes = bashlex.parse(command)
+        nodes = _bashlex().parse(command)
     except NotImplementedError as exc:
         return _not_understood(command, f"uses a construct fxdesk does not follow ({exc})")
     except Exception as exc:  # bashlex raises assorted errors on malformed input
@@ -699,7 +695,21 @@ def _cd_refusal(name: str, operands: list[str], physical: bool) -> str:
     return ""
 
 
-def _guard_unclosed_parameter() -> None:
+@cache
+def _bashlex() -> Any:
+    """bashlex, imported (about 0.1 s: it builds its parser tables) the first time a command
+    is analysed rather than whenever fxdesk starts, with its two fixes installed."""
+    import bashlex  # type: ignore[import-untyped]
+    import bashlex.errors  # type: ignore[import-untyped]
+    import bashlex.heredoc  # type: ignore[import-untyped]
+    import bashlex.subst  # type: ignore[import-untyped]
+
+    _guard_unclosed_parameter(bashlex)
+    _end_quoted_heredocs_like_bash(bashlex)
+    return bashlex
+
+
+def _guard_unclosed_parameter(bashlex: Any) -> None:
     """bashlex 0.18 loops forever on a word holding `${` with no `}` after it (such as a'${');
     make that a parse error. This only changes inputs that would otherwise never return."""
     original = bashlex.subst._paramexpand
@@ -715,7 +725,7 @@ def _guard_unclosed_parameter() -> None:
     bashlex.subst._paramexpand = paramexpand
 
 
-def _end_quoted_heredocs_like_bash() -> None:
+def _end_quoted_heredocs_like_bash(bashlex: Any) -> None:
     """bashlex 0.18 ends a here-document at a line equal to its delimiter as written, quotes and
     all, so `<<'EOF'` never ends (or ends at a line `'EOF'`, which bash reads as text). Compare
     lines with the delimiter after quote removal, as bash does (and as bashlex itself does for a
@@ -739,6 +749,3 @@ def _end_quoted_heredocs_like_bash() -> None:
     makeheredoc.fxdesk_guard = True  # type: ignore[attr-defined]
     bashlex.heredoc.makeheredoc = makeheredoc
 
-
-_guard_unclosed_parameter()
-_end_quoted_heredocs_like_bash()
