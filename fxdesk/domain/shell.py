@@ -12,8 +12,8 @@ is ``understood=False`` (the person is asked) wherever the two could differ: `$'
 backslashes next to backticks, commands inside `${…}` or an unquoted here-document, here-documents
 bashlex places on the wrong lines, words or substitutions it ends early, text it skipped; and for
 constructs we do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we
-cannot place). Two bashlex 0.18 bugs are patched at import: an endless loop on `${` without `}`, and
-here-documents whose delimiter is quoted (`<<'EOF'`).
+cannot place). Two bashlex 0.18 bugs are patched when bashlex is first loaded: an endless loop on
+`${` without `}`, and here-documents whose delimiter is quoted (`<<'EOF'`).
 """
 
 from __future__ import annotations
@@ -748,4 +748,3 @@ def _end_quoted_heredocs_like_bash(bashlex: Any) -> None:
 
     makeheredoc.fxdesk_guard = True  # type: ignore[attr-defined]
     bashlex.heredoc.makeheredoc = makeheredoc
-
