@@ -20,11 +20,22 @@ from __future__ import annotations
 
 import posixpath
 import re
-import string
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
+
+from fxdesk.domain.shell_words import (
+    ASSIGNMENT,
+    QUOTING,
+    Word,
+    after_wrappers,
+    breaks_word,
+    cd_refusal,
+    expands,
+    load_bashlex,
+    read_word,
+    tee_files,
+)
 
 MAX_COMMAND_CHARS = 100_000
 _MAX_PLACES = 16  # directories one command may run in before we give up following `cd`
@@ -34,13 +45,7 @@ _HEREDOCS = frozenset({"<<", "<<-"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 _DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
 _UNKNOWN_DIRECTORY_AFTER = frozenset({"source", ".", "eval", "trap"})  # may `cd` out of sight
-_WRAPPERS = frozenset({"builtin", "command"})
 _CD_OPTIONS = re.compile(r"-[LPe@]+")
-_GLOB = re.compile(r"[*?]|\[[^\]]+\]")
-_BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
-_QUOTING = re.compile(r"['\"\\\\$`]")
-_EXPANDS_AFTER_DOLLAR = frozenset("({[" + string.ascii_letters + string.digits + "_@*#?-$!")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 
 
 @dataclass(frozen=True)
@@ -83,7 +88,7 @@ def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
     if len(command) > MAX_COMMAND_CHARS:
         return _not_understood(command, f"is longer than {MAX_COMMAND_CHARS} characters")
     try:
-        nodes = _bashlex().parse(command)
+        nodes = load_bashlex().parse(command)
     except NotImplementedError as exc:
         return _not_understood(command, f"uses a construct fxdesk does not follow ({exc})")
     except Exception as exc:  # bashlex raises assorted errors on malformed input
@@ -188,15 +193,6 @@ def _words_text(node: Any) -> str:
 
 
 # --- the walk ---------------------------------------------------------------------------------
-
-
-@dataclass
-class _Word:
-    text: str
-    node: Any
-    dynamic: bool
-    substituted: tuple[Any, ...] = ()  # commands run by $(…), `…`, <(…) and >(…) in the word
-    tilde: str | None = None  # an unquoted ~ prefix it starts with ("~", "~+", "~user")
 
 
 class _Walker:
@@ -333,9 +329,9 @@ class _Walker:
         words = [self.word(part) for part in node.parts if part.kind != "redirect"]
         texts = tuple(word.text for word in words)
         if texts:
-            name_at = next((i for i, t in enumerate(texts) if not _ASSIGNMENT.match(t)), None)
+            name_at = next((i for i, t in enumerate(texts) if not ASSIGNMENT.match(t)), None)
             dynamic = any(word.dynamic for word in words) or (
-                name_at is not None and _expands(texts[name_at])
+                name_at is not None and expands(texts[name_at])
             )
             text = " ".join(texts)
             cwd = places[0].cwd or ""
@@ -349,11 +345,11 @@ class _Walker:
                 self.redirect(part, places)
         return self.effect(words, places)
 
-    def substitutions(self, word: _Word, places: _Places) -> None:
+    def substitutions(self, word: Word, places: _Places) -> None:
         for command in word.substituted:  # each runs in a subshell: its `cd`s stay there
             self.node(command, places)
 
-    def word(self, node: Any) -> _Word:
+    def word(self, node: Any) -> Word:
         """One word, read for what expands when it runs.
 
         Where bashlex finds expansions is trusted; its quote removal is not (it mishandles
@@ -361,17 +357,17 @@ class _Walker:
         """
         expanding, substituted = self.expansions(node)
         raw = self.source[node.pos[0] : node.pos[1]]
-        reading = _read_word(raw)
+        reading = read_word(raw)
         parsed = _words_text(node)
         if reading.trouble:
             self.block(f"`{raw}` {reading.trouble}")
         elif reading.dynamic and not expanding:
             self.block(f"bash and bashlex read `{raw}` differently")
-        elif not reading.dynamic and not _QUOTING.search(raw) and reading.text != parsed:
+        elif not reading.dynamic and not QUOTING.search(raw) and reading.text != parsed:
             self.block(f"bashlex placed `{parsed}` where the line has `{raw}`")
         dynamic = expanding or reading.dynamic
         text = parsed if dynamic or reading.trouble else reading.text
-        return _Word(text, node, dynamic, substituted, reading.tilde)
+        return Word(text, node, dynamic, substituted, reading.tilde)
 
     def expansions(self, node: Any) -> tuple[bool, tuple[Any, ...]]:
         """Whether bashlex found expansions in a word, and the commands substituted into it."""
@@ -395,7 +391,7 @@ class _Walker:
                     self.block(f"uses a construct fxdesk does not follow ({part.kind})")
                 continue
             outside[start - base : end - base] = [""] * len(outside[start - base : end - base])
-        if expanding and _breaks_word("".join(outside)):
+        if expanding and breaks_word("".join(outside)):
             # bashlex's tokenizer takes `#` inside $(…) for a comment and runs the word on
             self.block("has a word bash and bashlex end in different places")
         return expanding, tuple(substituted)
@@ -411,9 +407,9 @@ class _Walker:
             return int(substitution.pos[1])
         return len(self.source) - len(rest) + 1
 
-    def effect(self, words: list[_Word], places: _Places) -> _Flow:
+    def effect(self, words: list[Word], places: _Places) -> _Flow:
         """How a command moves the shell: `cd` and friends; files `tee` writes."""
-        args = _after_wrappers(words)
+        args = after_wrappers(words)
         if not args:
             return _same(places)
         name = posixpath.basename(args[0].text)
@@ -422,7 +418,7 @@ class _Walker:
         if args[0].dynamic or args[0].text in _UNKNOWN_DIRECTORY_AFTER:
             return _same(_UNKNOWN)
         if name == "tee":
-            for word in _tee_files(args[1:]):
+            for word in tee_files(args[1:]):
                 self.record(word, places, writes=True)
         return _same(places)
 
@@ -439,9 +435,9 @@ class _Walker:
         self.substitutions(word, places)
         if node.type == "<<<":  # a here-string is text, not a file
             return
-        if node.type == ">&" and _QUOTING.search(self.source[target.pos[0] : target.pos[1]]):
+        if node.type == ">&" and QUOTING.search(self.source[target.pos[0] : target.pos[1]]):
             # bash removes quotes twice from a csh-style `>&file` name: 1\' becomes 1, not 1'
-            word = _Word(word.text, target, True)
+            word = Word(word.text, target, True)
         self.record(word, places, writes=node.type in _WRITING)
 
     def body_follows_its_line(self, redirect: Any) -> bool:
@@ -466,7 +462,7 @@ class _Walker:
         if not self.body_follows_its_line(node):
             self.block("has a here-document bashlex reads from the wrong lines")
         delimiter = _words_text(node.output)
-        reading = _read_word(delimiter)
+        reading = read_word(delimiter)
         if reading.dynamic or reading.trouble:
             self.block(f"ends a here-document at `{delimiter}`, which fxdesk cannot read")
             return
@@ -478,7 +474,7 @@ class _Walker:
             # Inside $(…) bash also ends a here-document at `EOF)`; bashlex only at `EOF`.
             self.block(f"has a here-document line starting with its delimiter `{reading.text}`")
 
-    def record(self, word: _Word, places: _Places, *, writes: bool) -> None:
+    def record(self, word: Word, places: _Places, *, writes: bool) -> None:
         """A file the line reads or writes, once for each directory it may be relative to."""
         if not word.text:
             return  # bash refuses an empty file name before running the command
@@ -491,9 +487,9 @@ class _Walker:
             elif writes and path not in _NOT_FILES:
                 self.writes.append(path)
 
-    def path(self, word: _Word, cwd: str | None) -> tuple[str, bool]:
+    def path(self, word: Word, cwd: str | None) -> tuple[str, bool]:
         """The word as an absolute path from ``cwd``, and whether it is only known when it runs."""
-        expanded = None if word.dynamic or _expands(word.text) else self.tilde(word, cwd)
+        expanded = None if word.dynamic or expands(word.text) else self.tilde(word, cwd)
         if expanded is None:
             return word.text, True
         if expanded.startswith("/"):
@@ -502,7 +498,7 @@ class _Walker:
             return word.text, True
         return _collapse(f"{cwd}/{expanded}"), False
 
-    def tilde(self, word: _Word, cwd: str | None) -> str | None:
+    def tilde(self, word: Word, cwd: str | None) -> str | None:
         """The word with a leading ~ or ~+ expanded; None for ~user, ~- and the like."""
         if word.tilde is None:
             return word.text
@@ -514,7 +510,7 @@ class _Walker:
 
     # cd, pushd, popd -------------------------------------------------------------------------
 
-    def change_directory(self, name: str, args: list[_Word], places: _Places) -> _Flow:
+    def change_directory(self, name: str, args: list[Word], places: _Places) -> _Flow:
         if name == "popd":
             return self.popd(args, places)
         operands = list(args)
@@ -524,7 +520,7 @@ class _Walker:
             physical = physical or "P" in option
         if operands and operands[0].text == "--":
             operands.pop(0)
-        why = _cd_refusal(name, [word.text for word in operands], physical)
+        why = cd_refusal(name, [word.text for word in operands], physical)
         if why:
             self.block(why)
             return _same(places)
@@ -538,10 +534,10 @@ class _Walker:
             moved.append(_Place(target, stack))
         return _Flow(_union(tuple(moved)) or places, places)
 
-    def destination(self, word: _Word | None, cwd: str | None) -> str | None:
+    def destination(self, word: Word | None, cwd: str | None) -> str | None:
         if word is None:
             return self.home
-        if word.dynamic or _expands(word.text):
+        if word.dynamic or expands(word.text):
             self.block(f"moves to `{word.text}`, a directory only known when it runs")
             return None
         if not word.text:
@@ -555,7 +551,7 @@ class _Walker:
             return None
         return posixpath.normpath(posixpath.join(cwd or "/", expanded))
 
-    def popd(self, args: list[_Word], places: _Places) -> _Flow:
+    def popd(self, args: list[Word], places: _Places) -> _Flow:
         if args:
             self.block("uses `popd` with arguments")
             return _same(places)
@@ -568,183 +564,3 @@ class _Walker:
             else:  # the shell's own stack, from before this line, is not ours to see
                 moved.append(_Place(None))
         return _Flow(_union(tuple(moved)), places)
-
-
-@dataclass(frozen=True)
-class _Reading:
-    text: str  # after quote removal; meaningless when dynamic
-    dynamic: bool = False
-    tilde: str | None = None
-    trouble: str = ""  # why bash may read it differently from bashlex
-
-
-def _read_word(raw: str) -> _Reading:
-    """Bash's quote removal for one word, stopping at the first expansion."""
-    out: list[str] = []
-    quoted = False  # inside "…"
-    i = 0
-    while i < len(raw):
-        c, following = raw[i], raw[i + 1 : i + 2]
-        if c == "'" and not quoted:
-            end = raw.find("'", i + 1)
-            if end < 0:
-                return _Reading("", trouble="has a quote bashlex closes differently")
-            out.append(raw[i + 1 : end])
-            i = end + 1
-            continue
-        if c == "\\":
-            if following == "\n":  # a line continuation
-                pass
-            elif not quoted or following in '$`"\\':
-                out.append(following or c)
-            else:
-                out.append(c + following)
-            i += 2
-            continue
-        if c == '"':
-            quoted = not quoted
-        elif c == "$" and following == "'" and not quoted:
-            return _Reading("", trouble="uses $'…' quoting, which bashlex cannot read")
-        elif _expansion_starts(c, following, quoted):
-            return _Reading("", dynamic=True)
-        else:
-            out.append(c)
-        i += 1
-    if quoted:
-        return _Reading("", trouble="has a quote bashlex closes differently")
-    return _Reading("".join(out), tilde=_tilde_prefix(raw))
-
-
-def _breaks_word(text: str) -> bool:
-    """Whether ``text`` has an unquoted blank or metacharacter, so bash would not read it as one
-    word."""
-    quote = ""
-    escaped = False
-    for c in text:
-        if escaped:
-            escaped = False
-        elif c == "\\" and quote != "'":
-            escaped = True
-        elif quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        elif c in " \t\n|&;()<>":
-            return True
-    return False
-
-
-def _expansion_starts(c: str, following: str, quoted: bool) -> bool:
-    if c == "`":
-        return True
-    if c == "$":  # $"…" is a translated string: unknown too
-        return bool(following) and (
-            following in _EXPANDS_AFTER_DOLLAR or (following == '"' and not quoted)
-        )
-    return c in "<>" and following == "(" and not quoted
-
-
-def _tilde_prefix(raw: str) -> str | None:
-    prefix = raw.split("/", 1)[0]
-    if not prefix.startswith("~") or _QUOTING.search(prefix):
-        return None
-    return prefix
-
-
-def _expands(text: str) -> bool:
-    """Whether bash would glob or brace-expand ``text`` (quoted or not: we cannot tell)."""
-    return bool(_GLOB.search(text) or _BRACES.search(text))
-
-
-def _after_wrappers(words: list[_Word]) -> list[_Word]:
-    """The words from the command name on: assignments and `builtin`/`command` skipped."""
-    rest = list(words)
-    while rest and _ASSIGNMENT.match(rest[0].text):
-        rest.pop(0)
-    while len(rest) > 1 and rest[0].text in _WRAPPERS:
-        name_at = 1
-        while name_at < len(rest) - 1 and rest[name_at].text in ("-p", "--"):
-            name_at += 1  # `command -p cd` still changes directory
-        if rest[name_at].text.startswith("-"):
-            break  # `command -v cd` only looks the name up
-        rest = rest[name_at:]
-    return rest
-
-
-def _tee_files(args: list[_Word]) -> list[_Word]:
-    files: list[_Word] = []
-    options = True
-    for word in args:
-        if options and word.text == "--":
-            options = False
-        elif not (options and word.text.startswith("-") and word.text != "-"):
-            files.append(word)
-    return [word for word in files if word.text != "-"]
-
-
-def _cd_refusal(name: str, operands: list[str], physical: bool) -> str:
-    """Why we cannot follow this cd/pushd ("" when we can)."""
-    if name == "pushd" and (not operands or operands[0][:1] in ("+", "-")):
-        return "uses `pushd` to rotate the directory stack"
-    if len(operands) > 1:
-        return f"gives `{name}` more than one directory"
-    if operands and operands[0] == "-":
-        return f"uses `{name} -`, whose directory fxdesk cannot see"
-    if physical and operands and ".." in operands[0].split("/"):
-        return "uses `cd -P` with `..`, which only the file system can resolve"
-    return ""
-
-
-@cache
-def _bashlex() -> Any:
-    """bashlex, imported (about 0.1 s: it builds its parser tables) the first time a command
-    is analysed rather than whenever fxdesk starts, with its two fixes installed."""
-    import bashlex  # type: ignore[import-untyped]
-    import bashlex.errors  # type: ignore[import-untyped]
-    import bashlex.heredoc  # type: ignore[import-untyped]
-    import bashlex.subst  # type: ignore[import-untyped]
-
-    _guard_unclosed_parameter(bashlex)
-    _end_quoted_heredocs_like_bash(bashlex)
-    return bashlex
-
-
-def _guard_unclosed_parameter(bashlex: Any) -> None:
-    """bashlex 0.18 loops forever on a word holding `${` with no `}` after it (such as a'${');
-    make that a parse error. This only changes inputs that would otherwise never return."""
-    original = bashlex.subst._paramexpand
-    if getattr(original, "fxdesk_guard", False):
-        return
-
-    def paramexpand(parser: Any, string: str, index: int) -> Any:
-        if string.startswith("${", index) and string.find("}", index + 2) == -1:
-            raise bashlex.errors.ParsingError("bad substitution: no closing '}'", string, index)
-        return original(parser, string, index)
-
-    paramexpand.fxdesk_guard = True  # type: ignore[attr-defined]
-    bashlex.subst._paramexpand = paramexpand
-
-
-def _end_quoted_heredocs_like_bash(bashlex: Any) -> None:
-    """bashlex 0.18 ends a here-document at a line equal to its delimiter as written, quotes and
-    all, so `<<'EOF'` never ends (or ends at a line `'EOF'`, which bash reads as text). Compare
-    lines with the delimiter after quote removal, as bash does (and as bashlex itself does for a
-    here-document inside `$(…)`)."""
-    original = bashlex.heredoc.makeheredoc
-    if getattr(original, "fxdesk_guard", False):
-        return
-
-    def makeheredoc(tokenizer: Any, redirect: Any, lineno: int, killleading: bool) -> Any:
-        word = redirect.output
-        written = word.word
-        reading = _read_word(written)
-        if reading.dynamic or reading.trouble or reading.text == written:
-            return original(tokenizer, redirect, lineno, killleading)
-        word.word = reading.text
-        try:
-            return original(tokenizer, redirect, lineno, killleading)
-        finally:
-            word.word = written
-
-    makeheredoc.fxdesk_guard = True  # type: ignore[attr-defined]
-    bashlex.heredoc.makeheredoc = makeheredoc
