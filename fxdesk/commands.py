@@ -25,7 +25,7 @@ from fxdesk.engine.events import ApprovalChanged, HistoryAppended, TextStreamed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.sessions import InvalidWorkspace, SessionError, SessionService
 from fxdesk.paths import DataPaths
-from fxdesk.store import StoreError, control, repo
+from fxdesk.store import StoreError, control, history, repo
 from fxdesk.store.locks import is_locked_elsewhere
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_APPROVAL, EXIT_INTERRUPTED, EXIT_DATA = 0, 1, 2, 3, 4, 5
@@ -366,7 +366,7 @@ def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
         items = await app.store.read(lambda: control.list_items(session.id))
 
         def read() -> tuple[list[HistoryEntry], dict[str, str | None]]:
-            entries = control.page_history(session.id, 0, 100_000)
+            entries = history.page_history(session.id, 0, 100_000)
             reasons = {i.id: i.reason or control.failure_reason(i.id) for i in items}
             return entries, reasons
 

@@ -23,7 +23,7 @@ from fxdesk.engine.providers import Resolved
 from fxdesk.engine.slots import MORE_WORK, Admitted, Result, Slot
 from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRuntime
 from fxdesk.providers.base import ProviderError
-from fxdesk.store import StoreError, control, repo
+from fxdesk.store import StoreError, control, history, repo
 from fxdesk.store.locks import SessionLock, SessionLockBusy
 
 if TYPE_CHECKING:
@@ -155,7 +155,7 @@ async def _admit(owner: SessionOwner, slot: Slot) -> Admitted | Result:
         control.save_change(change)
         assert snapshot is not None
         first = control.capture_policy(session_id, item.id, snapshot.to_json(), policy, now)
-        opened = control.ensure_user_entry(item, now)
+        opened = history.ensure_user_entry(item, now)
         return "admitted", change, repo.get_session(session_id), first, opened
 
     verdict, change, after, first_check, opened = await owner.store.write(write, label="admit")
@@ -199,7 +199,7 @@ async def _complete(
         if record is None:
             return CompletionDecision.STALE_WORK, None, None
         chosen = result_outcome
-        if chosen == WorkOutcome.PAUSED and control.history_proof(session_id) == work_id:
+        if chosen == WorkOutcome.PAUSED and history.history_proof(session_id) == work_id:
             chosen = WorkOutcome.COMPLETED  # the history commit landed after all
         decision, change = reducers.finish(
             record, work_id, chosen, now, failure if chosen == WorkOutcome.FAILED else None

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from fxdesk.domain.model import Session, WorkStatus
 from fxdesk.domain.work import Change, RestartRecovery, recover
-from fxdesk.store import control, repo
+from fxdesk.store import control, history, repo
 from fxdesk.store.schema import database_proxy
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def recover_sessions(
                 record = control.load_record(session_id)
                 if record is None:
                     continue
-                proof = control.history_proof(session_id)
+                proof = history.history_proof(session_id)
                 stats, change = recover(record, proof, now, include_pending=include_pending)
                 if change is not None:
                     control.save_change(change)

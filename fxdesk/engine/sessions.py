@@ -34,7 +34,7 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkChanged, WorkspaceAdded
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.slots import WorkActive
-from fxdesk.store import Store, control, repo
+from fxdesk.store import Store, control, history, repo
 
 
 class InvalidWorkspace(ValueError):
@@ -463,7 +463,7 @@ class SessionService:
         self, session_id: str, before_seq: int | None = None, limit: int = 200
     ) -> list[HistoryEntry]:
         """A page of the transcript: the newest rows, or those before ``before_seq``."""
-        return await self._store.read(lambda: control.history_before(session_id, before_seq, limit))
+        return await self._store.read(lambda: history.history_before(session_id, before_seq, limit))
 
     async def queue(self, session_id: str, limit: int = 200) -> list[tuple[WorkItem, str | None]]:
         """The session's newest work items with the reason each ended with, if any."""

@@ -56,7 +56,7 @@ from fxdesk.providers.base import (
     Usage,
     collect,
 )
-from fxdesk.store import Store, StoreError, control
+from fxdesk.store import Store, StoreError, control, history
 from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
@@ -158,9 +158,9 @@ class _Turn:
 
         def load() -> tuple[list[HistoryEntry], list[HistoryEntry], set[str]]:
             context = [
-                e for e in control.context_entries(session_id, max_turns) if e.work_id != work_id
+                e for e in history.context_entries(session_id, max_turns) if e.work_id != work_id
             ]
-            own = control.work_entries(work_id)
+            own = history.work_entries(work_id)
             started = {
                 d.payload.get("call_id", "")
                 for d in control.deliveries(
@@ -293,7 +293,7 @@ class _Turn:
                 )
                 for i in steers
             ]
-            stored = control.append_history(session_id, rows) if rows else []
+            stored = history.append_history(session_id, rows) if rows else []
             changes = []
             for i in steers:
                 change = consume_steer(record, i.id, work_id, _now_ms())
@@ -372,7 +372,7 @@ class _Turn:
         ``call_0`` in every response. Replace empty, repeated or already-used ids."""
         session_id = self.rt.session.id
         ids = [call.id for call in calls if call.id]
-        used = await self.store.read(lambda: control.existing_call_ids(session_id, ids))
+        used = await self.store.read(lambda: history.existing_call_ids(session_id, ids))
         unique: list[ToolCall] = []
         for call in calls:
             if not call.id or call.id in used:
@@ -565,7 +565,7 @@ class _Turn:
         session_id, work_id = self.rt.session.id, self.rt.item.id
 
         def write() -> tuple[list[HistoryEntry], bool]:
-            stored = control.append_history(session_id, rows) if rows else []
+            stored = history.append_history(session_id, rows) if rows else []
             added = control.append_delivery(delivery) if delivery is not None else False
             if final:
                 control.set_last_work_id(session_id, work_id)

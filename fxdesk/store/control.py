@@ -1,4 +1,4 @@
-"""The engine's durable state: work queues, control events, history and deliveries.
+"""The engine's durable state: work queues, control events, deliveries and notification policies.
 
 Plain SQL on the hot paths (each call here runs inside a store job: ``await store.write(...)``),
 mapped to and from the domain's frozen types. Reducers decide; these functions load and save.
@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
-from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
-from fxdesk.domain.model import EntryKind, SessionMode, SessionState, WorkKind, WorkStatus
+from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.notifications import NotificationPolicy
-from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem, committed_work_id
+from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
 from fxdesk.store.schema import database_proxy as db
 
 _ITEM_COLUMNS = (
@@ -216,135 +214,8 @@ def sessions_with_open_work(root_id: str | None = None, include_pending: bool = 
 # --- history ----------------------------------------------------------------------------------
 
 
-def _entry(row: Sequence[Any]) -> HistoryEntry:
-    return HistoryEntry(
-        id=row[0],
-        session_id=row[1],
-        seq=row[2],
-        work_id=row[3],
-        step=row[4],
-        kind=EntryKind(row[5]),
-        call_id=row[6],
-        tool_name=row[7],
-        content=row[8],
-        full_text=row[9],
-        data=json.loads(row[10]) if row[10] else {},
-        created_at_ms=row[11],
-    )
-
-
-_ENTRY_COLUMNS = (
-    "id, session_id, seq, work_id, step, kind, call_id, tool_name, content, full_text, "
-    "data_json, created_at_ms"
-)
-
-
-def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
-    """Append entries at the session's next sequence numbers; returns them with seq and id."""
-    row = db.execute_sql(
-        "SELECT COALESCE(MAX(seq), 0) FROM history_entry WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    seq = int(row[0])
-    stored = []
-    for entry in entries:
-        seq += 1
-        cursor = db.execute_sql(
-            f"INSERT INTO history_entry ({_ENTRY_COLUMNS}) "
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                session_id,
-                seq,
-                entry.work_id,
-                entry.step,
-                entry.kind.value,
-                entry.call_id,
-                entry.tool_name,
-                entry.content,
-                entry.full_text,
-                json.dumps(entry.data, sort_keys=True) if entry.data else None,
-                entry.created_at_ms,
-            ),
-        )
-        stored.append(replace(entry, session_id=session_id, seq=seq, id=cursor.lastrowid))
-    return stored
-
-
-def ensure_user_entry(item: WorkItem, at_ms: int) -> list[HistoryEntry]:
-    """The person's (or parent's) message opens the turn's history; added once per item."""
-    row = db.execute_sql(
-        "INSERT INTO history_entry (session_id, seq, work_id, step, kind, content, created_at_ms) "
-        "SELECT ?, COALESCE((SELECT MAX(seq) FROM history_entry WHERE session_id = ?), 0) + 1, "
-        "?, 0, 'user', ?, ? WHERE NOT EXISTS (SELECT 1 FROM history_entry WHERE work_id = ? "
-        "AND kind = 'user') RETURNING id, seq",
-        (item.session_id, item.session_id, item.id, item.content, at_ms, item.id),
-    ).fetchone()
-    if row is None:
-        return []
-    return [
-        HistoryEntry(
-            session_id=item.session_id,
-            seq=row[1],
-            kind=EntryKind.USER,
-            work_id=item.id,
-            content=item.content,
-            created_at_ms=at_ms,
-            id=row[0],
-        )
-    ]
-
-
-def work_entries(work_id: str) -> list[HistoryEntry]:
-    rows = db.execute_sql(
-        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE work_id = ? ORDER BY seq",
-        (work_id,),
-    ).fetchall()
-    return [_entry(row) for row in rows]
-
-
-def context_entries(session_id: str, max_turns: int) -> list[HistoryEntry]:
-    """The last ``max_turns`` committed turns of the session (their rows, in order)."""
-    boundary = db.execute_sql(
-        "SELECT seq FROM history_entry WHERE session_id = ? AND kind = 'turn_end' "
-        "ORDER BY seq DESC LIMIT 1 OFFSET ?",
-        (session_id, max_turns),
-    ).fetchone()
-    start = boundary[0] if boundary else 0
-    rows = db.execute_sql(
-        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq > ? "
-        "AND work_id IN (SELECT work_id FROM history_entry WHERE session_id = ? "
-        "AND kind = 'turn_end' AND seq > ?) ORDER BY seq",
-        (session_id, start, session_id, start),
-    ).fetchall()
-    return [_entry(row) for row in rows]
-
-
-def page_history(session_id: str, after_seq: int = 0, limit: int = 200) -> list[HistoryEntry]:
-    rows = db.execute_sql(
-        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq > ? "
-        "ORDER BY seq LIMIT ?",
-        (session_id, after_seq, limit),
-    ).fetchall()
-    return [_entry(row) for row in rows]
-
-
 def set_last_work_id(session_id: str, work_id: str) -> None:
     db.execute_sql("UPDATE session SET last_work_id = ? WHERE id = ?", (work_id, session_id))
-
-
-def history_proof(session_id: str) -> str | None:
-    """The work id the committed history proves finished (spec §3.7, scenario 4)."""
-    row = db.execute_sql(
-        "SELECT s.last_work_id, h.kind, h.work_id FROM session s LEFT JOIN history_entry h "
-        "ON h.session_id = s.id AND h.seq = (SELECT MAX(seq) FROM history_entry "
-        "WHERE session_id = s.id) WHERE s.id = ?",
-        (session_id,),
-    ).fetchone()
-    last_work_id = row[0] if row else None
-    tail = (row[1], row[2]) if row and row[1] is not None else None
-    # The history "ends in an interrupted turn" when rows of another turn follow the last
-    # committed one.
-    interrupted = tail is not None and (tail[0] != "turn_end" or tail[1] != last_work_id)
-    return committed_work_id(last_work_id, tail is None, interrupted)
 
 
 # --- deliveries -------------------------------------------------------------------------------
@@ -553,35 +424,6 @@ def item_status(work_id: str) -> tuple[WorkStatus | None, bool]:
         (work_id,),
     ).fetchone()
     return (WorkStatus(row[0]), bool(row[1])) if row else (None, False)
-
-
-def existing_call_ids(session_id: str, call_ids: Sequence[str]) -> set[str]:
-    """Which of ``call_ids`` the session's history already holds."""
-    if not call_ids:
-        return set()
-    rows = db.execute_sql(
-        f"SELECT call_id FROM history_entry WHERE session_id = ? AND call_id IN "
-        f"({', '.join('?' * len(call_ids))})",
-        (session_id, *call_ids),
-    ).fetchall()
-    return {row[0] for row in rows}
-
-
-def history_before(session_id: str, before_seq: int | None, limit: int) -> list[HistoryEntry]:
-    """The ``limit`` rows just before ``before_seq`` (the newest when None), oldest first."""
-    if before_seq is None:
-        rows = db.execute_sql(
-            f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (session_id, limit),
-        ).fetchall()
-    else:
-        rows = db.execute_sql(
-            f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq < ? "
-            "ORDER BY seq DESC LIMIT ?",
-            (session_id, before_seq, limit),
-        ).fetchall()
-    return [_entry(row) for row in reversed(rows)]
 
 
 def last_failed_sessions() -> set[str]:

@@ -21,7 +21,7 @@ from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.providers.base import Provider
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
-from fxdesk.store import Store, control, repo
+from fxdesk.store import Store, control, history, repo
 from fxdesk.store.faults import FaultInjector
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.basic import basic_tools
@@ -146,7 +146,7 @@ class Engine:
         return found
 
     async def history_kinds(self, session_id: str) -> list[str]:
-        entries = await self.store.read(lambda: control.page_history(session_id, 0, 10_000))
+        entries = await self.store.read(lambda: history.page_history(session_id, 0, 10_000))
         return [e.kind.value for e in entries]
 
     async def deliveries(self, session_id: str) -> list[tuple[str, str]]:

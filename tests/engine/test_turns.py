@@ -9,7 +9,7 @@ from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT
 from fxdesk.domain.model import SessionState, WorkStatus
 from fxdesk.engine.owner import Result
 from fxdesk.providers.scripted import Fault, Reply
-from fxdesk.store import control
+from fxdesk.store import control, history
 from fxdesk.store.faults import Fault as StoreFault
 from tests.engine.harness import Engine, append_line, call, say, wait_until
 
@@ -179,7 +179,7 @@ async def test_servers_that_reuse_tool_call_ids_still_work(tmp_path: Path) -> No
         await engine.sessions.send(session.id, "again")
         engine.provider.steps.extend([reused, say("done again")])
         assert await engine.run(session.id) == Result.IDLE
-        entries = await engine.store.read(lambda: control.page_history(session.id))
+        entries = await engine.store.read(lambda: history.page_history(session.id))
         ids = [e.call_id for e in entries if e.kind.value == "tool_call"]
         assert len(ids) == 3 and len(set(ids)) == 3
         last = engine.provider.requests[-1].messages
@@ -202,7 +202,7 @@ async def test_steer_reaches_the_running_turn_at_its_next_step(tmp_path: Path) -
         assert [(m.role, m.content) for m in second][-1] == ("user", "use tabs, not spaces")
         items = {i.id: i for i in await engine.items(session.id)}
         assert items[steer.id].status == WorkStatus.COMPLETED
-        entries = await engine.store.read(lambda: control.page_history(session.id))
+        entries = await engine.store.read(lambda: history.page_history(session.id))
         steered = [e for e in entries if e.data.get("steer")]
         assert len(steered) == 1 and steered[0].work_id != steer.id  # inside the running turn
         assert engine.provider.calls == 2  # no separate turn for it

@@ -19,7 +19,7 @@ from fxdesk.providers.anthropic_provider import AnthropicProvider
 from fxdesk.providers.base import Provider
 from fxdesk.providers.openai_compat import OpenAICompatProvider
 from fxdesk.providers.retry import RetryingProvider
-from fxdesk.store import control
+from fxdesk.store import control, history
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 from tests.engine.harness import Engine, wait_until
@@ -122,7 +122,7 @@ async def test_a_disconnect_mid_stream_is_retried(
         assert result == Result.IDLE
         assert attempts(llmock) == 2
         session = (await engine.sessions.catalog()).sessions[0]
-        entries = await engine.store.read(lambda: control.page_history(session.id))
+        entries = await engine.store.read(lambda: history.page_history(session.id))
         assistant = [e for e in entries if e.kind.value == "assistant"]
         assert [e.content for e in assistant] == ["second try"]  # the broken attempt is gone
     finally:
@@ -319,7 +319,7 @@ async def test_a_full_tool_loop_runs_a_command(tmp_path: Path, llmock: LLMock) -
         engine.owner.authority.update(tool_names=tuple(t.name for t in all_tools()))
         session = await engine.root_session("run it")
         assert await engine.run(session.id) == Result.IDLE
-        entries = await engine.store.read(lambda: control.page_history(session.id))
+        entries = await engine.store.read(lambda: history.page_history(session.id))
         kinds = [e.kind.value for e in entries]
         assert kinds == ["user", "assistant", "tool_call", "tool_result", "assistant", "turn_end"]
         result = next(e for e in entries if e.kind.value == "tool_result")
