@@ -140,6 +140,7 @@ class App:
     async def _start_engine(self) -> _Subsystem:
         store = self.store
         self.tools = ToolRegistry(all_tools())
+        await self.profiles.hide_env_keys()
         runner = TurnRunner(store, self.tools, self.bus, permissions=self.permissions)
         scheduler = NotificationScheduler(SystemClock(), StorePoller(store, self.bus))
         self.instance_lock = InstanceLock(self.paths.locks)

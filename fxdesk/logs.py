@@ -5,6 +5,8 @@
 - ``CrashLog`` arms ``faulthandler`` on a fresh file per run. A clean exit deletes it; a hard crash
   (segfault, abort) leaves it non-empty, and the next start offers it to the person. An uncaught
   exception that ends the process writes a report next to it.
+- ``register_secret`` / ``register_secret_variable``: API keys in use, masked in every log line
+  and kept out of the environment of the agent's commands (``environment_without_secrets``).
 - ``install_exception_hooks`` feeds ``sys.excepthook``, ``threading.excepthook`` and the asyncio
   loop's exception handler into one Qt-free function that logs, and tells the person through
   ``notify.error`` with the traceback as details.
@@ -21,7 +23,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -36,6 +38,7 @@ _ROTATE_COUNT = 5
 
 
 _SECRETS: set[str] = set()
+_SECRET_VARIABLES: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
 
 
@@ -44,6 +47,29 @@ def register_secret(value: str) -> None:
     if len(value) >= 8:  # shorter strings would mask ordinary words
         with _SECRETS_LOCK:
             _SECRETS.add(value)
+
+
+def register_secret_variable(name: str) -> None:
+    """``name`` is an environment variable a profile reads its API key from: commands the agent
+    runs never inherit it (see ``environment_without_secrets``), even before the key is read."""
+    if name:
+        with _SECRETS_LOCK:
+            _SECRET_VARIABLES.add(name)
+
+
+def environment_without_secrets(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default: this process's) without the variables that hold an API key: those
+    profiles name, and any whose value carries a key fxdesk has in use. What the agent's commands
+    get, so `env` or `echo $OPENAI_API_KEY` cannot hand a key to the model."""
+    with _SECRETS_LOCK:
+        names = set(_SECRET_VARIABLES)
+        secrets = list(_SECRETS)
+    source = os.environ if environ is None else environ
+    return {
+        name: value
+        for name, value in source.items()
+        if name not in names and not any(secret in value for secret in secrets)
+    }
 
 
 def redact(text: str) -> str:

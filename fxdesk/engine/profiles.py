@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass
 
 from fxdesk.domain.conversation import ChatMessage
-from fxdesk.domain.model import PermissionMode, Profile
+from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.providers import build_provider
+from fxdesk.logs import register_secret_variable
 from fxdesk.providers.base import ModelRequest, ProviderError, collect
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import Store, repo, secrets
@@ -81,8 +82,17 @@ class ProfileService:
         if key:
             await asyncio.to_thread(secrets.set_secret, profile.name, key)
         await self.store.write(lambda: repo.save_profile(profile), label="profile")
+        if profile.key_source == KeySource.ENV and profile.key_env:
+            register_secret_variable(profile.key_env)
         if make_default:
             await self.set_default(profile.name)
+
+    async def hide_env_keys(self) -> None:
+        """Keep every profile's key variable (``--api-key-env``) out of the agent's commands,
+        including profiles this process has not used yet."""
+        for profile in await self.list():
+            if profile.key_source == KeySource.ENV and profile.key_env:
+                register_secret_variable(profile.key_env)
 
     async def remove(self, name: str) -> bool:
         removed = await self.store.write(lambda: repo.remove_profile(name), label="profile")

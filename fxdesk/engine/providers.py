@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 
 from fxdesk.domain.model import KeySource, Profile, Session
-from fxdesk.logs import register_secret
+from fxdesk.logs import register_secret, register_secret_variable
 from fxdesk.providers.base import Provider, ProviderError
 from fxdesk.providers.demo import DEMO_SCRIPT, DemoProvider
 from fxdesk.providers.retry import RetryingProvider
@@ -47,6 +47,7 @@ async def _find_key(profile: Profile) -> str | None:
         return None
     if profile.key_source == KeySource.ENV:
         name = profile.key_env or ""
+        register_secret_variable(name)
         value = os.environ.get(name)
         if not value:
             raise ProviderError(

@@ -15,6 +15,7 @@ import signal
 import time
 from typing import Any
 
+from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolContext, ToolResult, bounded
 
 CHUNK_BYTES = 64 * 1024
@@ -115,6 +116,7 @@ class RunCommandTool(Tool):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                env=environment_without_secrets(),
             )
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +150,42 @@ def test_a_key_from_an_environment_variable(tmp_path: Path, llmock: LLMock) -> N
     ran = cli("run", "-w", str(cli.workspace), "hi", FXDESK_TEST_KEY=SECRET)
     assert ran.returncode == 0, ran.stderr
     assert "anthropic says hi" in ran.stdout
+    assert _files_mention(cli.data, SECRET) == []
+
+
+def test_commands_the_agent_runs_never_see_the_key(tmp_path: Path, llmock: LLMock) -> None:
+    """A key read from the environment is not inherited by run_command: not under the variable
+    the profile names, nor under any other name that holds the same value."""
+    cli = CLI(tmp_path, keyring=False)
+    added = cli(
+        "profiles", "add", "envkey", "--kind", "anthropic", "--base-url",
+        f"{llmock.base}/anthropic", "--model", "claude-test", "--api-key-env", "FXDESK_TEST_KEY",
+        "--default",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    command = 'env; echo "named=[$FXDESK_TEST_KEY] copied=[$COPIED_KEY] seen=[$HARMLESS]"'
+    llmock.scenario(
+        {
+            "type": "reply",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": command}}],
+            "match": {"provider": "anthropic"},
+        },
+        {"type": "reply", "text": "done", "match": {"provider": "anthropic"}},
+    )
+    ran = cli(
+        "run", "-w", str(cli.workspace), "--mode", "yolo", "show me the environment",
+        FXDESK_TEST_KEY=SECRET, COPIED_KEY=SECRET, HARMLESS="visible-42",
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    db = sqlite3.connect(f"file:{cli.data / 'fxdesk.sqlite3'}?mode=ro", uri=True)
+    with contextlib.closing(db):
+        (output,) = db.execute(
+            "SELECT content FROM history_entry WHERE kind = 'tool_result'"
+        ).fetchone()
+    assert "named=[] copied=[] seen=[visible-42]" in output
+    assert "FXDESK_TEST_KEY" not in output and "COPIED_KEY" not in output
+    assert "HARMLESS=visible-42" in output  # the rest of the environment is passed on
+    assert SECRET not in ran.stdout + ran.stderr
     assert _files_mention(cli.data, SECRET) == []
 
 

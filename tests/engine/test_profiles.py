@@ -72,3 +72,23 @@ async def test_app_settings(service: ProfileService) -> None:
     assert await service.appearance() == "dark"
     with pytest.raises(ValueError):
         await service.set_appearance("purple")
+
+
+async def test_every_profiles_key_variable_is_kept_from_the_agents_commands(
+    service: ProfileService,
+) -> None:
+    from fxdesk.logs import environment_without_secrets
+    from fxdesk.store import repo
+
+    environ = {"SAVED_HERE_KEY": "a", "SAVED_ELSEWHERE_KEY": "b", "PATH": "/usr/bin"}
+    saved = Profile("here", "openai", model="m", key_source=KeySource.ENV, key_env="SAVED_HERE_KEY")
+    await service.save(saved)
+    assert "SAVED_HERE_KEY" not in environment_without_secrets(environ)
+    # Written by another fxdesk process: known here only once the profiles are read.
+    other = Profile(
+        "elsewhere", "openai", model="m", key_source=KeySource.ENV, key_env="SAVED_ELSEWHERE_KEY"
+    )
+    await service.store.write(lambda: repo.save_profile(other))
+    assert "SAVED_ELSEWHERE_KEY" in environment_without_secrets(environ)
+    await service.hide_env_keys()
+    assert environment_without_secrets(environ) == {"PATH": "/usr/bin"}

@@ -102,3 +102,18 @@ def test_registered_secrets_never_reach_the_log(tmp_path: Path) -> None:
     text = (tmp_path / "fxdesk.log").read_text()
     assert secret not in text
     assert text.count("[redacted]") >= 2
+
+
+def test_the_agents_environment_loses_every_variable_holding_a_key() -> None:
+    from fxdesk.logs import environment_without_secrets, register_secret, register_secret_variable
+
+    register_secret("sk-in-use-5a5a5a5a5a")
+    register_secret_variable("PROFILE_NAMED_KEY")
+    environ = {
+        "PROFILE_NAMED_KEY": "not even read yet",
+        "SOME_OTHER_NAME": "Bearer sk-in-use-5a5a5a5a5a",
+        "HOME": "/home/me",
+        "EMPTY": "",
+    }
+    assert environment_without_secrets(environ) == {"HOME": "/home/me", "EMPTY": ""}
+    assert environ["PROFILE_NAMED_KEY"] == "not even read yet"  # the caller's mapping is kept
