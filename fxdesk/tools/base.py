@@ -8,6 +8,7 @@ kept for the person. Bad arguments never raise: they become a failed result the 
 from __future__ import annotations
 
 import abc
+import errno
 import json
 import os
 from dataclasses import dataclass, field
@@ -145,3 +146,19 @@ def resolve_in_workspace(workspace: Path, path: str, *, outside_ok: bool = False
     if not outside_ok and resolved != root and root not in resolved.parents:
         raise PathOutsideWorkspace(f"{path} is outside the workspace {root}")
     return resolved
+
+
+def no_follow(path: str, flags: int) -> int:
+    """An ``opener`` for ``open()`` on a path ``resolve_in_workspace`` returned: the last part
+    must still not be a symbolic link. One created since the check (a process swapping the file
+    for a link out of the workspace) is refused instead of followed."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(
+                errno.ELOOP,
+                "it became a symbolic link after it was checked; fxdesk did not follow it",
+                path,
+            ) from None
+        raise

@@ -11,6 +11,7 @@ from fxdesk.tools.base import (
     Tool,
     ToolContext,
     ToolResult,
+    no_follow,
     resolve_in_workspace,
 )
 
@@ -52,7 +53,8 @@ class WriteFileTool(Tool):
                 ctx.workspace, str(args["path"]), outside_ok=ctx.outside_ok
             )
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "a" if append else "w", encoding="utf-8") as handle:
+            mode = "a" if append else "w"
+            with open(target, mode, encoding="utf-8", opener=no_follow) as handle:
                 written = handle.write(content)
             root = Path(ctx.workspace).resolve()
             shown = target.relative_to(root) if root in target.parents else target

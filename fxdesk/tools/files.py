@@ -22,6 +22,7 @@ from fxdesk.tools.base import (
     ToolContext,
     ToolResult,
     bounded,
+    no_follow,
     resolve_in_workspace,
 )
 
@@ -106,7 +107,7 @@ def _looks_binary(head: bytes) -> bool:
 
 
 def _sniff(path: Path) -> bool:
-    with open(path, "rb") as handle:
+    with open(path, "rb", opener=no_follow) as handle:
         return _looks_binary(handle.read(SNIFF_BYTES))
 
 
@@ -114,7 +115,7 @@ def _lines(path: Path) -> Iterator[str]:
     """The file's lines without their line ends; a line longer than ``LINE_CHAR_LIMIT`` is cut
     so one giant line (minified code, a log without newlines) cannot fill memory."""
     # newline="\n": only LF ends a line, so a lone CR stays inside it as it is on disk.
-    with open(path, encoding="utf-8", errors="replace", newline="\n") as handle:
+    with open(path, encoding="utf-8", errors="replace", newline="\n", opener=no_follow) as handle:
         while line := handle.readline(LINE_CHAR_LIMIT):
             if line.endswith("\n"):
                 yield line.rstrip("\r\n")
@@ -248,7 +249,8 @@ class EditFileTool(Tool):
             # The rename below would succeed on a read-only file; its mode says not to.
             if not os.access(target, os.W_OK):
                 raise _Refused(f"{raw} is read-only")
-            data = target.read_bytes()
+            with open(target, "rb", opener=no_follow) as handle:
+                data = handle.read()
             try:
                 # Strict: rewriting replaced characters would silently damage the file.
                 before = data.decode("utf-8")

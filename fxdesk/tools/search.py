@@ -128,12 +128,12 @@ class GrepTool(Tool):
             start = _existing(ctx, raw)
             hits: list[str] = []
             skipped = 0
-            for path in _files_under(start, root, name_filter):
+            for path, real in _files_under(start, root, name_filter):
                 try:
-                    if _sniff(path):
+                    if _sniff(real):
                         skipped += 1
                         continue
-                    for number, line in enumerate(_lines(path), 1):
+                    for number, line in enumerate(_lines(real), 1):
                         if regex.search(line):
                             if len(line) > GREP_LINE_CHARS:
                                 line = line[:GREP_LINE_CHARS] + " [...]"
@@ -157,8 +157,9 @@ class GrepTool(Tool):
         return await _run(search, f"search {raw}")
 
 
-def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[Path]:
-    """Files to search, in a stable order: ``start`` itself, or the files below it."""
+def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[tuple[Path, Path]]:
+    """Files to search, in a stable order: ``start`` itself, or the files below it; each as
+    found (how it is shown) and resolved (what is read: a linked file inside the workspace)."""
 
     def wanted(path: Path) -> bool:
         if not name_filter:
@@ -168,7 +169,7 @@ def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[P
         return fnmatch.fnmatch(path.name, name_filter)
 
     if start.is_file():
-        yield start
+        yield start, start
         return
     # Depth first in name order (like `rg --sort path`), with a stack rather than recursion
     # because folders can nest deeper than Python's recursion limit. Linked folders are not
@@ -188,7 +189,7 @@ def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[P
             except PathOutsideWorkspace:
                 continue
             if real.is_file() and wanted(path):
-                yield path
+                yield path, real
 
 
 def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:

@@ -348,6 +348,59 @@ async def test_grep_never_reads_outside(ctx: ToolContext, workspace: Path, tmp_p
         assert_outside(await grep(ctx, "secret", path=path))
 
 
+async def test_grep_reads_a_linked_file_inside_under_its_link_name(
+    ctx: ToolContext, workspace: Path
+) -> None:
+    (workspace / "real.txt").write_text("needle here\n")
+    (workspace / "alias.txt").symlink_to("real.txt")
+    result = await grep(ctx, "needle")
+    assert result.output.splitlines() == ["alias.txt:1: needle here", "real.txt:1: needle here"]
+
+
+# --- a file swapped for a link after the check -----------------------------------------------
+
+
+def swap_after_check(monkeypatch: pytest.MonkeyPatch, module: object, outside: Path) -> None:
+    """Between the workspace check and the open, replace the checked file with a symbolic link
+    out of the workspace: what a process racing the tool could do."""
+    real = module.resolve_in_workspace  # type: ignore[attr-defined]
+
+    def resolve_then_swap(*args: object, **kwargs: object) -> Path:
+        checked: Path = real(*args, **kwargs)
+        checked.unlink(missing_ok=True)
+        checked.symlink_to(outside)
+        return checked
+
+    monkeypatch.setattr(module, "resolve_in_workspace", resolve_then_swap)
+
+
+@pytest.mark.parametrize("tool", ["read_file", "edit_file", "write_file"])
+async def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(
+    ctx: ToolContext,
+    workspace: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tool: str,
+) -> None:
+    from fxdesk.tools import basic
+
+    (workspace / "notes.txt").write_text("the secret outside\n")
+    outside = tmp_path / "secret"
+    before = snapshot(outside)
+    # read_file and edit_file resolve in files (via _existing); write_file in basic.
+    swap_after_check(monkeypatch, basic if tool == "write_file" else files, outside)
+    if tool == "read_file":
+        result = await read(ctx, "notes.txt")
+    elif tool == "edit_file":
+        result = await edit(ctx, "notes.txt", "secret", "public")
+    else:
+        result = await basic.WriteFileTool().run({"path": "notes.txt", "content": "x"}, ctx)
+    assert not result.ok
+    assert "became a symbolic link after it was checked" in result.output
+    assert SECRET not in result.output
+    assert snapshot(outside) == before
+
+
 # --- edit_file ----------------------------------------------------------------------------
 
 
