@@ -25,6 +25,7 @@ DEFAULT_PROFILE = "default_profile"
 DEFAULT_PERMISSION_MODE = "default_permission_mode"
 APPEARANCE = "appearance"  # "system" | "light" | "dark"
 LAST_SESSION = "last_session"  # reopened at the next start
+NOTIFICATIONS = "notifications"  # bool: desktop notifications from the GUI (default on)
 
 
 class ProfileError(ValueError):
@@ -163,6 +164,13 @@ class ProfileService:
         if value not in ("system", "light", "dark"):
             raise ValueError(value)
         await self.store.write(lambda: repo.set_setting(APPEARANCE, value), label="setting")
+
+    async def notifications_enabled(self) -> bool:
+        return await self.store.read(lambda: repo.get_setting(NOTIFICATIONS)) is not False
+
+    async def set_notifications_enabled(self, enabled: bool) -> None:
+        value = bool(enabled)
+        await self.store.write(lambda: repo.set_setting(NOTIFICATIONS, value), label="setting")
 
     async def last_session(self) -> str | None:
         value = await self.store.read(lambda: repo.get_setting(LAST_SESSION))

@@ -32,6 +32,8 @@ from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.main_window import MainWindow
 from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
 from fxdesk.gui.new_session import NewSessionDialog
+from fxdesk.gui.notifications import NotificationCenter
+from fxdesk.gui.notifiers import Notifier, build_notifier
 from fxdesk.gui.session_controller import SessionController
 from fxdesk.gui.session_model import (
     ROLE_APPROVALS,
@@ -46,6 +48,7 @@ from fxdesk.gui.setup_dialog import SetupDialog
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.transcript_model import TranscriptModel
+from fxdesk.gui.tray import Tray
 from fxdesk.logs import loop_exception_handler
 from fxdesk.store import StoreError
 
@@ -76,7 +79,7 @@ def app_icon() -> QIcon:
 class GuiController(QObject):
     """Connects the window to the engine and owns the run from start-up to shutdown."""
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, *, notifier: Notifier | None = None) -> None:
         super().__init__()
         # Quitting is this controller's orderly decision, never a side effect of a window
         # closing (that would end the Qt loop under the running asyncio loop).
@@ -97,6 +100,7 @@ class GuiController(QObject):
         self.window.settings_requested.connect(self._on_window_settings_requested)
         self.settings: SettingsDialog | None = None
         self.setup: SetupDialog | None = None
+        self._build_tray(notifier)
 
     async def _fetch_history(
         self, session_id: str, before: int | None, limit: int
@@ -119,6 +123,7 @@ class GuiController(QObject):
             loop.add_signal_handler(signum, self._on_signal, signum)
         self.messages.attach()
         self.window.show()
+        self.tray.start()
         try:
             if await self._start():
                 await self.quit_event.wait()
@@ -132,6 +137,7 @@ class GuiController(QObject):
             qapp = QApplication.instance()
             if isinstance(qapp, QApplication):
                 apply_appearance(qapp, await self.app.profiles.appearance())
+            self.notifications.set_enabled(await self.app.profiles.notifications_enabled())
         except StoreError as exc:
             log.error("cannot start: %s", exc.user_message)
             self.exit_code = EXIT_DATA
@@ -159,6 +165,7 @@ class GuiController(QObject):
         )
         self._build_approvals()
         self.bridge.session_added.connect(self.window.select_session)
+        self.bridge.session_changed.connect(self.notifications.session_changed)
         self.sessions = SessionController(
             self.window,
             self.bridge,
@@ -169,6 +176,7 @@ class GuiController(QObject):
         )
         catalog = await self.app.sessions.catalog()
         self.model.load(catalog.workspaces, catalog.sessions)
+        self.notifications.seed(catalog.sessions)
         counts = await self.app.sessions.counts()
         for session_id, (queued, _open) in counts.items():
             self.model.set_mark(session_id, ROLE_QUEUED, queued)
@@ -233,6 +241,8 @@ class GuiController(QObject):
             self._approvals_again = False
             pending = await self.app.permissions.pending()
             self.approvals_dock.set_approvals(pending)
+            # Those waiting at start-up are a baseline: the dialog shows them anyway.
+            self.notifications.approvals_loaded(pending, announce=self.ready.is_set())
             wanted = {a.id for a in pending}
             for queued in self.approval_dialog.approvals():
                 if queued.id not in wanted:
@@ -250,6 +260,53 @@ class GuiController(QObject):
                 )
             if not self._approvals_again:
                 return
+
+    # --- tray and notifications -----------------------------------------------------------
+
+    def _build_tray(self, notifier: Notifier | None) -> None:
+        """The tray icon (inert without a tray) and the notifications it and the desktop show."""
+        self.tray = Tray(app_icon(), self)
+        self.notifications = NotificationCenter(
+            notifier or build_notifier(self.tray, self.window, self.tasks),
+            is_looking=self.window.is_looked_at,
+            last_failed=lambda sid: bool(self.model.session_index(sid).data(ROLE_LAST_FAILED)),
+            name_of=self._session_name,
+            parent=self,
+        )
+        self.notifications.status_changed.connect(self.tray.set_status)
+        self.window.session_selected.connect(self.notifications.session_seen)
+        self.tray.show_requested.connect(self.window.bring_to_front)
+        self.tray.toggle_requested.connect(self.window.toggle_from_tray)
+        self.tray.approvals_requested.connect(self._on_tray_approvals_requested)
+        self.tray.quit_requested.connect(self.request_quit)
+        self.tray.message_clicked.connect(self.open_session)
+
+    def _session_name(self, session_id: str) -> str:
+        session = self.model.session_index(session_id).data(ROLE_SNAPSHOT)
+        return session.name if isinstance(session, Session) else session_id
+
+    @Slot(str)
+    def open_session(self, session_id: str) -> None:
+        """A notification was clicked: the window, at that session (and its approval)."""
+        self.window.bring_to_front()
+        if not session_id:
+            return
+        self.window.select_session(session_id)
+        self.notifications.session_seen(session_id)
+        if self.bridge is not None:
+            queued = self.approval_dialog.approvals()
+            waiting = next((a for a in queued if a.session_id == session_id), None)
+            if waiting is not None:
+                self.approval_dialog.present(waiting.id)
+
+    @Slot()
+    def _on_tray_approvals_requested(self) -> None:
+        self.window.bring_to_front()
+        if self.bridge is not None:
+            self.approvals_dock.show()
+            self.approvals_dock.raise_()
+            if self.approval_dialog.approvals():
+                self.approval_dialog.present()
 
     # --- first run and settings -----------------------------------------------------------
 
@@ -278,6 +335,7 @@ class GuiController(QObject):
                 workspaces=self._workspace_folders,
             )
             self.settings.profiles_changed.connect(self._on_settings_profiles_changed)
+            self.settings.notifications_changed.connect(self.notifications.set_enabled)
             self.settings.finished.connect(self._on_settings_finished)
         self.settings.show()
         self.settings.raise_()
@@ -307,6 +365,8 @@ class GuiController(QObject):
         log.info("shutdown: gui ...")
         for signum in _QUIT_SIGNALS:
             loop.remove_signal_handler(signum)
+        self.notifications.stop()  # work the quit interrupts is not news
+        self.tray.stop()
         await self.tasks.cancel_all()
         if self.bridge is not None:
             await self.bridge.close()

@@ -10,6 +10,7 @@ from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QApplication,
     QDockWidget,
     QHBoxLayout,
     QLabel,
@@ -245,6 +246,31 @@ class MainWindow(QMainWindow):
         banner = Banner(text, self, kind=kind)
         self.banner_area.addWidget(banner)
         return banner
+
+    def bring_to_front(self) -> None:
+        """Show, raise and activate the window (from the tray or a notification)."""
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def toggle_from_tray(self) -> None:
+        """A click on the tray icon: tuck the window away if it is in front, else bring it."""
+        if self.isActiveWindow() and not self.isMinimized():
+            # Minimized rather than hidden: a hidden window is lost if the tray goes away.
+            self.showMinimized()
+        else:
+            self.bring_to_front()
+
+    def is_looked_at(self) -> bool:
+        """True while this window, or a dialog of it, is the active window."""
+        widget = QApplication.activeWindow()
+        while widget is not None:
+            if widget is self:
+                return True
+            widget = widget.parentWidget()
+        return False
 
     def select_session(self, session_id: str) -> None:
         source = self.model.session_index(session_id)

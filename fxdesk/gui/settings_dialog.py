@@ -1,5 +1,5 @@
-"""The Settings window: model profiles, defaults for new sessions, appearance, the data folder,
-and (given a ``PermissionService``) the permission rules.
+"""The Settings window: model profiles, defaults for new sessions, appearance, notifications, the
+data folder, and (given a ``PermissionService``) the permission rules.
 
 It is non-modal and reads everything through ``ProfileService`` after it is built (``load``,
 started on first show). Changes are stored as they are made; there is no OK button to forget.
@@ -7,7 +7,7 @@ started on first show). Changes are stored as they are made; there is no OK butt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -40,16 +40,15 @@ from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.gui.new_session import MODE_LABELS
+from fxdesk.gui.profile_dialog import ProfileDialog
 from fxdesk.gui.profile_form import (
     FAIL_COLOR,
     OK_COLOR,
-    ProfileForm,
     WidgetTasks,
     alive,
     hint_label,
 )
 from fxdesk.gui.rules_page import RulesPage, Workspaces
-from fxdesk.gui.setup_dialog import save_profile
 from fxdesk.gui.tasks import run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.providers.demo import DEMO_SCRIPT
@@ -76,84 +75,6 @@ def describe(profile: Profile) -> str:
     return " · ".join(parts)
 
 
-class ProfileDialog(QDialog):
-    """Adds a profile, or edits one (``profile`` given), and saves it when "Save" is pressed."""
-
-    def __init__(
-        self,
-        service: ProfileService,
-        profile: Profile | None = None,
-        *,
-        taken: Collection[str] = (),
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.service = service
-        self.tasks = WidgetTasks(self)
-        self.taken = set(taken)
-        self.saved_name: str | None = None
-        self.setWindowTitle(f"Edit profile “{profile.name}”" if profile else "Add a profile")
-        self.setMinimumWidth(600)
-        layout = QVBoxLayout(self)
-        self.form = ProfileForm(service)
-        if profile is not None:
-            self.form.set_profile(profile)
-        layout.addWidget(self.form)
-        self.default_check = QCheckBox("Use as the &default profile")
-        self.default_check.setAccessibleName("Use as the default profile")
-        self.default_check.setVisible(profile is None)
-        layout.addWidget(self.default_check)
-        layout.addStretch(1)
-        self.buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.save_button = self.buttons.button(QDialogButtonBox.StandardButton.Save)
-        self.save_button.setAccessibleName("Save")
-        cancel = self.buttons.button(QDialogButtonBox.StandardButton.Cancel)
-        cancel.setAccessibleName("Cancel")
-        self.save_button.clicked.connect(self._on_save_button_clicked)
-        self.buttons.rejected.connect(self.reject)
-        layout.addWidget(self.buttons)
-        (self.form.model_edit if profile else self.form.kind_combo).setFocus()
-
-    async def save(self) -> bool:
-        """Save the profile; True (and accepted) when saved, else the problem is shown."""
-        profile = self.form.profile()
-        if not self.form.validate():
-            self.save_button.setEnabled(True)
-            return False
-        if not self.form.editing and profile.name in self.taken:
-            self.form.show_problem(
-                f"A profile named “{profile.name}” already exists; choose another name."
-            )
-            self.save_button.setEnabled(True)
-            return False
-        self.save_button.setEnabled(False)
-        try:
-            problem = await save_profile(
-                self.service,
-                profile,
-                self.form.key(),
-                make_default=self.default_check.isChecked(),
-            )
-        finally:
-            if alive(self):
-                self.save_button.setEnabled(True)
-        if not alive(self):
-            return problem is None
-        if problem is not None:
-            self.form.show_problem(problem)
-            return False
-        self.saved_name = profile.name
-        self.accept()
-        return True
-
-    @Slot()
-    def _on_save_button_clicked(self) -> None:
-        self.save_button.setEnabled(False)  # no second click before the task starts
-        self.tasks.spawn(self.save(), "profile-save")
-
-
 class SettingsDialog(QDialog):
     """fxdesk's settings, in tabs: Profiles, General, Rules (only given ``permissions``) and Data.
 
@@ -163,10 +84,12 @@ class SettingsDialog(QDialog):
         appearance_changed(str): "system", "light" or "dark", chosen here (already applied to the
             application and being stored).
         profiles_changed(): a profile was added, edited or removed, or the default changed.
+        notifications_changed(bool): desktop notifications were turned on or off here.
     """
 
     appearance_changed = Signal(str)
     profiles_changed = Signal()
+    notifications_changed = Signal(bool)
 
     def __init__(
         self,
@@ -293,6 +216,11 @@ class SettingsDialog(QDialog):
             self.appearance_combo.addItem(label, value)
         self.appearance_combo.currentIndexChanged.connect(self._on_appearance_combo_changed)
         form.addRow("&Appearance:", self.appearance_combo)
+        self.notifications_check = QCheckBox("When sessions finish, fail or need an approval")
+        self.notifications_check.setAccessibleName("Desktop notifications")
+        self.notifications_check.setToolTip("Only while you are not looking at fxdesk")
+        self.notifications_check.toggled.connect(self._on_notifications_check_toggled)
+        form.addRow("&Notify me:", self.notifications_check)
         column.addSpacing(6)
         column.addLayout(form)
         self.general_status = QLabel()
@@ -348,6 +276,7 @@ class SettingsDialog(QDialog):
         try:
             mode = await self.service.default_permission_mode()
             appearance = await self.service.appearance()
+            notifications = await self.service.notifications_enabled()
             keyring = await self.service.keyring_status()
         except StoreError as exc:
             if alive(self):
@@ -359,6 +288,7 @@ class SettingsDialog(QDialog):
         try:
             self.mode_buttons[mode].setChecked(True)
             self.appearance_combo.setCurrentIndex(self.appearance_combo.findData(appearance))
+            self.notifications_check.setChecked(notifications)
         finally:
             self._loading = False
         if not keyring.usable:
@@ -545,6 +475,15 @@ class SettingsDialog(QDialog):
             if alive(self):
                 self.general_status.setText(exc.user_message)
 
+    async def set_notifications(self, enabled: bool) -> None:
+        """Turn desktop notifications on or off, now and for the next start."""
+        self.notifications_changed.emit(enabled)
+        try:
+            await self.service.set_notifications_enabled(enabled)
+        except StoreError as exc:
+            if alive(self):
+                self.general_status.setText(exc.user_message)
+
     # --- slots ---------------------------------------------------------------------------
 
     @Slot()
@@ -591,6 +530,11 @@ class SettingsDialog(QDialog):
             value = str(self.appearance_combo.currentData())
             self._apply_appearance(value)  # at once; storing it can follow
             self.tasks.spawn(self._store_appearance(value), "settings-appearance")
+
+    @Slot(bool)
+    def _on_notifications_check_toggled(self, checked: bool) -> None:
+        if not self._loading:
+            self.tasks.spawn(self.set_notifications(checked), "settings-notifications")
 
     @Slot()
     def _on_open_button_clicked(self) -> None:
