@@ -1,9 +1,17 @@
 """``run_command``: a shell command in the workspace, with a timeout and a clean stop.
 
-The command runs as ``/bin/sh -c COMMAND`` in a session (and so a process group) of its own, so a
+The command runs as ``bash -c COMMAND`` in a session (and so a process group) of its own, so a
 timeout or a cancelled turn stops everything it started: SIGTERM to the group, a grace period,
-then SIGKILL. Output is read in chunks from both pipes at once and decoded incrementally, each
-stream with its own decoder so a character split across chunks is never garbled.
+then SIGKILL.
+
+Bash, not /bin/sh: the permission check reads the line as bash does (``fxdesk.domain.shell``), so
+the shell that runs it must be bash. Under dash, ``a && b &> f`` is ``a && b &`` then ``> f``: a
+write the check placed elsewhere (found by tests/unit/test_shell_against_bash.py). For the same
+reason the variables that change how bash reads or starts (``BASH_ENV``, ``ENV``,
+``SHELLOPTS``, ``BASHOPTS``, exported functions) are not passed on, nor are API keys.
+
+Output is read in chunks from both pipes at once and decoded incrementally, each stream with its
+own decoder so a character split across chunks is never garbled.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
+import shutil
 import signal
 import time
 from typing import Any
@@ -63,10 +72,26 @@ class _Capture:
         return "".join(pieces)
 
 
+BASH = shutil.which("bash", path=os.defpath) or "/bin/bash"  # Essential on Debian
+# Read by bash before the command (a file to source, options that change parsing, functions
+# that replace commands): what runs would no longer be what the permission check read.
+_SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
+
+
+def command_environment() -> dict[str, str]:
+    """The environment of the agent's commands: fxdesk's, without API keys and without what
+    would make bash run something other than the line it was given."""
+    return {
+        name: value
+        for name, value in environment_without_secrets().items()
+        if name not in _SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
+    }
+
+
 class RunCommandTool(Tool):
     name = "run_command"
     description = (
-        "Run a shell command (/bin/sh -c) in the workspace and return its combined output and "
+        "Run a shell command (bash -c) in the workspace and return its combined output and "
         "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). Commands "
         "left running in the background must redirect their output, or they are stopped too."
     )
@@ -108,7 +133,7 @@ class RunCommandTool(Tool):
         started = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh",
+                BASH,
                 "-c",
                 command,
                 cwd=ctx.workspace,
@@ -116,7 +141,7 @@ class RunCommandTool(Tool):
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                env=environment_without_secrets(),
+                env=command_environment(),
             )
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")

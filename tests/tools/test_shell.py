@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import time
 import tracemalloc
@@ -269,3 +270,39 @@ async def test_missing_workspace_is_a_tool_error(tool: RunCommandTool, tmp_path:
     result = await run(tool, ctx, "echo hi")
     assert not result.ok
     assert result.output.startswith("cannot start the command: ")
+
+
+async def test_commands_run_as_the_permission_check_read_them(
+    tool: RunCommandTool, ctx: ToolContext, workspace: Path
+) -> None:
+    """Under bash `&>` redirects the command it ends; /bin/sh (dash) would run `c &` and then
+    `> out` where the line started: a write the check had placed in `sub`."""
+    from fxdesk.domain.shell import analyse
+
+    (workspace / "sub").mkdir()
+    line = "cd sub && echo hi &> out"
+    analysis = analyse(line, cwd=str(workspace), home=str(workspace / "home"))
+    assert analysis.writes == (str(workspace / "sub" / "out"),)
+    result = await run(tool, ctx, line)
+    assert result.ok, result.output
+    assert (workspace / "sub" / "out").read_text() == "hi\n"
+    assert not (workspace / "out").exists()
+
+
+async def test_nothing_in_the_environment_makes_bash_run_more_than_the_line(
+    tool: RunCommandTool, ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sourced = workspace / "sourced"
+    startup = workspace / "startup.sh"
+    startup.write_text(f"echo sourced > {sourced}\n")
+    monkeypatch.setenv("BASH_ENV", str(startup))
+    monkeypatch.setenv("ENV", str(startup))
+    monkeypatch.setenv("BASHOPTS", "extglob")
+    monkeypatch.setenv("BASH_FUNC_ls%%", "() { echo not the real ls; }")
+    monkeypatch.setenv("FXDESK_ORDINARY", "kept")
+    result = await run(tool, ctx, 'ls -d .; shopt extglob; echo "[$FXDESK_ORDINARY]"')
+    assert result.ok, result.output
+    assert not sourced.exists()
+    assert "not the real ls" not in result.output
+    assert re.search(r"^extglob\s+off$", result.output, re.MULTILINE), result.output
+    assert "[kept]" in result.output

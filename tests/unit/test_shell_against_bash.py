@@ -19,6 +19,9 @@ whose words are only known when it runs is matched on its name, and the writes a
 when a write's target is only known when it runs. The logs are read once no process of the
 line's session is left, so a background `&` cannot race the check: if it could, it would only
 make bash's record smaller.
+
+This is why run_command runs lines with bash and not /bin/sh: the same grammar run by dash found
+writes the analysis had placed elsewhere (`a && b &> f` is `a && b &` then `> f` there).
 """
 
 from __future__ import annotations
