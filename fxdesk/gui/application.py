@@ -210,6 +210,11 @@ class GuiController(QObject):
         self.approval_dialog = ApprovalDialog(self._answer, self._describe, self.window)
         self.approvals_dock = ApprovalsDock(self._answer, self._describe, self.window)
         self.window.add_approvals_dock(self.approvals_dock)
+        # Out of the way until something waits; see _fit_approvals_dock.
+        self.approvals_dock.hide()
+        self._dock_shown_for_approvals = False
+        self._approvals_waiting = 0
+        self.window.approvals_action.triggered.connect(self._on_approvals_action_triggered)
         self.approvals_dock.open_requested.connect(self.approval_dialog.present)
         assert self.bridge is not None
         self.bridge.approvals_changed.connect(self._on_bridge_approvals_changed)
@@ -236,11 +241,28 @@ class GuiController(QObject):
             return
         self._approvals_reload = self.tasks.spawn(self._reload_approvals(), "approvals")
 
+    def _fit_approvals_dock(self, waiting: int) -> None:
+        """The dock opens when approvals start waiting and closes again once none are left,
+        unless the person showed or hid it themselves (View → Approvals): then it stays so."""
+        dock = self.approvals_dock
+        if waiting and not self._approvals_waiting and dock.isHidden():
+            dock.show()
+            self._dock_shown_for_approvals = True
+        elif not waiting and self._dock_shown_for_approvals:
+            dock.hide()
+            self._dock_shown_for_approvals = False
+        self._approvals_waiting = waiting
+
+    @Slot(bool)
+    def _on_approvals_action_triggered(self, _checked: bool) -> None:
+        self._dock_shown_for_approvals = False  # the person's choice from now on
+
     async def _reload_approvals(self) -> None:
         while True:
             self._approvals_again = False
             pending = await self.app.permissions.pending()
             self.approvals_dock.set_approvals(pending)
+            self._fit_approvals_dock(len(pending))
             # Those waiting at start-up are a baseline: the dialog shows them anyway.
             self.notifications.approvals_loaded(pending, announce=self.ready.is_set())
             wanted = {a.id for a in pending}

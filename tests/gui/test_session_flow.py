@@ -351,6 +351,7 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
     run = await Window(data_paths, provider).started()
     controller = run.controller
     try:
+        assert controller.approvals_dock.isHidden()  # nothing waits: out of the way
         session = await run.app.sessions.create_root(
             project, name="Careful", permission_mode=PermissionMode.ASK
         )
@@ -360,7 +361,7 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         await until(lambda: dialog.isVisible() and dialog.count == 1)
         current = dialog.current
         assert current is not None and current.label == str((project / "notes.md").resolve())
-        assert controller.approvals_dock.count == 1
+        assert controller.approvals_dock.count == 1 and controller.approvals_dock.isVisible()
         tree = controller.model
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 1)
         await until(lambda: run.state(session.id) == SessionState.AWAITING_APPROVAL)
@@ -375,6 +376,39 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         assert (project / "notes.md").read_text() == "# N"
         await until(lambda: dialog.count == 0 and not dialog.isVisible())
         await until(lambda: controller.approvals_dock.count == 0)
+        await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_the_approvals_dock_the_person_opened_stays_open(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Reply(
+                "Writing.",
+                tool_calls=(ScriptedCall("write_file", {"path": "a.md", "content": "a"}),),
+            ),
+            Reply("Done."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    dock = controller.approvals_dock
+    try:
+        controller.window.approvals_action.trigger()  # View → Approvals
+        assert dock.isVisible()
+        await run.app.sessions.create_root(project, name="Mine", permission_mode=PermissionMode.ASK)
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write it")
+        await until(lambda: dock.count == 1)
+        QTest.keyClick(controller.approval_dialog, Qt.Key.Key_1)
+        await until(lambda: "Done." in run.rows(RowKind.ASSISTANT))
+        await until(lambda: dock.count == 0)
+        assert dock.isVisible()  # opened by the person: not closed behind their back
     finally:
         assert await run.stop() == 0
