@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 
 import httpx2 as httpx  # the transport the SDKs use (the successor of httpx)
 
-from fxdesk.providers.base import ProviderError
+from fxdesk.providers.base import ProviderError, StreamEvent
 
 _CONTEXT_WORDS = (
     "context length",
@@ -98,3 +98,16 @@ def from_transport(exc: BaseException) -> ProviderError:
             "connection", "the connection dropped in the middle of the response", retryable=True
         )
     return ProviderError("connection", f"connection error: {exc}", retryable=True)
+
+
+async def without_key(events: AsyncIterator[StreamEvent], key: str) -> AsyncIterator[StreamEvent]:
+    """``events``, with ``key`` cut out of the message of any ``ProviderError`` they raise:
+    servers echo (parts of) a bad key, and the message reaches the person and the database."""
+    try:
+        async for event in events:
+            yield event
+    except ProviderError as exc:
+        if key and key in exc.message:
+            exc.message = exc.message.replace(key, "[redacted]")
+            exc.args = (f"{exc.code}: {exc.message}",)
+        raise

@@ -28,7 +28,7 @@ from fxdesk.providers.base import (
     ToolCallStarted,
     Usage,
 )
-from fxdesk.providers.errors import from_http_status, from_transport
+from fxdesk.providers.errors import from_http_status, from_transport, without_key
 
 
 class OpenAICompatProvider(Provider):
@@ -87,15 +87,8 @@ class OpenAICompatProvider(Provider):
             body["reasoning_effort"] = request.effort
         return body
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
-        try:
-            async for event in self._stream(request):
-                yield event
-        except ProviderError as exc:  # servers echo (parts of) a bad key; never pass it on
-            if self._key and self._key in exc.message:
-                exc.message = exc.message.replace(self._key, "[redacted]")
-                exc.args = (f"{exc.code}: {exc.message}",)
-            raise
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        return without_key(self._stream(request), self._key)
 
     async def _stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         try:
