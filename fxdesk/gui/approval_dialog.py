@@ -45,7 +45,6 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import PermissionRule
-from fxdesk.engine.permissions import suggested_rules
 from fxdesk.gui.approvals_dock import (
     CHOICE_TIPS,
     NOT_PENDING,
@@ -438,8 +437,7 @@ class ApprovalDialog(QDialog):
             rules: list[PermissionRule] | None = None
             if choice == Choice.ALWAYS:
                 _, workspace = self._describe(approval)
-                suggested = suggested_rules(approval, Choice.ALWAYS)
-                rules = await choose_rules(self, approval, suggested, workspace)
+                rules = await choose_rules(self, approval, workspace)
                 if rules is None or not alive(self):
                     return  # cancelled: back to the approval
                 if all(a.id != approval.id for a in self._queue):

@@ -221,9 +221,11 @@ class AlwaysAllowDialog(RuleEditor):
 
 
 async def choose_rules(
-    parent: QWidget, approval: Approval, suggested: list[PermissionRule], workspace: str = ""
+    parent: QWidget, approval: Approval, workspace: str = ""
 ) -> list[PermissionRule] | None:
-    """Let the person edit the "always" rules window-modally; None when cancelled."""
+    """Let the person edit the "always" rules suggested for ``approval`` window-modally; None
+    when cancelled."""
+    suggested = suggested_rules(approval, Choice.ALWAYS)
     dialog = AlwaysAllowDialog(approval, suggested, workspace=workspace, parent=parent)
     try:
         if await run_dialog(dialog) != QDialog.DialogCode.Accepted:
@@ -487,8 +489,7 @@ class ApprovalsDock(QDockWidget):
             rules: list[PermissionRule] | None = None
             if choice == Choice.ALWAYS:
                 _, workspace = self._describe(approval)
-                suggested = suggested_rules(approval, Choice.ALWAYS)
-                rules = await choose_rules(self, approval, suggested, workspace)
+                rules = await choose_rules(self, approval, workspace)
                 if rules is None or not alive(self):
                     return
             try:
