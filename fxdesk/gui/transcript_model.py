@@ -314,34 +314,26 @@ def _merge_tool(first: Row, second: Row) -> Row:
     )
 
 
+# What a finished item that did not complete says: (level, words without a reason, action).
+_NOTICES = {
+    WorkStatus.FAILED: ("failed", "The turn failed.", "retry"),
+    WorkStatus.INTERRUPTED: ("interrupted", "The turn was interrupted.", "resume"),
+    WorkStatus.CANCELLED: ("cancelled", "Cancelled.", ""),
+}
+
+
 def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
-    if item.status == WorkStatus.FAILED:
-        return Row(
-            f"notice:{item.id}",
-            RowKind.NOTICE,
-            text=reasons.explain(reason) or "The turn failed.",
-            work_id=item.id,
-            level="failed",
-            action="retry",
-        )
-    if item.status == WorkStatus.INTERRUPTED:
-        return Row(
-            f"notice:{item.id}",
-            RowKind.NOTICE,
-            text=reasons.explain(reason) or "The turn was interrupted.",
-            work_id=item.id,
-            level="interrupted",
-            action="resume",
-        )
-    if item.status == WorkStatus.CANCELLED:
-        return Row(
-            f"notice:{item.id}",
-            RowKind.NOTICE,
-            text=reasons.explain(reason) or "Cancelled.",
-            work_id=item.id,
-            level="cancelled",
-        )
-    return None
+    if item.status not in _NOTICES:
+        return None
+    level, fallback, action = _NOTICES[item.status]
+    return Row(
+        f"notice:{item.id}",
+        RowKind.NOTICE,
+        text=reasons.explain(reason) or fallback,
+        work_id=item.id,
+        level=level,
+        action=action,
+    )
 
 
 def _describe(row: Row) -> str:
