@@ -368,6 +368,8 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         await until(lambda: run.state(session.id) == SessionState.AWAITING_APPROVAL)
         assert not (project / "notes.md").exists()
 
+        dialog.activateWindow()  # as the person clicking into it: keys reach the active window
+        await until(dialog.isActiveWindow)
         QTest.keyClick(dialog, Qt.Key.Key_Return)  # a stray Enter approves nothing
         await asyncio.sleep(0.2)
         assert not (project / "notes.md").exists() and dialog.count == 1
