@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from fxdesk import __version__
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import RecoveryReport
+from fxdesk.engine.facade import Engine
 from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.permissions import PermissionService
@@ -26,7 +24,7 @@ from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.timers import NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
-from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
+from fxdesk.logs import CrashLog
 from fxdesk.paths import DataPaths
 from fxdesk.store import Store
 from fxdesk.store.faults import FaultInjector
@@ -71,6 +69,7 @@ class App:
         self.crash_log = CrashLog(paths.crash_dir)
         self._store: Store | None = None
         self._sessions: SessionService | None = None
+        self._engine: Engine | None = None
         self._running: list[_Subsystem] = []
         self.started = False
 
@@ -85,6 +84,13 @@ class App:
         if self._owner is None:
             raise RuntimeError("the engine is not started")
         return self._owner
+
+    @property
+    def engine(self) -> Engine:
+        """The one way in for the window and the command line."""
+        if self._engine is None:
+            raise RuntimeError("the store is not started")
+        return self._engine
 
     @property
     def sessions(self) -> SessionService:
@@ -129,8 +135,11 @@ class App:
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
         self.profiles = ProfileService(self._store)
         self.permissions = PermissionService(self._store, self.bus, SystemClock())
+        # Until the engine starts (or for commands that run nothing): a facade without runs.
+        self._engine = self._facade(SessionService(self._store, self.bus))
 
         async def stop() -> None:
+            self._engine = None
             store, self._store = self._store, None
             if store is not None:  # waits for queued writes: off the loop thread
                 await asyncio.get_running_loop().run_in_executor(None, store.close)
@@ -162,6 +171,7 @@ class App:
                 include_pending=alone, exclusive=alone, publish_sessions=False
             )
         scheduler.start()
+        self._engine = self._facade(self._sessions, owner)
 
         async def stop() -> None:
             await owner.shutdown()
@@ -170,6 +180,18 @@ class App:
             self._owner = None
 
         return _Subsystem("engine", stop)
+
+    def _facade(self, sessions: SessionService, owner: SessionOwner | None = None) -> Engine:
+        return Engine(
+            self.store,
+            self.bus,
+            sessions,
+            self.permissions,
+            self.profiles,
+            lock_dir=self.paths.locks,
+            owner=owner,
+            recovery=self.recovery,
+        )
 
     async def stop(self) -> None:
         """Stop what is running, newest first. Never raises; failures are logged."""
@@ -188,33 +210,3 @@ class App:
                     (time.perf_counter() - began) * 1000,
                 )
         self.started = False
-
-
-def run_gui(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None = None) -> int:
-    """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window."""
-    from fxdesk.gui.application import run
-
-    try:
-        paths.ensure()
-    except OSError as exc:
-        print(
-            f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
-            file=sys.stderr,
-        )
-        return 5
-    setup_logging(paths.log_file, verbose=verbose)
-    log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
-    app = App(paths)
-    app.crash_log.arm()
-    undo_hooks = install_exception_hooks()
-    try:
-        code = run(app, argv if argv is not None else sys.argv)
-    except BaseException as exc:
-        report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
-        log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)
-        raise
-    finally:
-        undo_hooks()
-        app.crash_log.disarm()
-    log.info("fxdesk exited with code %d", code)
-    return code

@@ -6,6 +6,8 @@ person must fix; the command exits 1).
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import platform
 import sys
@@ -13,10 +15,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from fxdesk import __version__
+from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.logs import CrashLog
 from fxdesk.paths import DataPaths
-from fxdesk.store import Store, StoreError
-from fxdesk.store import secrets as secret_store
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -71,31 +72,15 @@ def check_data_dir(paths: DataPaths) -> Check:
 
 
 def check_database(paths: DataPaths) -> Check:
+    from fxdesk.engine.health import database_health  # opens SQLite: only when asked
+
     data: dict[str, Any] = {"path": str(paths.database)}
-    try:
-        store = Store.open(paths.database)
-    except StoreError as exc:
-        return Check(
-            "database",
-            FAIL,
-            exc.user_message,
-            "See the message; your file was left untouched.",
-            data,
-        )
-    try:
-        integrity = store.quick_check()
-        data.update(
-            schema_version=store.schema_version,
-            journal_mode=store.journal_mode,
-            integrity=integrity,
-            size_bytes=paths.database.stat().st_size,
-        )
-        if store.migrated_from is not None:
-            data["migrated_from"] = store.migrated_from
-    except StoreError as exc:
-        return Check("database", FAIL, exc.user_message, "", data)
-    finally:
-        store.close()
+    health = database_health(paths.database)
+    data.update(health.facts)
+    if health.problem is not None:
+        fix = "" if health.opened else "See the message; your file was left untouched."
+        return Check("database", FAIL, health.problem, fix, data)
+    integrity = health.integrity
     summary = (
         f"{paths.database}, schema {data['schema_version']}, "
         f"journal {data['journal_mode']}, integrity {integrity}"
@@ -185,7 +170,9 @@ def check_qt() -> Check:
 
 
 def check_keyring() -> Check:
-    state = secret_store.status()
+    from fxdesk.engine.health import keyring_status
+
+    state = keyring_status()
     data = {"backend": state.backend, "usable": state.usable}
     if not state.usable:
         return Check(
@@ -238,3 +225,23 @@ def as_text(checks: list[Check]) -> str:
         if check.fix:
             lines.append(f"       fix: {check.fix}")
     return "\n".join(lines)
+
+
+def register(commands: Any) -> None:
+    doctor = commands.add_parser(
+        "doctor",
+        help="check this machine and the data folder",
+        description="Check Qt, the keyring, the data folder and the database; say what to do "
+        "about each problem. Exits 1 if any check fails.",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(handler=cmd_doctor)
+
+
+def cmd_doctor(args: argparse.Namespace, paths: DataPaths) -> int:
+    checks = run_checks(paths)
+    if args.json:
+        print(json.dumps(as_json(checks), indent=2))
+    else:
+        print(as_text(checks))
+    return ExitCode.OK if all(c.status != FAIL for c in checks) else ExitCode.FAILED

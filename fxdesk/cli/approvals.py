@@ -9,17 +9,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 from dataclasses import asdict
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from fxdesk.app import App
-from fxdesk.commands import EXIT_FAILED, EXIT_OK, CommandError, execute, resolve_session
+from fxdesk.cli.exit_codes import ExitCode
+from fxdesk.cli.runner import CommandError, execute
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.paths import DataPaths
-from fxdesk.store import repo
+
+if TYPE_CHECKING:
+    from fxdesk.engine.facade import Engine
 
 CHOICES = {
     "once": Choice.ONCE,
@@ -27,6 +28,46 @@ CHOICES = {
     "always": Choice.ALWAYS,
     "deny": Choice.DENY,
 }
+
+
+def register(commands: Any) -> None:
+    approvals = commands.add_parser("approvals", help="pending approvals of every session")
+    approvals.add_argument("--json", action="store_true")
+    approvals.set_defaults(handler=cmd_approvals)
+
+    approve = commands.add_parser(
+        "approve",
+        help="answer a pending approval",
+        description="once: this action only; session: allow it for the rest of the session; "
+        "always: store a workspace rule allowing exactly this; deny: refuse (the model is told, "
+        "with --reason).",
+    )
+    approve.add_argument("approval", metavar="ID", help="approval id or unique prefix")
+    approve.add_argument("choice", choices=["once", "session", "always", "deny"])
+    approve.add_argument("--reason", default="", help="why (deny): the model reads it")
+    approve.set_defaults(handler=cmd_approve)
+
+    rules = commands.add_parser("rules", help="permission rules")
+    rules.set_defaults(handler=cmd_rules)
+    actions = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    listing = actions.add_parser("list", help="list rules")
+    listing.add_argument("--json", action="store_true")
+    add = actions.add_parser(
+        "add",
+        help="add a rule",
+        description="Commands match exactly by default: `--match prefix` also allows longer "
+        "commands starting with PATTERN, `--match glob` matches * and ? anywhere. File rules "
+        "match paths as globs.",
+    )
+    add.add_argument("action", choices=["allow", "ask", "deny"])
+    add.add_argument("tool", help='a tool name (run_command, edit_file, read_file, ...) or "*"')
+    add.add_argument("pattern", help="a command, or a path glob for file tools")
+    add.add_argument("--match", choices=["exact", "prefix", "glob"], default="exact")
+    where = add.add_mutually_exclusive_group()
+    where.add_argument("--workspace", metavar="DIR", help="only in this workspace")
+    where.add_argument("--session", metavar="ID", help="only in this session")
+    remove = actions.add_parser("remove", help="remove a rule by its number")
+    remove.add_argument("rule", type=int, metavar="N")
 
 
 def describe(approval: Approval, out: TextIO = sys.stdout) -> None:
@@ -56,63 +97,62 @@ def _as_json(approval: Approval) -> dict[str, Any]:
 
 
 def cmd_approvals(args: argparse.Namespace, paths: DataPaths) -> int:
-    async def body(app: App) -> int:
-        pending = await app.permissions.pending()
+    async def body(engine: Engine) -> int:
+        pending = await engine.pending_approvals()
         if args.json:
             print(json.dumps([_as_json(a) for a in pending], indent=2))
         elif not pending:
             print("no pending approvals")
         for approval in [] if args.json else pending:
             describe(approval)
-        return EXIT_OK
+        return ExitCode.OK
 
     return execute(paths, body, with_engine=False)
 
 
 def cmd_approve(args: argparse.Namespace, paths: DataPaths) -> int:
-    async def body(app: App) -> int:
-        approval = await app.permissions.find(args.approval)
+    async def body(engine: Engine) -> int:
+        approval = await engine.find_approval(args.approval)
         if approval is None:
             raise CommandError(f"no approval {args.approval!r} (see `fxdesk approvals`)")
         try:
-            answered = await app.permissions.resolve(
+            answered = await engine.answer_approval(
                 approval.id, CHOICES[args.choice], reason=args.reason
             )
         except ApprovalNotPending as exc:
             print(f"fxdesk: {exc}", file=sys.stderr)
-            return EXIT_FAILED
+            return ExitCode.FAILED
         made = answered.resolution.get("rules") or []
         extra = f"; {len(made)} rule(s) stored" if made else ""
         print(f"approval {answered.id[:12]}: {answered.status.value.replace('_', ' ')}{extra}")
-        return EXIT_OK
+        return ExitCode.OK
 
     return execute(paths, body, with_engine=False)
 
 
 def cmd_rules(args: argparse.Namespace, paths: DataPaths) -> int:
-    async def body(app: App) -> int:
-        service = app.permissions
+    async def body(engine: Engine) -> int:
         if args.rules_command == "list":
-            rules = await service.rules()
+            rules = await engine.rules()
             if args.json:
                 print(json.dumps([_rule_json(r) for r in rules], indent=2))
-                return EXIT_OK
+                return ExitCode.OK
             if not rules:
                 print("no rules")
             for rule in rules:
                 print(_rule_line(rule))
-            return EXIT_OK
+            return ExitCode.OK
         if args.rules_command == "remove":
-            if not await service.remove_rule(args.rule):
+            if not await engine.remove_rule(args.rule):
                 raise CommandError(f"no rule {args.rule} (see `fxdesk rules list`)")
             print(f"removed rule {args.rule}")
-            return EXIT_OK
+            return ExitCode.OK
         scope, key = Scope.GLOBAL, ""
         if args.session:
-            scope, key = Scope.SESSION, (await resolve_session(app, args.session)).id
+            scope, key = Scope.SESSION, (await engine.find_session(args.session)).id
         elif args.workspace:
-            scope, key = Scope.WORKSPACE, str(await _workspace_id(app, args.workspace))
-        rule = await service.add_rule(
+            scope, key = Scope.WORKSPACE, str((await engine.find_workspace(args.workspace)).id)
+        rule = await engine.add_rule(
             PermissionRule(
                 tool=args.tool,
                 pattern=args.pattern,
@@ -123,18 +163,9 @@ def cmd_rules(args: argparse.Namespace, paths: DataPaths) -> int:
             )
         )
         print(f"rule {rule.id}: {_rule_line(rule)}")
-        return EXIT_OK
+        return ExitCode.OK
 
     return execute(paths, body, with_engine=False)
-
-
-async def _workspace_id(app: App, folder: str) -> int:
-    wanted = await asyncio.to_thread(lambda: os.path.realpath(os.path.expanduser(folder)))
-    workspaces = await app.store.read(repo.list_workspaces)
-    for workspace in workspaces:
-        if workspace.path == wanted:
-            return workspace.id
-    raise CommandError(f"no workspace {wanted} (start a session there first)")
 
 
 def _rule_line(rule: PermissionRule) -> str:
@@ -155,7 +186,7 @@ def _rule_json(rule: PermissionRule) -> dict[str, Any]:
     }
 
 
-async def prompt(app: App, approval: Approval) -> bool:
+async def prompt(engine: Engine, approval: Approval) -> bool:
     """Ask on the terminal; answer the approval. False when the person quit (EOF)."""
     print(file=sys.stderr)
     describe(approval, sys.stderr)
@@ -176,7 +207,7 @@ async def prompt(app: App, approval: Approval) -> bool:
             print("  reason for the agent (optional): ", end="", file=sys.stderr, flush=True)
             reason = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
         try:
-            await app.permissions.resolve(approval.id, picked, reason=reason)
+            await engine.answer_approval(approval.id, picked, reason=reason)
         except ApprovalNotPending as exc:
             print(f"fxdesk: {exc}", file=sys.stderr)
         return True

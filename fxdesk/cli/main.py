@@ -1,0 +1,72 @@
+"""``fxdesk``: parse the command line and call the chosen command's handler."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from fxdesk import __version__
+from fxdesk.cli import approvals, doctor, profiles, sessions, window
+from fxdesk.cli.exit_codes import EXIT_CODES_HELP, ExitCode
+from fxdesk.logs import setup_logging
+from fxdesk.paths import resolve
+
+# Each group adds its subcommands, in the order ``--help`` lists them.
+GROUPS = (doctor, sessions, profiles, approvals, window)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fxdesk",
+        description="A native desktop control room for AI coding agents. "
+        "With no command, opens the window.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"fxdesk {__version__}")
+    parser.add_argument("--data-dir", metavar="DIR", help="use DIR as the data folder")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for group in GROUPS:
+        group.register(commands)
+    # Internal commands (the doctor's Qt probe) are registered but hidden from --help.
+    commands._choices_actions = [a for a in commands._choices_actions if not a.dest.startswith("_")]
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "internal", False):  # runs before any logging or data folder
+        return int(args.handler(args, None))
+    paths = resolve(args.data_dir)
+    if args.command is None:
+        return window.open_window(paths, verbose=args.verbose)
+    setup_logging(None, verbose=args.verbose)
+    try:
+        paths.ensure()
+        setup_logging(paths.log_file, verbose=args.verbose)
+    except OSError as exc:
+        print(
+            f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        if args.command != "doctor":
+            return ExitCode.DATA
+    try:
+        return int(args.handler(args, paths))
+    except KeyboardInterrupt:
+        return ExitCode.KEYBOARD_INTERRUPT
+    except BrokenPipeError:  # `fxdesk ... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return ExitCode.BROKEN_PIPE
+    except Exception:
+        logging.getLogger(__name__).exception("fxdesk %s failed", args.command)
+        print(
+            f"fxdesk: internal error in '{args.command}'; details are in {paths.log_file}",
+            file=sys.stderr,
+        )
+        return ExitCode.INTERNAL

@@ -1,0 +1,63 @@
+"""Opening the window: ``fxdesk`` with no command; and the hidden Qt probe ``doctor`` runs.
+
+The launcher prepares the process around the GUI: logging into the data folder, the crash log
+armed (faulthandler), and the exception hooks; the window itself is ``fxdesk.gui``'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from typing import Any
+
+from fxdesk import __version__
+from fxdesk.cli.exit_codes import ExitCode
+from fxdesk.logs import install_exception_hooks, setup_logging
+from fxdesk.paths import DataPaths
+
+log = logging.getLogger(__name__)
+
+
+def register(commands: Any) -> None:
+    probe = commands.add_parser("_probe-qt")  # internal, used by doctor; hidden from help
+    probe.add_argument("platform")
+    probe.set_defaults(handler=_probe_qt, internal=True)
+
+
+def _probe_qt(args: argparse.Namespace, paths: DataPaths | None) -> int:
+    from fxdesk.gui.probe import run_probe
+
+    return run_probe(args.platform)
+
+
+def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None = None) -> int:
+    """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window."""
+    from fxdesk.app import App
+    from fxdesk.gui.application import run
+
+    try:
+        paths.ensure()
+    except OSError as exc:
+        print(
+            f"fxdesk: cannot use the data folder {paths.root}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return ExitCode.DATA
+    setup_logging(paths.log_file, verbose=verbose)
+    log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
+    app = App(paths)
+    app.crash_log.arm()
+    undo_hooks = install_exception_hooks()
+    try:
+        code = run(app, argv if argv is not None else sys.argv)
+    except BaseException as exc:
+        report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
+        log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)
+        raise
+    finally:
+        undo_hooks()
+        app.crash_log.disarm()
+    log.info("fxdesk exited with code %d", code)
+    return code

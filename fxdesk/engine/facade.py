@@ -1,0 +1,359 @@
+"""The one way into the engine for its clients: the window and the command line.
+
+Anki's ``operations`` are the model: a client says what the person wants ("send this", "cancel
+that", "answer this approval") and reads what it shows (the catalog, a transcript page, the
+queue), and never needs to know which service does it or that two steps are involved. Sending
+queues the message *and* starts the session; resuming starts it with interrupted work included.
+
+Neither ``fxdesk.gui`` nor ``fxdesk.cli`` imports ``fxdesk.store`` or the session owner; an
+import-linter contract says so. The errors a client must handle are re-exported here
+(``StoreError``: the data cannot be read or written; ``SecretsUnavailable``: no keyring), so the
+vocabulary of the boundary lives in one place.
+
+Events still arrive on the bus (``subscribe``); ``gui/bridge.py`` turns them into Qt signals.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.live import LiveSnapshot
+from fxdesk.domain.model import PermissionMode, Profile, Session, SessionMode, Workspace
+from fxdesk.domain.permissions import PermissionRule, Scope
+from fxdesk.domain.work import WorkItem
+from fxdesk.engine.bus import EventBus
+from fxdesk.engine.events import RecoveryReport
+from fxdesk.engine.owner import Result, SessionOwner, StartResult
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.profiles import ProfileError, ProfileService
+from fxdesk.engine.sessions import Catalog, InvalidWorkspace, SessionError, SessionService
+from fxdesk.store import Store, control, history
+from fxdesk.store.errors import StoreError
+from fxdesk.store.locks import is_locked_elsewhere
+from fxdesk.store.secrets import SecretsUnavailable
+
+__all__ = [
+    "Catalog",
+    "Engine",
+    "InvalidWorkspace",
+    "NoSuchSession",
+    "ProfileError",
+    "Result",
+    "SecretsUnavailable",
+    "SessionError",
+    "StartResult",
+    "StoreError",
+    "Transcript",
+]
+
+E = TypeVar("E")
+
+
+class NoSuchSession(SessionError):
+    """No session has that id, or a prefix matches none or several."""
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """All of one session for ``fxdesk show``: its queue with reasons, and its history."""
+
+    session: Session
+    items: list[WorkItem]
+    reasons: dict[str, str | None]
+    entries: list[HistoryEntry]
+
+
+class Engine:
+    """What the window and the command line can do and read.
+
+    Built by ``App`` once its services run. ``owner`` is None for clients that only read or
+    queue without running anything (``fxdesk show``, ``fxdesk approvals``): then the methods
+    that run work raise ``RuntimeError``.
+
+    Attributes:
+        profiles: model profiles and app settings (an engine service of its own).
+        permissions: rules and approvals; clients use the methods here for approvals.
+        recovery: what start-up recovery did, if it ran.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        sessions: SessionService,
+        permissions: PermissionService,
+        profiles: ProfileService,
+        *,
+        lock_dir: Path,
+        owner: SessionOwner | None = None,
+        recovery: RecoveryReport | None = None,
+    ) -> None:
+        self._store = store
+        self._lock_dir = lock_dir
+        self._bus = bus
+        self._sessions = sessions
+        self._owner = owner
+        self.permissions = permissions
+        self.profiles = profiles
+        self.recovery = recovery
+
+    @property
+    def runs_work(self) -> bool:
+        """True when this engine can run sessions (not a read-only client)."""
+        return self._owner is not None
+
+    def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
+        """Call ``handler`` for each published event of ``event_type``; returns the undo."""
+        return self._bus.subscribe(event_type, handler)
+
+    @property
+    def bus(self) -> EventBus:
+        """The engine's event bus, for adapters that listen to many kinds (the GUI bridge)."""
+        return self._bus
+
+    # --- the catalog -------------------------------------------------------------------------
+
+    async def catalog(self, *, include_archived: bool = True) -> Catalog:
+        return await self._sessions.catalog(include_archived=include_archived)
+
+    async def session(self, session_id: str) -> Session | None:
+        return await self._sessions.get(session_id)
+
+    async def find_session(self, given: str) -> Session:
+        """A session by id or unique id prefix; ``NoSuchSession`` says why not."""
+        catalog = await self._sessions.catalog(include_archived=True)
+        matches = [s for s in catalog.sessions if s.id == given] or [
+            s for s in catalog.sessions if s.id.startswith(given)
+        ]
+        if not matches:
+            raise NoSuchSession(f"no session {given!r} (see `fxdesk sessions`)")
+        if len(matches) > 1:
+            raise NoSuchSession(f"{given!r} matches {len(matches)} sessions; give more of the id")
+        return matches[0]
+
+    async def find_workspace(self, folder: str | os.PathLike[str]) -> Workspace:
+        """A known workspace by its folder (``~`` and links resolved)."""
+        wanted = await asyncio.to_thread(lambda: os.path.realpath(os.path.expanduser(folder)))
+        for workspace in (await self._sessions.catalog()).workspaces:
+            if workspace.path == wanted:
+                return workspace
+        raise NoSuchSession(f"no workspace {wanted} (start a session there first)")
+
+    # --- what the person does ----------------------------------------------------------------
+
+    async def create_session(
+        self,
+        workspace: str | os.PathLike[str],
+        *,
+        name: str = "",
+        permission_mode: PermissionMode = PermissionMode.ASK,
+        profile: str | None = None,
+        model: str | None = None,
+        first_message: str | None = None,
+        start: bool = True,
+    ) -> Session:
+        """A root session in ``workspace``; its first message, if any, starts running unless
+        ``start`` is False (a client that must listen first starts it itself)."""
+        session = await self._sessions.create_root(
+            workspace,
+            name=name,
+            permission_mode=permission_mode,
+            profile=profile,
+            model=model,
+            first_message=first_message,
+        )
+        if first_message and start:
+            self._running().start(session.id)
+        return session
+
+    async def create_child(
+        self,
+        parent_id: str,
+        task: str,
+        *,
+        name: str = "",
+        mode: SessionMode = SessionMode.ONE_OFF,
+        permission_mode: PermissionMode | None = None,
+        profile: str | None = None,
+    ) -> Session:
+        """A sub-agent under ``parent_id`` with ``task`` as its first message, started at once.
+        It runs in its parent's permission mode unless told otherwise."""
+        if permission_mode is None:
+            parent = await self._sessions.get(parent_id)
+            if parent is None:
+                raise NoSuchSession(f"no session {parent_id}")
+            permission_mode = parent.permission_mode
+        child = await self._sessions.create_child(
+            parent_id,
+            name=name or task.splitlines()[0][:60],
+            mode=mode,
+            first_message=task,
+            permission_mode=permission_mode,
+            profile=profile,
+        )
+        self._running().start(child.id)
+        return child
+
+    async def send(self, session_id: str, text: str, *, start: bool = True) -> WorkItem:
+        """Queue a message and start the session (it runs after what is already queued)."""
+        item = await self._sessions.send(session_id, text)
+        if start:
+            self._running().start(session_id)
+        return item
+
+    async def steer(self, session_id: str, text: str) -> WorkItem:
+        """Deliver ``text`` into the running turn at its next step; when no turn runs, it is
+        an ordinary message."""
+        owner = self._running()
+        if owner.is_running(session_id):
+            item = await self._sessions.steer(session_id, text)
+        else:
+            item = await self._sessions.send(session_id, text)
+        owner.start(session_id)
+        return item
+
+    async def remove_queued(self, session_id: str, work_id: str) -> bool:
+        """Take a queued message out before it runs; False if it already started."""
+        return await self._sessions.remove_pending(session_id, work_id)
+
+    async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
+        """Cancel the running turn and everything queued; how many items changed."""
+        return await self._running().cancel(session_id, reason)
+
+    def resume(self, session_id: str) -> StartResult:
+        """Run the session again, interrupted and approval-held work first."""
+        return self._running().start(session_id, retry=True)
+
+    def start(self, session_id: str, *, retry: bool = False) -> StartResult:
+        """Run what is queued (``retry``: interrupted work too)."""
+        return self._running().start(session_id, retry=retry)
+
+    async def join(self, session_id: str) -> Result:
+        """Wait until the session's run ends; what it came to."""
+        return await self._running().join(session_id)
+
+    async def shutdown(self) -> None:
+        """Stop every running turn without recording anything (resume continues them)."""
+        if self._owner is not None:
+            await self._owner.shutdown()
+
+    async def rename(self, session_id: str, name: str) -> Session:
+        return await self._sessions.rename(session_id, name)
+
+    async def close(self, session_id: str) -> None:
+        """Archive the session and its sub-agents; their live work stops."""
+        await self._sessions.close(session_id)
+
+    async def configure(
+        self,
+        session_id: str,
+        *,
+        profile: str | None = None,
+        permission_mode: PermissionMode | None = None,
+    ) -> Session:
+        return await self._sessions.configure(
+            session_id, profile=profile, permission_mode=permission_mode
+        )
+
+    # --- what the person reads ---------------------------------------------------------------
+
+    def is_running(self, session_id: str) -> bool:
+        return self._owner is not None and self._owner.is_running(session_id)
+
+    def busy_elsewhere(self) -> Mapping[str, int | None]:
+        """Sessions another fxdesk process is running, with its pid when known."""
+        return dict(self._owner.busy_elsewhere) if self._owner is not None else {}
+
+    def in_use_elsewhere(self, session_id: str) -> int | None:
+        """The pid of another process holding the session's lock right now (or None)."""
+        return is_locked_elsewhere(self._lock_dir, session_id)
+
+    def live_snapshot(self, session_id: str) -> LiveSnapshot | None:
+        return self._owner.live_snapshot(session_id) if self._owner is not None else None
+
+    async def history_page(
+        self, session_id: str, before_seq: int | None = None, limit: int = 200
+    ) -> list[HistoryEntry]:
+        return await self._sessions.history_page(session_id, before_seq, limit)
+
+    async def queue(self, session_id: str, limit: int = 200) -> list[tuple[WorkItem, str | None]]:
+        """The newest work items with the reason each ended with."""
+        return await self._sessions.queue(session_id, limit)
+
+    async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
+        return await self._sessions.items(session_id, limit)
+
+    async def transcript(self, session_id: str) -> Transcript:
+        """Everything of a session at once (``fxdesk show``)."""
+        session = await self._sessions.get(session_id)
+        if session is None:
+            raise NoSuchSession(f"no session {session_id}")
+
+        def read() -> Transcript:
+            items = control.list_items(session.id)
+            reasons = {i.id: i.reason or control.failure_reason(i.id) for i in items}
+            entries = history.page_history(session.id, 0, 100_000)
+            return Transcript(session, items, reasons, entries)
+
+        return await self._store.read(read)
+
+    async def failure_reason(self, work_id: str) -> str | None:
+        """Why a work item ended as it did, as recorded."""
+        return await self._store.read(lambda: control.failure_reason(work_id))
+
+    async def counts(self) -> dict[str, tuple[int, int]]:
+        """Per session: (queued messages, unfinished items)."""
+        return await self._sessions.counts()
+
+    async def last_failed(self) -> set[str]:
+        """Sessions whose newest work item failed."""
+        return await self._sessions.last_failed()
+
+    async def profile(self, name: str | None = None) -> Profile | None:
+        """The named profile, or the default one."""
+        chosen = name or await self.profiles.default_name()
+        return await self.profiles.get(chosen) if chosen else None
+
+    # --- approvals and rules -----------------------------------------------------------------
+
+    async def pending_approvals(self, session_id: str | None = None) -> list[Approval]:
+        return await self.permissions.pending(session_id)
+
+    async def find_approval(self, prefix: str) -> Approval | None:
+        return await self.permissions.find(prefix)
+
+    async def answer_approval(
+        self,
+        approval_id: str,
+        choice: Choice,
+        *,
+        reason: str = "",
+        rules: list[PermissionRule] | None = None,
+    ) -> Approval:
+        """Answer an approval (raises ``ApprovalNotPending`` if it was answered already)."""
+        return await self.permissions.resolve(approval_id, choice, reason=reason, rules=rules)
+
+    async def approval_counts(self) -> dict[str, int]:
+        """Per session: approvals waiting."""
+        return await self.permissions.counts()
+
+    async def rules(self, scope: Scope | None = None) -> list[PermissionRule]:
+        return await self.permissions.rules(scope)
+
+    async def add_rule(self, rule: PermissionRule, note: str = "") -> PermissionRule:
+        return await self.permissions.add_rule(rule, note)
+
+    async def remove_rule(self, rule_id: int) -> bool:
+        return await self.permissions.remove_rule(rule_id)
+
+    def _running(self) -> SessionOwner:
+        if self._owner is None:
+            raise RuntimeError("this fxdesk runs no sessions (started without the engine)")
+        return self._owner

@@ -1,0 +1,57 @@
+"""What ``fxdesk doctor`` asks of the data layer: can the database be opened, is it whole, and
+can the keyring keep secrets. Plain results, so the command line needs no store import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fxdesk.store import Store, StoreError
+from fxdesk.store import secrets as secret_store
+from fxdesk.store.secrets import KeyringStatus
+
+__all__ = ["DatabaseHealth", "KeyringStatus", "database_health", "keyring_status"]
+
+
+@dataclass(frozen=True)
+class DatabaseHealth:
+    """The database file as found. ``problem`` is the plain sentence when it cannot be used
+    (the file was left untouched); otherwise ``facts`` has schema, journal, integrity, size."""
+
+    problem: str | None
+    facts: dict[str, Any] = field(default_factory=dict)
+    opened: bool = False
+
+    @property
+    def integrity(self) -> str:
+        return str(self.facts.get("integrity", ""))
+
+
+def database_health(path: Path) -> DatabaseHealth:
+    """Open the database (refusing newer, foreign or damaged files before writing) and run
+    SQLite's quick check."""
+    try:
+        store = Store.open(path)
+    except StoreError as exc:
+        return DatabaseHealth(exc.user_message)
+    facts: dict[str, Any] = {}
+    try:
+        facts.update(
+            schema_version=store.schema_version,
+            journal_mode=store.journal_mode,
+            integrity=store.quick_check(),
+            size_bytes=path.stat().st_size,
+        )
+        if store.migrated_from is not None:
+            facts["migrated_from"] = store.migrated_from
+    except StoreError as exc:
+        return DatabaseHealth(exc.user_message, facts, opened=True)
+    finally:
+        store.close()
+    return DatabaseHealth(None, facts, opened=True)
+
+
+def keyring_status() -> KeyringStatus:
+    """Which keyring backend is in use, and whether it can store secrets."""
+    return secret_store.status()
