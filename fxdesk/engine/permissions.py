@@ -3,8 +3,11 @@
 ``check`` decides allow / ask / deny for one tool call against the authority of that moment: the
 work item's permission mode (from its admission snapshot, never more than any ancestor's current
 mode) and the rules as stored now (re-read for every action, so a rule added or removed mid-turn
-applies at the next action). Paths are resolved here, symlinks followed, before the pure decision
-in ``domain.permissions`` sees them.
+applies at the next action). What a call touches is the tool's own declaration (``ToolFacts``:
+read, write or execute, and which argument is the path or the command); its path is resolved as
+the tool resolves it (``tools.workspace``), symlinks followed, before the pure decision in
+``domain.permissions`` sees it. ``edit_preview`` is the tool's own dry run, so the change the
+person is shown is the change the tool makes (or the refusal it gives).
 
 ``ask`` raises a durable approval: the approval row and the work item's move to
 ``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process
@@ -14,7 +17,6 @@ in ``domain.permissions`` sees them.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import json
 import logging
 import os
@@ -31,6 +33,7 @@ from fxdesk.domain.approvals import (
     ApprovalNotPending,
     Choice,
 )
+from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.permissions import (
     Access,
@@ -47,14 +50,15 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, SessionChanged, WorkChanged
 from fxdesk.engine.timers import Clock
 from fxdesk.store import Store, approvals, control, repo
+from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
+from fxdesk.tools.workspace import is_inside, resolve_path
 
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0  # how often a waiting turn looks for an answer given by another process
 
-READ_TOOLS = {"read_file": ".", "list_dir": ".", "glob": ".", "grep": "."}
-WRITE_TOOLS = {"edit_file", "write_file"}
-HARMLESS_TOOLS = {"echo"}
+# How a tool's declared access is judged for its path.
+_TARGET_ACCESS = {ToolAccess.READ: Access.READ, ToolAccess.WRITE: Access.WRITE}
 
 
 @dataclass(frozen=True)
@@ -77,9 +81,26 @@ class PermissionService:
     # --- deciding ------------------------------------------------------------------------------
 
     async def check(
-        self, session: Session, mode: PermissionMode, workspace: Path, tool: str, arguments: str
+        self,
+        session: Session,
+        mode: PermissionMode,
+        workspace: Path,
+        tool: str,
+        arguments: str,
+        *,
+        tools: ToolRegistry,
     ) -> Check:
-        """Decide one tool call now (rules re-read, ancestors' modes re-read)."""
+        """Decide one tool call now (rules re-read, ancestors' modes re-read).
+
+        Args:
+            session: The session the call belongs to.
+            mode: The work item's permission mode (from its admission snapshot).
+            workspace: The session's workspace.
+            tool: The tool's name as the model called it.
+            arguments: The call's arguments (JSON text as the model sent it).
+            tools: The registry the call will run from: the tool there says what the call
+                touches. A name it does not know is judged as a tool that touches nothing.
+        """
 
         def read() -> tuple[PermissionMode, list[PermissionRule]]:
             effective = mode
@@ -95,7 +116,9 @@ class PermissionService:
             return effective, approvals.rules_for(session.id, session.workspace_id)
 
         effective, rules = await self.store.read(read)
-        request, label = await asyncio.to_thread(_request, tool, arguments, workspace)
+        request, label = await asyncio.to_thread(
+            _request, tools.get(tool), tool, arguments, workspace
+        )
         decision = perms.decide(effective, rules, request)
         outside = any(not t.inside for t in request.targets) or _leaves(request)
         detail: dict[str, Any] = {
@@ -322,11 +345,7 @@ def _leaves(request: Request) -> bool:
     if command is None:
         return False
     root = request.workspace
-    return any(not _inside(d, root) for d in command.directories)
-
-
-def _inside(path: str, root: str) -> bool:
-    return path == root or path.startswith(root.rstrip("/") + "/")
+    return any(not is_inside(d, root) for d in command.directories)
 
 
 def _arguments(arguments: str) -> Any:
@@ -336,76 +355,62 @@ def _arguments(arguments: str) -> Any:
         return arguments
 
 
-def _resolve(workspace: Path, raw: str) -> Path:
-    """As the tools resolve a path: ``~`` expanded, relative to the workspace, symlinks
-    followed (a path that does not exist yet resolves through its existing parents)."""
-    candidate = Path(os.path.expanduser(raw)) if raw.startswith("~") else Path(raw)
-    if not candidate.is_absolute():
-        candidate = workspace / candidate
-    return Path(os.path.realpath(candidate))
-
-
-def _request(tool: str, arguments: str, workspace: Path) -> tuple[Request, str]:
+def _request(found: Tool | None, tool: str, arguments: str, workspace: Path) -> tuple[Request, str]:
     """The pure request for a tool call, and the label the person sees (runs in a thread:
-    resolving paths touches the file system)."""
+    resolving paths touches the file system). What it touches is what ``found`` declares."""
     root = workspace.resolve()
     home = os.path.expanduser("~")
     args = _arguments(arguments)
     if not isinstance(args, dict):
         args = {}
-
-    def target(raw: str, access: Access) -> Target:
-        path = _resolve(root, raw)
-        return Target(str(path), access, _inside(str(path), str(root)))
-
-    if tool == "run_command":
-        command = str(args.get("command", ""))
+    facts = found.facts if found is not None else None
+    bare = Request(tool, str(root), home=home), tool  # judged by name: rules and mode only
+    if facts is None:
+        return bare
+    command = facts.command(args)
+    if facts.access is ToolAccess.EXECUTE and command is not None:
         analysis = shell.analyse(command, cwd=str(root), home=home)
-        writes = tuple(target(path, Access.WRITE) for path in analysis.writes)
+        writes = tuple(_target(root, path, Access.WRITE) for path in analysis.writes)
         return Request(tool, str(root), writes, analysis, home), command
-    if tool in READ_TOOLS:
-        raw = str(args.get("path", READ_TOOLS[tool]))
-        found = target(raw, Access.READ)
-        return Request(tool, str(root), (found,), home=home), found.path
-    if tool in WRITE_TOOLS:
-        raw = str(args.get("path", ""))
-        found = target(raw, Access.WRITE)
-        return Request(tool, str(root), (found,), home=home), found.path
-    return Request(tool, str(root), home=home), tool
+    raw = facts.path(args)
+    access = _TARGET_ACCESS.get(facts.access)
+    if access is None or raw is None:
+        return bare
+    target = _target(root, raw, access)
+    return Request(tool, str(root), (target,), home=home), target.path
+
+
+def _target(root: Path, raw: str, access: Access) -> Target:
+    path = resolve_path(root, raw)
+    return Target(str(path), access, is_inside(path, root))
 
 
 PREVIEW_LINES = 400
 
 
-def edit_preview(call: Any, workspace: Path) -> str:
-    """A unified diff of what an ``edit_file`` / ``write_file`` call would change, for the
-    approval dialog ('' for other tools, or when it cannot be worked out)."""
-    if call.name not in WRITE_TOOLS:
-        return ""
-    args = _arguments(call.arguments)
-    if not isinstance(args, dict) or not args.get("path"):
-        return ""
-    path = _resolve(workspace.resolve(), str(args["path"]))
+async def edit_preview(call: ToolCall, ctx: ToolContext, tools: ToolRegistry) -> str:
+    """What a call would do, for the approval: the tool's own dry run (``Tool.preview``).
+
+    For ``edit_file`` / ``write_file`` the unified diff they would apply; when the tool would
+    refuse the call (``edit_file`` with text that does not occur exactly once, a path it may not
+    reach), that refusal in the tool's words, so approving is not mistaken for the change
+    happening. '' for tools with nothing to show.
+
+    Args:
+        call: The tool call as the model made it.
+        ctx: The context it would run in (``outside_ok`` as the check found it).
+        tools: The registry it would run from.
+    """
     try:
-        before = path.read_text(encoding="utf-8") if path.is_file() else ""
-    except (OSError, UnicodeDecodeError):
+        result = await tools.preview(call.name, call.arguments, ctx)
+    except Exception:  # a bug in a preview must not keep the person from being asked
+        log.exception("preview of %s failed", call.name)
         return ""
-    if call.name == "edit_file":
-        old, new = str(args.get("old_text", "")), str(args.get("new_text", ""))
-        if not old or before.count(old) != 1:
-            return ""
-        after = before.replace(old, new, 1)
-    else:
-        content = str(args.get("content", ""))
-        after = before + content if args.get("append") else content
-    lines = list(
-        difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{path.name}",
-            tofile=f"b/{path.name}",
-        )
-    )
+    if result is None:
+        return ""
+    if not result.ok:
+        return f"{call.name} will refuse this call: {result.output}"
+    lines = (result.full_output or result.output).splitlines(keepends=True)
     if len(lines) > PREVIEW_LINES:
         lines = [*lines[:PREVIEW_LINES], f"... {len(lines) - PREVIEW_LINES} more lines\n"]
     return "".join(lines)

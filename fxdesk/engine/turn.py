@@ -15,7 +15,6 @@ explicit resume carries on from there.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import json
 import logging
@@ -392,7 +391,9 @@ class _Turn:
             return None, False
         rt = self.rt
         mode = rt.snapshot.permission_mode
-        check = await service.check(rt.session, mode, rt.workspace, call.name, call.arguments)
+        check = await service.check(
+            rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.runner.tools
+        )
         asked: set[str] = set()
         outside = check.outside
         while True:
@@ -417,7 +418,9 @@ class _Turn:
             asked |= set(check.decision.uncovered) or {check.label}
             outside = outside or check.outside
             # Re-check against the rules of now: a deny added while the person was deciding wins.
-            check = await service.check(rt.session, mode, rt.workspace, call.name, call.arguments)
+            check = await service.check(
+                rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.runner.tools
+            )
 
     async def _ask(self, call: ToolCall, check: Check, widening: list[str] | None) -> Approval:
         """Raise the approval (or find it answered already), wait for the answer, and mark it
@@ -436,7 +439,12 @@ class _Turn:
             arguments,
             check,
             explanation=self.explanation,
-            preview=await asyncio.to_thread(edit_preview, call, rt.workspace),
+            # The tool's own dry run, in the context it would run in once allowed.
+            preview=await edit_preview(
+                call,
+                ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
+                self.runner.tools,
+            ),
         )
         if approval is None:  # the item was cancelled or is no longer the active work
             raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)

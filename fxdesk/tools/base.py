@@ -3,19 +3,28 @@
 A tool has a name, a description and a JSON schema for its arguments, and an async ``run``. Its
 result has a short ``output`` for the model (bounded) and, when that was cut, the ``full_output``
 kept for the person. Bad arguments never raise: they become a failed result the model can read.
+
+A tool also declares its facts (``ToolFacts``: what it may touch and which argument names it)
+and can ``preview`` a call: a dry run through the same code as ``run``, stopping before the
+effect. The permission check reads both from the tool, so what the person is asked about and
+shown is what the tool then does.
 """
 
 from __future__ import annotations
 
 import abc
-import errno
+import asyncio
+import enum
 import json
-import os
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, TypeVar
+
+from fxdesk.tools.workspace import PathOutsideWorkspace
 
 MODEL_OUTPUT_CAP = 16 * 1024
+Done = TypeVar("Done")  # what a blocking piece of a tool's work returns
 
 
 @dataclass(frozen=True)
@@ -53,14 +62,68 @@ def bounded(text: str, cap: int = MODEL_OUTPUT_CAP) -> tuple[str, str | None]:
     return f"{head}\n[... {cut} characters cut; the person can see all of it ...]\n{tail}", text
 
 
+class ToolAccess(enum.StrEnum):
+    """What a tool may touch, as the permission check judges it."""
+
+    NONE = "none"  # nothing outside the conversation (echo)
+    READ = "read"  # reads the file or folder its path argument names
+    WRITE = "write"  # writes the file its path argument names
+    EXECUTE = "execute"  # runs a command line: judged by what the line does (domain.shell)
+
+
+@dataclass(frozen=True)
+class ToolFacts:
+    """What a tool touches, declared by the tool so nothing else keeps a table of tools.
+
+    Attributes:
+        access: What a call may do.
+        path_argument: The argument naming the file or folder it reads or writes (READ, WRITE).
+        path_default: The path a call that leaves ``path_argument`` out means: ``.`` (the
+            workspace) for list_dir, glob and grep. Where the argument is required the call
+            fails anyway, and the check judges the workspace itself.
+        command_argument: The argument holding the command line (EXECUTE).
+    """
+
+    access: ToolAccess
+    path_argument: str | None = None
+    path_default: str = "."
+    command_argument: str | None = None
+
+    def path(self, args: Mapping[str, Any]) -> str | None:
+        """The path a call names, as written (None for a tool without one)."""
+        if self.path_argument is None:
+            return None
+        return str(args.get(self.path_argument, self.path_default))
+
+    def command(self, args: Mapping[str, Any]) -> str | None:
+        """The command line a call runs (None for a tool that runs none)."""
+        if self.command_argument is None:
+            return None
+        return str(args.get(self.command_argument, ""))
+
+
 class Tool(abc.ABC):
     name: str
     description: str
     parameters: dict[str, Any]
+    facts: ClassVar[ToolFacts]
 
     @abc.abstractmethod
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         """Do the work. Raise nothing for expected failures: return ``ToolResult.error``."""
+
+    async def preview(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
+        """What ``run`` would do with these (checked) arguments, without doing it.
+
+        A tool that changes something overrides this with a dry run through the code ``run``
+        uses, so the person approves exactly the effect that follows. By default there is
+        nothing to show beyond the call itself.
+
+        Returns:
+            None when there is nothing to show; else the result ``run`` would give (for
+            ``edit_file`` the diff it would apply), or the error it would refuse with.
+        """
+        return None
 
 
 class ToolRegistry:
@@ -79,11 +142,31 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return sorted(self._tools)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Tool]:
         return iter(self._tools[name] for name in self.names)
 
     async def invoke(self, name: str, arguments: str, ctx: ToolContext) -> ToolResult:
         """Parse and check the arguments, then run the tool. Never raises for bad input."""
+        found = self._parse(name, arguments)
+        if isinstance(found, ToolResult):
+            return found
+        tool, args = found
+        return await tool.run(args, ctx)
+
+    async def preview(self, name: str, arguments: str, ctx: ToolContext) -> ToolResult | None:
+        """The tool's dry run of a call (``Tool.preview``), after the checks ``invoke`` makes:
+        a call ``invoke`` would refuse previews as that same refusal. None for an unknown tool
+        or one with nothing to show."""
+        if name not in self._tools:
+            return None
+        found = self._parse(name, arguments)
+        if isinstance(found, ToolResult):
+            return found
+        tool, args = found
+        return await tool.preview(args, ctx)
+
+    def _parse(self, name: str, arguments: str) -> tuple[Tool, dict[str, Any]] | ToolResult:
+        """The tool and its arguments, or the error result for the model."""
         tool = self._tools.get(name)
         if tool is None:
             return ToolResult.error(f"unknown tool {name!r}; available: {', '.join(self.names)}")
@@ -94,7 +177,7 @@ class ToolRegistry:
         problem = check_arguments(args, tool.parameters)
         if problem:
             return ToolResult.error(f"invalid arguments for {name}: {problem}")
-        return await tool.run(args, ctx)
+        return tool, args
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
@@ -131,34 +214,31 @@ def check_arguments(args: Any, schema: dict[str, Any]) -> str:
     return ""
 
 
-class PathOutsideWorkspace(ValueError):
-    pass
+def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A tool's argument schema: an object with these properties and no others."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": False,
+    }
 
 
-def resolve_in_workspace(workspace: Path, path: str, *, outside_ok: bool = False) -> Path:
-    """``path`` (relative to the workspace, or absolute) resolved with symlinks, refused when it
-    lands outside the workspace unless ``outside_ok``."""
-    root = workspace.resolve()
-    candidate = Path(os.path.expanduser(path)) if path.startswith("~") else Path(path)
-    if not candidate.is_absolute():
-        candidate = root / candidate
-    resolved = Path(os.path.realpath(candidate))
-    if not outside_ok and resolved != root and root not in resolved.parents:
-        raise PathOutsideWorkspace(f"{path} is outside the workspace {root}")
-    return resolved
+class Refused(Exception):
+    """An expected failure, carried out of the worker thread as the model's error message."""
 
 
-def no_follow(path: str, flags: int) -> int:
-    """An ``opener`` for ``open()`` on a path ``resolve_in_workspace`` returned: the last part
-    must still not be a symbolic link. One created since the check (a process swapping the file
-    for a link out of the workspace) is refused instead of followed."""
+async def run_in_thread(work: Callable[[], Done], what: str) -> Done | ToolResult:
+    """Run blocking ``work`` in a thread and turn the expected failures into tool errors.
+
+    Args:
+        work: Reads or writes files; raises ``Refused``, ``PathOutsideWorkspace`` or
+            ``OSError`` for what the model should be told.
+        what: The action for an ``OSError`` message, e.g. ``"read notes.txt"``.
+    """
     try:
-        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        return await asyncio.to_thread(work)
+    except (PathOutsideWorkspace, Refused) as exc:
+        return ToolResult.error(str(exc))
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise OSError(
-                errno.ELOOP,
-                "it became a symbolic link after it was checked; fxdesk did not follow it",
-                path,
-            ) from None
-        raise
+        return ToolResult.error(f"cannot {what}: {exc.strerror or exc}")

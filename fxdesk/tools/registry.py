@@ -5,9 +5,12 @@ from __future__ import annotations
 from fxdesk.tools.base import Tool
 from fxdesk.tools.basic import basic_tools
 from fxdesk.tools.files import file_tools
+from fxdesk.tools.search import search_tools
 from fxdesk.tools.shell import shell_tools
 
 
 def all_tools() -> list[Tool]:
     """A fresh instance of each tool, sorted by name."""
-    return sorted([*basic_tools(), *file_tools(), *shell_tools()], key=lambda tool: tool.name)
+    return sorted(
+        [*basic_tools(), *file_tools(), *search_tools(), *shell_tools()], key=lambda tool: tool.name
+    )

@@ -11,24 +11,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from fxdesk.tools.base import (
-    PathOutsideWorkspace,
+    Refused,
     Tool,
+    ToolAccess,
     ToolContext,
+    ToolFacts,
     ToolResult,
     bounded,
-    resolve_in_workspace,
+    run_in_thread,
+    schema,
 )
-from fxdesk.tools.files import (
-    SKIPPED_DIRS,
-    _existing,
-    _lines,
-    _Refused,
-    _root,
-    _run,
-    _schema,
-    _show,
-    _sniff,
-)
+from fxdesk.tools.textfiles import SKIPPED_DIRS, existing, reach, read_lines, sniff
+from fxdesk.tools.workspace import PathOutsideWorkspace, display_path, resolve_in_workspace
 
 GLOB_LIMIT = 500
 # Matches gathered before sorting: sorting needs them all, memory needs a ceiling.
@@ -43,27 +37,28 @@ class GlobTool(Tool):
         "Find files by name pattern, e.g. '**/*.py' or 'src/*.toml'. Paths are relative to the "
         "workspace and sorted."
     )
-    parameters = _schema(
+    parameters = schema(
         {
             "pattern": {"type": "string", "description": "Glob pattern; '**' spans folders."},
             "path": {"type": "string", "description": "Folder to search from (default .)."},
         },
         ["pattern"],
     )
+    facts = ToolFacts(ToolAccess.READ, path_argument="path", path_default=".")
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = str(args["pattern"])
         raw = str(args.get("path", "."))
 
         def find() -> ToolResult:
-            root = _root(ctx)
-            base = _existing(ctx, raw)
+            root = reach(ctx)
+            base = existing(ctx, raw)
             if not base.is_dir():
-                raise _Refused(f"{raw} is not a folder")
+                raise Refused(f"{raw} is not a folder")
             try:
                 matches = _glob_inside(base, pattern, root)
             except (ValueError, NotImplementedError) as exc:
-                raise _Refused(f"invalid glob pattern {pattern!r}: {exc}") from exc
+                raise Refused(f"invalid glob pattern {pattern!r}: {exc}") from exc
             if not matches:
                 return ToolResult(True, f"no paths match {pattern!r}", data={"matches": 0})
             lines = matches[:GLOB_LIMIT]
@@ -73,7 +68,7 @@ class GlobTool(Tool):
             output, full = bounded("\n".join(lines))
             return ToolResult(True, output, full, {"matches": len(matches)})
 
-        return await _run(find, f"search {raw}")
+        return await run_in_thread(find, f"search {raw}")
 
 
 def _glob_inside(base: Path, pattern: str, root: Path) -> list[str]:
@@ -87,7 +82,7 @@ def _glob_inside(base: Path, pattern: str, root: Path) -> list[str]:
             continue  # a symlink (or '..') leading out of the workspace
         # Keep the name the person sees (a link's own name) unless '..' made it leave the root.
         lexical = Path(os.path.normpath(match))
-        shown = _show(lexical if root in lexical.parents else real, root)
+        shown = display_path(lexical if root in lexical.parents else real, root)
         found.append(shown + "/" if real.is_dir() else shown)
         if len(found) >= GLOB_SCAN_LIMIT:
             break
@@ -100,7 +95,7 @@ class GrepTool(Tool):
         "Search file contents with a regular expression (Python syntax). Prints "
         "'path:line: text'. Skips binary files and .git."
     )
-    parameters = _schema(
+    parameters = schema(
         {
             "pattern": {"type": "string", "description": "Regular expression to search for."},
             "path": {"type": "string", "description": "File or folder to search (default .)."},
@@ -109,6 +104,7 @@ class GrepTool(Tool):
         },
         ["pattern"],
     )
+    facts = ToolFacts(ToolAccess.READ, path_argument="path", path_default=".")
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raw = str(args.get("path", "."))
@@ -124,20 +120,20 @@ class GrepTool(Tool):
             )
 
         def search() -> ToolResult:
-            root = _root(ctx)
-            start = _existing(ctx, raw)
+            root = reach(ctx)
+            start = existing(ctx, raw)
             hits: list[str] = []
             skipped = 0
             for path, real in _files_under(start, root, name_filter):
                 try:
-                    if _sniff(real):
+                    if sniff(real):
                         skipped += 1
                         continue
-                    for number, line in enumerate(_lines(real), 1):
+                    for number, line in enumerate(read_lines(real), 1):
                         if regex.search(line):
                             if len(line) > GREP_LINE_CHARS:
                                 line = line[:GREP_LINE_CHARS] + " [...]"
-                            hits.append(f"{_show(path, root)}:{number}: {line}")
+                            hits.append(f"{display_path(path, root)}:{number}: {line}")
                             if len(hits) > GREP_MATCH_LIMIT:
                                 break
                 except OSError:
@@ -154,7 +150,7 @@ class GrepTool(Tool):
             output, full = bounded("\n".join(hits))
             return ToolResult(True, output, full, data)
 
-        return await _run(search, f"search {raw}")
+        return await run_in_thread(search, f"search {raw}")
 
 
 def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[tuple[Path, Path]]:
@@ -165,7 +161,7 @@ def _files_under(start: Path, root: Path, name_filter: str | None) -> Iterator[t
         if not name_filter:
             return True
         if "/" in name_filter:
-            return PurePosixPath(_show(path, root)).match(name_filter)
+            return PurePosixPath(display_path(path, root)).match(name_filter)
         return fnmatch.fnmatch(path.name, name_filter)
 
     if start.is_file():
@@ -198,3 +194,7 @@ def _sorted_entries(folder: str | Path) -> list[os.DirEntry[str]]:
             return sorted(entries, key=lambda entry: entry.name)
     except OSError:
         return []  # unreadable folder: search the rest
+
+
+def search_tools() -> list[Tool]:
+    return [GlobTool(), GrepTool()]

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from fxdesk.logs import environment_without_secrets
-from fxdesk.tools.base import Tool, ToolContext, ToolResult, bounded
+from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 
 CHUNK_BYTES = 64 * 1024
 
@@ -107,6 +107,9 @@ class RunCommandTool(Tool):
         "required": ["command"],
         "additionalProperties": False,
     }
+    # The check reads the line as bash will (fxdesk.domain.shell); the command's own output is
+    # its result, so there is nothing to preview beyond the line itself.
+    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="command")
 
     default_timeout_s: float = 120.0
     max_timeout_s: float = 3600.0

@@ -7,6 +7,7 @@ pure decision table lives in tests/unit/test_permissions.py.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,12 +15,21 @@ from pathlib import Path
 import pytest
 
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
+from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, SessionState, WorkStatus
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.engine.owner import Result
-from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.store import approvals as approvals_store
-from fxdesk.tools.base import ToolRegistry
+from fxdesk.tools.base import (
+    Tool,
+    ToolAccess,
+    ToolContext,
+    ToolFacts,
+    ToolRegistry,
+    ToolResult,
+    schema,
+)
 from fxdesk.tools.registry import all_tools
 from tests.engine.harness import Engine, call, say, wait_until
 
@@ -511,5 +521,185 @@ async def test_an_approval_answered_from_another_process_reaches_the_waiting_tur
         assert "allowed once" in answered.stdout
         assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
         assert (engine.workspace / "x").is_dir()
+    finally:
+        await engine.close()
+
+
+# --- what the check and the preview learn from the tool ------------------------------------------
+
+AMBIGUOUS = "old_text occurs 2 times in t.txt; include more context so it matches once"
+
+
+async def test_the_preview_of_an_overlapping_edit_is_the_refusal_the_edit_then_gives(
+    tmp_path: Path,
+) -> None:
+    # 'aa' is in 'aaa' twice (overlapping); str.count says once, and an approval used to show
+    # a diff that edit_file then refused to make.
+    step = call("edit_file", path="t.txt", old_text="aa", new_text="b")
+    engine = await make(tmp_path, [step, say("done")])
+    try:
+        (engine.workspace / "t.txt").write_text("aaa\n")
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        assert approval.detail["preview"] == f"edit_file will refuse this call: {AMBIGUOUS}"
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert tool_results(engine) == [AMBIGUOUS]
+        assert (engine.workspace / "t.txt").read_text() == "aaa\n"
+    finally:
+        await engine.close()
+
+
+async def test_the_preview_of_an_edit_is_the_diff_the_edit_then_reports(tmp_path: Path) -> None:
+    step = call("edit_file", path="src/t.txt", old_text="two", new_text="2")
+    engine = await make(tmp_path, [step, say("done")])
+    try:
+        (engine.workspace / "src").mkdir()
+        (engine.workspace / "src" / "t.txt").write_text("one\ntwo\n")
+        sid = await session(engine, PermissionMode.ASK)
+        engine.owner.start(sid)
+        (approval,) = await pending(engine)
+        preview = approval.detail["preview"]
+        assert preview.startswith("--- a/src/t.txt\n+++ b/src/t.txt\n")
+        assert (engine.workspace / "src" / "t.txt").read_text() == "one\ntwo\n"
+        await service(engine).resolve(approval.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert tool_results(engine) == [preview]
+        assert (engine.workspace / "src" / "t.txt").read_text() == "one\n2\n"
+    finally:
+        await engine.close()
+
+
+async def test_edit_preview_runs_the_tools_dry_run(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "t.txt").write_text("aaa\n")
+    (tmp_path / "outside.txt").write_text("far\n")
+    tools = ToolRegistry(all_tools())
+    ctx = ToolContext(workspace, "s", "w", "c")
+
+    def edit(path: str, old: str, new: str) -> ToolCall:
+        arguments = {"path": path, "old_text": old, "new_text": new}
+        return ToolCall("c", "edit_file", json.dumps(arguments))
+
+    refused = await edit_preview(edit("t.txt", "aa", "b"), ctx, tools)
+    assert refused == f"edit_file will refuse this call: {AMBIGUOUS}"
+    assert (await tools.invoke("edit_file", edit("t.txt", "aa", "b").arguments, ctx)).output == (
+        AMBIGUOUS
+    )
+    assert await edit_preview(edit("t.txt", "aaa", "b"), ctx, tools) == (
+        "--- a/t.txt\n+++ b/t.txt\n@@ -1 +1 @@\n-aaa\n+b\n"
+    )
+    # Reaching out: refused as the tool refuses it, unless the check found it may.
+    outside = edit("../outside.txt", "far", "near")
+    assert "is outside the workspace" in await edit_preview(outside, ctx, tools)
+    reaching = ToolContext(workspace, "s", "w", "c", outside_ok=True)
+    assert "+near" in await edit_preview(outside, reaching, tools)
+    # Tools with nothing to show, and unknown ones.
+    assert await edit_preview(ToolCall("c", "read_file", '{"path": "t.txt"}'), ctx, tools) == ""
+    assert await edit_preview(ToolCall("c", "nothing", "{}"), ctx, tools) == ""
+    # A long diff is cut for the approval.
+    (workspace / "long.txt").write_text("".join(f"{n}\n" for n in range(1000)))
+    write = json.dumps({"path": "long.txt", "content": ""})
+    long = await edit_preview(ToolCall("c", "write_file", write), ctx, tools)
+    assert len(long.splitlines()) == 401
+    assert long.endswith("\n... 603 more lines\n")
+    assert (workspace / "t.txt").read_text() == "aaa\n"
+    assert (workspace / "long.txt").stat().st_size > 0
+
+
+class StampTool(Tool):
+    """A tool the permission check has never heard of: all it knows is what it declares."""
+
+    name = "stamp"
+    description = "Stamp a file."
+    parameters = schema(
+        {
+            "target": {"type": "string", "description": "The file to stamp."},
+            "path": {"type": "string", "description": "Not the path: a decoy."},
+        },
+        ["target"],
+    )
+    facts = ToolFacts(ToolAccess.WRITE, path_argument="target")
+
+    async def run(self, args: dict[str, object], ctx: ToolContext) -> ToolResult:
+        return ToolResult(True, "stamped")
+
+
+class ReadingStampTool(StampTool):
+    facts = ToolFacts(ToolAccess.READ, path_argument="target")
+
+
+class ScriptStampTool(StampTool):
+    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="target")
+
+
+async def test_the_check_judges_a_tool_by_its_declared_access_and_path_argument(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path, [])
+    try:
+        s = await engine.session(await session(engine, PermissionMode.ASK))
+        root = engine.workspace.resolve()
+        tools = ToolRegistry([StampTool()])
+
+        async def check(
+            mode: PermissionMode, args: dict[str, str], registry: ToolRegistry
+        ) -> Check:
+            return await service(engine).check(
+                s, mode, engine.workspace, "stamp", json.dumps(args), tools=registry
+            )
+
+        inside = {"target": "out.txt", "path": "../decoy"}
+        asked = await check(PermissionMode.ASK, inside, tools)
+        assert asked.decision.verdict == Verdict.ASK
+        assert asked.decision.reason.endswith("ask mode asks before every write")
+        assert asked.label == str(root / "out.txt")
+        assert asked.detail["targets"] == [str(root / "out.txt")]
+        assert asked.outside is False
+        assert (await check(PermissionMode.AUTO, inside, tools)).decision.verdict == Verdict.ALLOW
+
+        leaving = await check(PermissionMode.AUTO, {"target": "../x"}, tools)
+        assert leaving.decision.verdict == Verdict.ASK
+        assert leaving.label == str(root.parent / "x") and leaving.outside is True
+
+        # A path rule for the tools that write (write_file) covers it: it declares a write.
+        await service(engine).add_rule(
+            PermissionRule("write_file", "out.txt", Verdict.DENY, Scope.GLOBAL, Match.GLOB)
+        )
+        denied = await check(PermissionMode.YOLO, inside, tools)
+        assert denied.decision.verdict == Verdict.DENY
+
+        # Declared as a read instead, the same call is a read of the same path.
+        reads = ToolRegistry([ReadingStampTool()])
+        read = await check(PermissionMode.ASK, inside, reads)
+        assert read.decision.verdict == Verdict.ALLOW
+        assert read.detail["targets"] == [str(root / "out.txt")]
+
+        # A tool the registry does not hold is judged by its name alone.
+        unknown = await check(PermissionMode.AUTO, inside, ToolRegistry())
+        assert unknown.decision.verdict == Verdict.ASK
+        assert (unknown.label, unknown.detail["targets"]) == ("stamp", [])
+    finally:
+        await engine.close()
+
+
+async def test_the_check_reads_an_execute_tool_s_command_argument(tmp_path: Path) -> None:
+    engine = await make(tmp_path, [])
+    try:
+        s = await engine.session(await session(engine, PermissionMode.AUTO))
+        root = engine.workspace.resolve()
+        checked = await service(engine).check(
+            s,
+            PermissionMode.AUTO,
+            engine.workspace,
+            "stamp",
+            json.dumps({"target": "echo hi > made.txt"}),
+            tools=ToolRegistry([ScriptStampTool()]),
+        )
+        assert checked.label == "echo hi > made.txt"
+        assert checked.detail["targets"] == [str(root / "made.txt")]
+        assert checked.decision.verdict == Verdict.ASK
     finally:
         await engine.close()

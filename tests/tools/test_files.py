@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fxdesk.tools import files, search
+from fxdesk.tools import files, search, textfiles
 from fxdesk.tools.base import MODEL_OUTPUT_CAP, ToolContext, ToolResult
 from fxdesk.tools.files import EditFileTool, ListDirTool, ReadFileTool
 from fxdesk.tools.search import GlobTool, GrepTool
@@ -120,7 +120,7 @@ async def test_read_file_bounds_a_large_file(ctx: ToolContext, workspace: Path) 
 async def test_read_file_cuts_one_giant_line(
     ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(files, "LINE_CHAR_LIMIT", 100)
+    monkeypatch.setattr(textfiles, "LINE_CHAR_LIMIT", 100)
     (workspace / "min.js").write_text("x" * 1000 + "\nnext\n")
     result = await read(ctx, "min.js")
     assert result.ok
@@ -387,8 +387,8 @@ async def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(
     (workspace / "notes.txt").write_text("the secret outside\n")
     outside = tmp_path / "secret"
     before = snapshot(outside)
-    # read_file and edit_file resolve in files (via _existing); write_file in basic.
-    swap_after_check(monkeypatch, basic if tool == "write_file" else files, outside)
+    # read_file and edit_file resolve in textfiles (via existing); write_file in basic.
+    swap_after_check(monkeypatch, basic if tool == "write_file" else textfiles, outside)
     if tool == "read_file":
         result = await read(ctx, "notes.txt")
     elif tool == "edit_file":
