@@ -85,6 +85,7 @@ class SessionOwner:
         scheduler: NotificationScheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
+        # Fixed at construction: the item runner below is handed these same objects.
         self.store = store
         self.bus = bus
         self.lock_dir = lock_dir

@@ -468,7 +468,7 @@ class _Turn:
         ctx = ToolContext(
             self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id, outside_ok
         )
-        began = time.monotonic()
+        began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
         if call.name not in self.rt.snapshot.tool_names:
             result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
         else:
