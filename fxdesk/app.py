@@ -134,9 +134,11 @@ class App:
         self.paths.ensure()
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
         self.profiles = ProfileService(self._store)
-        self.permissions = PermissionService(self._store, self.bus, SystemClock())
+        # The one clock of the engine: every service below stamps and schedules by it.
+        self.clock = SystemClock()
+        self.permissions = PermissionService(self._store, self.bus, self.clock)
         # Until the engine starts (or for commands that run nothing): a facade without runs.
-        self._engine = self._facade(SessionService(self._store, self.bus))
+        self._engine = self._facade(SessionService(self._store, self.bus, clock=self.clock))
 
         async def stop() -> None:
             self._engine = None
@@ -150,8 +152,10 @@ class App:
         store = self.store
         self.tools = ToolRegistry(all_tools())
         await self.profiles.hide_env_keys()
-        runner = TurnRunner(store, self.tools, self.bus, permissions=self.permissions)
-        scheduler = NotificationScheduler(SystemClock(), StorePoller(store, self.bus))
+        runner = TurnRunner(
+            store, self.tools, self.bus, permissions=self.permissions, clock=self.clock
+        )
+        scheduler = NotificationScheduler(self.clock, StorePoller(store, self.bus))
         self.instance_lock = InstanceLock(self.paths.locks)
         alone = self.instance_lock.hold_shared()
         owner = SessionOwner(
@@ -161,9 +165,10 @@ class App:
             providers=self.providers or ProfileResolver(store),
             runner=runner,
             scheduler=scheduler,
+            clock=self.clock,
         )
         self._owner = owner
-        self._sessions = SessionService(store, self.bus, owner)
+        self._sessions = SessionService(store, self.bus, owner, clock=self.clock)
         # Nothing runs before recovery; pending work is only ours to judge when we are alone.
         if self._recover_at_start:
             # No view listens yet (they load the catalog after start-up): skip the snapshots.

@@ -1,6 +1,7 @@
 """Events the engine publishes on its bus, after the change they describe is durable.
 
 Frozen dataclasses holding domain snapshots. The GUI subscribes through ``gui/bridge.py``.
+``publish_change`` is the one way a committed work ``Change`` becomes events.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
 from fxdesk.domain.model import Session, Workspace
-from fxdesk.domain.work import ControlEvent, WorkItem
+from fxdesk.domain.work import Change, ControlEvent, WorkItem
+from fxdesk.engine.bus import EventBus
 
 
 @dataclass(frozen=True)
@@ -103,3 +105,18 @@ class ApprovalChanged:
 @dataclass(frozen=True)
 class RulesChanged:
     """Permission rules were added or removed."""
+
+
+def publish_change(bus: EventBus, change: Change | None, session: Session | None = None) -> None:
+    """Publish a committed work change and the session as it is after it.
+
+    Args:
+        bus: Where to publish.
+        change: The committed change (``WorkChanged``); None if nothing changed.
+        session: The session re-read in the same transaction (``SessionChanged``); None when
+            nothing about it changed or no view needs the snapshot.
+    """
+    if change is not None:
+        bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
+    if session is not None:
+        bus.publish(SessionChanged(session))

@@ -29,6 +29,7 @@ from fxdesk.domain.model import PermissionMode, Profile, Session, SessionMode, W
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.errors import EngineError, ErrorCode
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService
@@ -42,8 +43,9 @@ from fxdesk.store.secrets import SecretsUnavailable
 __all__ = [
     "Catalog",
     "Engine",
+    "EngineError",
+    "ErrorCode",
     "InvalidWorkspace",
-    "NoSuchSession",
     "ProfileError",
     "Result",
     "SecretsUnavailable",
@@ -54,10 +56,6 @@ __all__ = [
 ]
 
 E = TypeVar("E")
-
-
-class NoSuchSession(SessionError):
-    """No session has that id, or a prefix matches none or several."""
 
 
 @dataclass(frozen=True)
@@ -127,15 +125,20 @@ class Engine:
         return await self._sessions.get(session_id)
 
     async def find_session(self, given: str) -> Session:
-        """A session by id or unique id prefix; ``NoSuchSession`` says why not."""
+        """A session by id or unique id prefix; a ``SessionError`` (``not_found``) says why not."""
         catalog = await self._sessions.catalog(include_archived=True)
         matches = [s for s in catalog.sessions if s.id == given] or [
             s for s in catalog.sessions if s.id.startswith(given)
         ]
         if not matches:
-            raise NoSuchSession(f"no session {given!r} (see `fxdesk sessions`)")
+            raise SessionError(
+                f"no session {given!r} (see `fxdesk sessions`)", code=ErrorCode.NOT_FOUND
+            )
         if len(matches) > 1:
-            raise NoSuchSession(f"{given!r} matches {len(matches)} sessions; give more of the id")
+            raise SessionError(
+                f"{given!r} matches {len(matches)} sessions; give more of the id",
+                code=ErrorCode.NOT_FOUND,
+            )
         return matches[0]
 
     async def find_workspace(self, folder: str | os.PathLike[str]) -> Workspace:
@@ -144,7 +147,9 @@ class Engine:
         for workspace in (await self._sessions.catalog()).workspaces:
             if workspace.path == wanted:
                 return workspace
-        raise NoSuchSession(f"no workspace {wanted} (start a session there first)")
+        raise SessionError(
+            f"no workspace {wanted} (start a session there first)", code=ErrorCode.NOT_FOUND
+        )
 
     # --- what the person does ----------------------------------------------------------------
 
@@ -188,7 +193,7 @@ class Engine:
         if permission_mode is None:
             parent = await self._sessions.get(parent_id)
             if parent is None:
-                raise NoSuchSession(f"no session {parent_id}")
+                raise SessionError(f"no session {parent_id}", code=ErrorCode.NOT_FOUND)
             permission_mode = parent.permission_mode
         child = await self._sessions.create_child(
             parent_id,
@@ -294,7 +299,7 @@ class Engine:
         """Everything of a session at once (``fxdesk show``)."""
         session = await self._sessions.get(session_id)
         if session is None:
-            raise NoSuchSession(f"no session {session_id}")
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
 
         def read() -> Transcript:
             items = control.list_items(session.id)

@@ -7,6 +7,10 @@ cross-process lock, so one session never runs two items at once, here or in anot
 Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn;
 a late successful turn can never overwrite it. ``shutdown`` writes nothing: unfinished work stays
 as it is for the next start's recovery.
+
+The owner composes its collaborators: an ``ItemRunner`` runs one item, a ``BusyTracker`` knows
+which sessions another process runs, ``WorkspacePaths`` caches workspace folders; it keeps the
+slots, the cached results and the waiters itself.
 """
 
 from __future__ import annotations
@@ -25,33 +29,23 @@ from fxdesk.domain.model import Session
 from fxdesk.domain.work import Change
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.busy import BusyTracker
 from fxdesk.engine.cancel import CancelToken
-from fxdesk.engine.events import (
-    BusyElsewhere,
-    RecoveryReport,
-    SessionChanged,
-    WorkChanged,
-)
-from fxdesk.engine.execution import run_one
+from fxdesk.engine.errors import OwnerClosed, SessionNotActive, SessionNotFound, WorkActive
+from fxdesk.engine.events import RecoveryReport, publish_change
+from fxdesk.engine.execution import ItemRunner
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
-from fxdesk.engine.slots import (
-    COMPLETION_CACHE,
-    MORE_WORK,
-    Result,
-    SessionNotActive,
-    SessionNotFound,
-    Slot,
-    StartResult,
-    WorkActive,
-)
+from fxdesk.engine.slots import COMPLETION_CACHE, Drain, Result, Slot, StartResult
 from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
-from fxdesk.engine.waiters import OwnerClosed, SessionWaiter, WaiterRegistry
+from fxdesk.engine.waiters import SessionWaiter, WaiterRegistry
+from fxdesk.engine.workspaces import WorkspacePaths
 from fxdesk.store import Store, StoreError, approvals, control, repo
 from fxdesk.store.locks import SessionLock, SessionLockBusy
 
 __all__ = [
+    "OwnerClosed",
     "Result",
     "SessionNotActive",
     "SessionNotFound",
@@ -64,7 +58,19 @@ log = logging.getLogger(__name__)
 
 
 class SessionOwner:
-    """Runs sessions' work. Create one per process; ``shutdown`` before the store closes."""
+    """Runs sessions' work. Create one per process; ``shutdown`` before the store closes.
+
+    Args:
+        store: The store every transaction goes through.
+        bus: Where committed changes are published.
+        lock_dir: The folder of the per-session lock files.
+        providers: Finds the provider and profile of a session's next turn.
+        runner: Runs one turn.
+        authority: Captures admission snapshots; by default one allowing the runner's tools.
+        lock_deadline_s: How long to wait for a session lock another process holds.
+        scheduler: Interval and terminal reports; by default none are scheduled.
+        clock: The engine's time; by default the scheduler's, else the system clock.
+    """
 
     def __init__(
         self,
@@ -79,6 +85,7 @@ class SessionOwner:
         scheduler: NotificationScheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
+        # Fixed at construction: the item runner below is handed these same objects.
         self.store = store
         self.bus = bus
         self.lock_dir = lock_dir
@@ -92,8 +99,23 @@ class SessionOwner:
         self._slots: dict[str, Slot] = {}
         self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
         self.waiters = WaiterRegistry()
-        self.busy_elsewhere: dict[str, int | None] = {}
-        self._workspaces: dict[int, Path] = {}
+        self._busy = BusyTracker(bus)
+        # Session id -> the pid of the process that holds its lock (None when unknown).
+        self.busy_elsewhere: dict[str, int | None] = self._busy.sessions
+        self._items = ItemRunner(
+            store,
+            bus,
+            lock_dir=lock_dir,
+            lock_deadline_s=lock_deadline_s,
+            providers=providers,
+            runner=runner,
+            authority=self.authority,
+            scheduler=self.scheduler,
+            clock=self.clock,
+            busy=self._busy,
+            workspaces=WorkspacePaths(store),
+            closed=lambda: self.closed,
+        )
 
     # --- start / join ------------------------------------------------------------------------
 
@@ -200,10 +222,9 @@ class SessionOwner:
 
     async def _drain(self, slot: Slot) -> Result:
         while True:
-            outcome = await run_one(self, slot)
-            if outcome != MORE_WORK:
-                assert isinstance(outcome, Result)
-                return outcome
+            outcome = await self._items.run_one(slot)
+            if outcome.drain == Drain.STOP:
+                return outcome.result
 
     # --- cancel ------------------------------------------------------------------------------
 
@@ -225,7 +246,7 @@ class SessionOwner:
             return count, change, repo.get_session(session_id) if change else None
 
         count, change, after = await self.store.write(write, label="cancel")
-        self._publish(change, after)
+        publish_change(self.bus, change, after)
         self.complete_committed_cancellation(session_id, reason)
         return count
 
@@ -307,7 +328,7 @@ class SessionOwner:
                         totals["busy"] += 1
                         busy_ids.append(session_id)
                         if session_id not in self._slots:  # our own running work is not "busy"
-                            self._mark_busy(session_id, busy.holder_pid)
+                            self._busy.mark_busy(session_id, busy.holder_pid)
                         continue
                     locks.append(lock)
                     free.append(session_id)
@@ -328,14 +349,14 @@ class SessionOwner:
                 if outcome.failed:
                     totals["failed"] += 1
                     continue
-                self._mark_busy(outcome.session_id, None, busy=False)
+                self._busy.mark_free(outcome.session_id)
                 if outcome.change is not None:
                     totals["changed"] += 1
                     totals["interrupted"] += outcome.stats.interrupted
                     totals["completed"] += outcome.stats.completed
                     if outcome.stats.interrupted:
                         interrupted_ids.append(outcome.session_id)
-                    self._publish(outcome.change, outcome.session)
+                    publish_change(self.bus, outcome.change, outcome.session)
         # Approvals whose work was interrupted go stale, of cancelled or finished work are
         # cancelled (spec §6.4), also those a crash left behind after the item's change.
         now = self.clock.now_ms()
@@ -352,13 +373,6 @@ class SessionOwner:
         log.info("recovery: %s", report)
         self.bus.publish(report)
         return report
-
-    def _mark_busy(self, session_id: str, holder_pid: int | None, busy: bool = True) -> None:
-        if busy:
-            self.busy_elsewhere[session_id] = holder_pid
-        elif self.busy_elsewhere.pop(session_id, "absent") == "absent":
-            return
-        self.bus.publish(BusyElsewhere(session_id, busy, holder_pid))
 
     # --- shutdown ----------------------------------------------------------------------------
 
@@ -378,20 +392,3 @@ class SessionOwner:
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         log.info("session owner stopped (%d running sessions left for recovery)", len(tasks))
-
-    # --- helpers -----------------------------------------------------------------------------
-
-    async def _workspace(self, workspace_id: int) -> Path:
-        path = self._workspaces.get(workspace_id)
-        if path is None:
-            workspaces = await self.store.read(repo.list_workspaces)
-            self._workspaces.update({w.id: Path(w.path) for w in workspaces})
-            path = self._workspaces.get(workspace_id, Path.cwd())
-        return path
-
-    def _publish(self, change: Change | None, session: Session | None) -> None:
-        if change is None:
-            return
-        self.bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
-        if session is not None:
-            self.bus.publish(SessionChanged(session))

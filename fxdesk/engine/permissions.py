@@ -47,7 +47,7 @@ from fxdesk.domain.permissions import (
 )
 from fxdesk.domain.work import Change, WaitTransition
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.events import ApprovalChanged, RulesChanged, SessionChanged, WorkChanged
+from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
 from fxdesk.engine.timers import Clock
 from fxdesk.store import Store, approvals, control, repo
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
@@ -181,7 +181,7 @@ class PermissionService:
             return stored, change, repo.get_session(session.id) if change else None
 
         stored, change, after = await self.store.write(write, label="approval")
-        self._publish(change, after)
+        publish_change(self.bus, change, after)
         if stored is not None:
             self.bus.publish(ApprovalChanged(stored))
         return stored
@@ -241,7 +241,7 @@ class PermissionService:
             return answered, change, session, bool(made)
 
         answered, change, after, rules_added = await self.store.write(write, label="approve")
-        self._publish(change, after)
+        publish_change(self.bus, change, after)
         self.bus.publish(ApprovalChanged(answered))
         if rules_added:
             self.bus.publish(RulesChanged())
@@ -304,12 +304,6 @@ class PermissionService:
         if removed:
             self.bus.publish(RulesChanged())
         return removed
-
-    def _publish(self, change: Change | None, session: Session | None) -> None:
-        if change is not None:
-            self.bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
-        if session is not None:
-            self.bus.publish(SessionChanged(session))
 
 
 def suggested_rules(approval: Approval, choice: Choice) -> list[PermissionRule]:

@@ -10,7 +10,6 @@ import asyncio
 import hashlib
 import json
 import os
-import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +30,28 @@ from fxdesk.domain.model import (
 from fxdesk.domain.notifications import NotificationPolicy
 from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.events import SessionAdded, SessionChanged, WorkChanged, WorkspaceAdded
+from fxdesk.engine.errors import (
+    ErrorCode,
+    InvalidWorkspace,
+    OperationConflict,
+    SessionError,
+    WorkActive,
+)
+from fxdesk.engine.events import SessionAdded, SessionChanged, WorkspaceAdded, publish_change
 from fxdesk.engine.owner import SessionOwner
-from fxdesk.engine.slots import WorkActive
+from fxdesk.engine.timers import Clock, SystemClock
 from fxdesk.store import Store, control, history, repo
 
-
-class InvalidWorkspace(ValueError):
-    """The chosen workspace folder cannot be used."""
-
-
-class SessionError(ValueError):
-    """A command that does not apply to the session (closed, unknown, active work...)."""
+__all__ = [
+    "Catalog",
+    "EventPage",
+    "InvalidWorkspace",
+    "OperationConflict",
+    "SessionError",
+    "SessionService",
+    "new_id",
+    "validate_workspace",
+]
 
 
 @dataclass(frozen=True)
@@ -77,7 +86,7 @@ def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: 
     """Queue one message (inside a write)."""
     record = control.load_record(session_id, open_limit=1)  # the head decides the state
     if record is None:
-        raise SessionError(f"no session {session_id}")
+        raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
     if record.state == SessionState.ARCHIVED:
         raise SessionError(f"session {session_id} is closed")
     item = WorkItem(
@@ -97,10 +106,6 @@ def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: 
     return change
 
 
-class OperationConflict(SessionError):
-    """The operation id was already used by another actor or for another command."""
-
-
 @dataclass(frozen=True)
 class EventPage:
     events: list[ControlEvent]
@@ -110,13 +115,28 @@ class EventPage:
 
 
 class SessionService:
-    """Commands on sessions. Pair it with a ``SessionOwner`` to run what they queue; when
-    ``owner`` is set, close also stops the session's live work."""
+    """Commands on sessions. Pair it with a ``SessionOwner`` to run what they queue.
 
-    def __init__(self, store: Store, bus: EventBus, owner: SessionOwner | None = None) -> None:
+    Args:
+        store: The store every command is a transaction of.
+        bus: Where committed changes are published.
+        owner: When set, close also stops the session's live work, and detach or reparent
+            refuse a session it is running.
+        clock: The time commands are stamped with; by default the owner's, else the system's.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        bus: EventBus,
+        owner: SessionOwner | None = None,
+        *,
+        clock: Clock | None = None,
+    ) -> None:
         self._store = store
         self._bus = bus
         self.owner = owner
+        self._clock = clock or (owner.clock if owner is not None else SystemClock())
 
     async def catalog(self, *, include_archived: bool = True) -> Catalog:
         def read() -> Catalog:
@@ -143,9 +163,9 @@ class SessionService:
         folder = await asyncio.to_thread(validate_workspace, workspace_path)
         session_id = new_id()
         title = name.strip() or _title_from(first_message) or "New session"
+        at = self._clock.now_ms()
 
         def write() -> tuple[Workspace, bool, Session, Change | None]:
-            at = _now_ms()
             workspace, is_new = repo.ensure_workspace(str(folder), folder.name or str(folder), at)
             session = repo.create_session(
                 session_id=session_id,
@@ -167,7 +187,7 @@ class SessionService:
         if is_new:
             self._bus.publish(WorkspaceAdded(workspace))
         self._bus.publish(SessionAdded(session))
-        self._publish_work(change)
+        publish_change(self._bus, change)
         return session
 
     async def create_child(
@@ -190,12 +210,12 @@ class SessionService:
         settings = dict(config or {})
         if notifications is not None:
             settings["notifications"] = json.loads(notifications.to_json())
+        at = self._clock.now_ms()
 
         def write() -> tuple[Session, Change | None]:
-            at = _now_ms()
             parent = repo.get_session(parent_id)
             if parent is None:
-                raise SessionError(f"no session {parent_id}")
+                raise SessionError(f"no session {parent_id}", code=ErrorCode.NOT_FOUND)
             if parent.state == SessionState.ARCHIVED:
                 raise SessionError(f"session {parent_id} is closed")
             workspace = next(w for w in repo.list_workspaces() if w.id == parent.workspace_id)
@@ -220,7 +240,7 @@ class SessionService:
 
         session, change = await self._store.write(write, label="create_child")
         self._bus.publish(SessionAdded(session))
-        self._publish_work(change)
+        publish_change(self._bus, change)
         return session
 
     async def create_child_once(
@@ -247,11 +267,11 @@ class SessionService:
                 return None
             actor, source, receipt = row
             if actor != actor_id or source != command_hash:
-                raise OperationConflict(f"operation_conflict: {operation_id} was used otherwise")
+                raise OperationConflict(f"{operation_id} was used otherwise")
             if expected_generation is not None and expected_generation != receipt.generation:
                 raise OperationConflict(
-                    f"operation_conflict: {operation_id} is at generation "
-                    f"{receipt.generation}, not {expected_generation}"
+                    f"{operation_id} is at generation {receipt.generation}, "
+                    f"not {expected_generation}"
                 )
             return receipt
 
@@ -268,8 +288,9 @@ class SessionService:
             record.next_event_sequence - 1,
             hashlib.sha256(f"{operation_id}:{session.id}".encode()).hexdigest()[:32],
         )
+        at = self._clock.now_ms()
         await self._store.write(
-            lambda: repo.save_operation(operation_id, actor_id, command_hash, receipt),
+            lambda: repo.save_operation(operation_id, actor_id, command_hash, receipt, at),
             label="operation",
         )
         return receipt
@@ -284,16 +305,15 @@ class SessionService:
     ) -> WorkItem:
         """Queue a message; ``SessionOwner.start`` runs it."""
         if not content.strip():
-            raise SessionError("the message is empty")
+            raise SessionError("the message is empty", code=ErrorCode.INVALID_ARGUMENT)
+        at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
-            change = _enqueue(session_id, content, kind, source_id, _now_ms())
+            change = _enqueue(session_id, content, kind, source_id, at)
             return change, repo.get_session(session_id)
 
         change, session = await self._store.write(write, label="send")
-        self._publish_work(change)
-        if session is not None:
-            self._bus.publish(SessionChanged(session))
+        publish_change(self._bus, change, session)
         return change.items[0]
 
     async def steer(self, session_id: str, content: str) -> WorkItem:
@@ -303,20 +323,19 @@ class SessionService:
 
     async def remove_pending(self, session_id: str, work_id: str) -> bool:
         """Take a queued message out before it runs; False if it already started."""
+        at = self._clock.now_ms()
 
         def write() -> tuple[Change | None, Session | None]:
             record = control.load_record(session_id)
             if record is None:
-                raise SessionError(f"no session {session_id}")
-            change = reducers.cancel_item(record, work_id, "removed from the queue", _now_ms())
+                raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+            change = reducers.cancel_item(record, work_id, "removed from the queue", at)
             if change is not None:
                 control.save_change(change)
             return change, repo.get_session(session_id) if change else None
 
         change, session = await self._store.write(write, label="remove_pending")
-        self._publish_work(change)
-        if session is not None:
-            self._bus.publish(SessionChanged(session))
+        publish_change(self._bus, change, session)
         return change is not None
 
     async def configure(
@@ -329,6 +348,7 @@ class SessionService:
         effort: str | None = None,
     ) -> Session:
         """Change what the session's next turns use (running work keeps its snapshot)."""
+        at = self._clock.now_ms()
 
         def write() -> Session | None:
             repo.configure_session(
@@ -337,28 +357,29 @@ class SessionService:
                 permission_mode=permission_mode,
                 model=model,
                 effort=effort,
-                at_ms=_now_ms(),
+                at_ms=at,
             )
             return repo.get_session(session_id)
 
         session = await self._store.write(write, label="configure")
         if session is None:
-            raise SessionError(f"no session {session_id}")
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
         self._bus.publish(SessionChanged(session))
         return session
 
     async def rename(self, session_id: str, name: str) -> Session:
         title = name.strip()
         if not title:
-            raise SessionError("the name is empty")
+            raise SessionError("the name is empty", code=ErrorCode.INVALID_ARGUMENT)
+        at = self._clock.now_ms()
 
         def write() -> Session | None:
-            repo.rename_session(session_id, title, _now_ms())
+            repo.rename_session(session_id, title, at)
             return repo.get_session(session_id)
 
         session = await self._store.write(write, label="rename")
         if session is None:
-            raise SessionError(f"no session {session_id}")
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
         self._bus.publish(SessionChanged(session))
         return session
 
@@ -368,26 +389,27 @@ class SessionService:
         """Archive the session: its queue is cancelled and it is archived in one transaction,
         then its live work is stopped. ``actor_id`` (an agent session) must be an ancestor the
         session is attached to; the person (no actor) may close anything."""
+        at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
             session = repo.get_session(session_id)
             if session is None:
-                raise SessionError(f"no session {session_id}")
+                raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
             if actor_id is not None and actor_id not in _ancestors(session):
-                raise SessionError("child_unavailable: the session is not attached to the caller")
+                raise SessionError(
+                    "the session is not attached to the caller", code=ErrorCode.CHILD_UNAVAILABLE
+                )
             record = control.load_record(session_id)
             assert record is not None
             if record.state == SessionState.ARCHIVED:
                 raise SessionError(f"session {session_id} is already closed")
-            change = reducers.archive(record, reason, _now_ms())
+            change = reducers.archive(record, reason, at)
             control.save_change(change)
-            control.reconcile_terminals(session_id, _now_ms())
+            control.reconcile_terminals(session_id, at)
             return change, repo.get_session(session_id)
 
         change, session = await self._store.write(write, label="close")
-        self._publish_work(change)
-        if session is not None:
-            self._bus.publish(SessionChanged(session))
+        publish_change(self._bus, change, session)
         if self.owner is not None:
             await self.owner.stop_live_work(session_id, reason)
             await self.owner.stop_notifications(session_id)
@@ -403,27 +425,35 @@ class SessionService:
 
     async def _relate(self, session_id: str, parent_id: str | None) -> Receipt:
         if self.owner is not None and self.owner.is_running(session_id):
-            raise WorkActive("invalid_state: the session has active work")
+            raise WorkActive()
+        at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
             session = repo.get_session(session_id)
             if session is None or not session.is_child:
-                raise SessionError(f"{session_id} is not a sub-agent session")
+                raise SessionError(
+                    f"{session_id} is not a sub-agent session",
+                    code=ErrorCode.NOT_FOUND if session is None else ErrorCode.INVALID_STATE,
+                )
             record = control.load_record(session_id)
             assert record is not None
             if any(
                 i.status in (WorkStatus.RUNNING, WorkStatus.AWAITING_APPROVAL) for i in record.items
             ):
-                raise WorkActive("invalid_state: the session has active work")
+                raise WorkActive()
             root_id = session_id
             if parent_id is not None:
                 parent = repo.get_session(parent_id)
                 if parent is None or parent.workspace_id != session.workspace_id:
-                    raise SessionError(f"no session {parent_id} in the same workspace")
+                    raise SessionError(
+                        f"no session {parent_id} in the same workspace", code=ErrorCode.NOT_FOUND
+                    )
                 if session_id in (parent_id, *_ancestors(parent)):
-                    raise SessionError("a session cannot be moved under itself")
+                    raise SessionError(
+                        "a session cannot be moved under itself", code=ErrorCode.INVALID_ARGUMENT
+                    )
                 root_id = parent.root_id
-            change = reducers.relationship_changed(record, parent_id, _now_ms())
+            change = reducers.relationship_changed(record, parent_id, at)
             repo.set_parent(session_id, parent_id, root_id)
             control.save_change(change)
             return change, repo.get_session(session_id)
@@ -444,7 +474,7 @@ class SessionService:
         def read() -> EventPage:
             record = control.load_record(session_id)
             if record is None:
-                raise SessionError(f"no session {session_id}")
+                raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
             after = 0
             if cursor is not None:
                 revision, _, sequence = cursor.partition(":")
@@ -488,10 +518,6 @@ class SessionService:
     async def items(self, session_id: str, limit: int = 200) -> list[WorkItem]:
         return await self._store.read(lambda: control.list_items(session_id, limit))
 
-    def _publish_work(self, change: Change | None) -> None:
-        if change is not None:
-            self._bus.publish(WorkChanged(change.record.session_id, change.items, change.events))
-
 
 def _ancestors(session: Session) -> list[str]:
     """Ids of the sessions above ``session`` (inside a store job)."""
@@ -517,7 +543,3 @@ def _title_from(message: str | None) -> str:
         return ""
     line = message.strip().splitlines()[0] if message.strip() else ""
     return line if len(line) <= 60 else line[:59] + "…"
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -1,4 +1,4 @@
-"""Types shared by the session owner and its item execution."""
+"""Types shared by the session owner and its item execution: slots, results and verdicts."""
 
 from __future__ import annotations
 
@@ -13,11 +13,25 @@ from fxdesk.domain.model import Session
 from fxdesk.domain.notifications import NotificationPolicy
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.cancel import CancelToken
+from fxdesk.engine.errors import SessionNotActive, SessionNotFound, WorkActive
 from fxdesk.engine.providers import Resolved
 from fxdesk.providers.base import ProviderError
 
+__all__ = [
+    "COMPLETION_CACHE",
+    "Admission",
+    "Admitted",
+    "Drain",
+    "ItemOutcome",
+    "Result",
+    "SessionNotActive",
+    "SessionNotFound",
+    "Slot",
+    "StartResult",
+    "WorkActive",
+]
+
 COMPLETION_CACHE = 64
-MORE_WORK = "more_work"
 
 
 class StartResult(enum.StrEnum):
@@ -42,16 +56,33 @@ class Result(enum.StrEnum):
     OWNER_STOPPED = "owner_stopped"
 
 
-class SessionNotActive(LookupError):
-    """``join`` on a session with no running slot and no cached result."""
+class Admission(enum.StrEnum):
+    """What the admission transaction found when it looked at the queue's head again."""
+
+    ADMITTED = "admitted"  # the item is running now
+    MOVED = "moved"  # another item is the head now: look again
+    GONE = "gone"  # the session's record is gone
+    FAILED = "failed"  # the item could not be admitted and is failed durably
 
 
-class SessionNotFound(LookupError):
-    pass
+class Drain(enum.StrEnum):
+    """Whether a slot's drain loop runs another item after this one."""
+
+    CONTINUE = "continue"
+    STOP = "stop"
 
 
-class WorkActive(RuntimeError):
-    """Refused: the session has active work (detach, reparent)."""
+@dataclass(frozen=True)
+class ItemOutcome:
+    """What running one item came to: the slot's result, or more of its queue to run."""
+
+    result: Result
+    drain: Drain = Drain.STOP
+
+    @classmethod
+    def more_work(cls) -> ItemOutcome:
+        """The item finished and the queue holds more runnable work."""
+        return cls(Result.IDLE, Drain.CONTINUE)
 
 
 @dataclass(eq=False)

@@ -41,8 +41,9 @@ from fxdesk.domain.permissions import Verdict
 from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
-from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, WorkChanged
+from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
+from fxdesk.engine.timers import Clock, SystemClock
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -118,10 +119,12 @@ class TurnRunner:
         max_history_turns: int = 8,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         permissions: PermissionService | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.store = store
         self.tools = tools
         self.bus = bus
+        self.clock = clock or SystemClock()  # stamps history rows and deliveries
         # None: no permission checks (engine tests that are about something else); tools then
         # stay inside the workspace whatever they are asked.
         self.permissions = permissions
@@ -269,6 +272,7 @@ class _Turn:
     async def _take_steers(self) -> None:
         """Deliver waiting steer messages into this turn, in one transaction each batch."""
         session_id, work_id, step = self.rt.session.id, self.rt.item.id, self.step
+        now = self.runner.clock.now_ms()
 
         def write() -> tuple[list[HistoryEntry], list[Change]]:
             record = control.load_record(session_id)
@@ -288,14 +292,14 @@ class _Turn:
                     step=step,
                     content=i.content,
                     data={"steer": True, "steer_id": i.id},
-                    created_at_ms=_now_ms(),
+                    created_at_ms=now,
                 )
                 for i in steers
             ]
             stored = history.append_history(session_id, rows) if rows else []
             changes = []
             for i in steers:
-                change = consume_steer(record, i.id, work_id, _now_ms())
+                change = consume_steer(record, i.id, work_id, now)
                 if change is not None:
                     control.save_change(change)
                     record = change.record
@@ -312,7 +316,7 @@ class _Turn:
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
         for change in changes:
-            self.runner.bus.publish(WorkChanged(session_id, change.items, change.events))
+            publish_change(self.runner.bus, change)
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -472,7 +476,7 @@ class _Turn:
         ctx = ToolContext(
             self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id, outside_ok
         )
-        began = time.monotonic()
+        began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
         if call.name not in self.rt.snapshot.tool_names:
             result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
         else:
@@ -543,7 +547,7 @@ class _Turn:
             kind=DeliveryKind.TOOL_ACTIVITY,
             payload={"tool": call.name, "phase": phase.value, "call_id": call.id},
             work_id=self.rt.item.id,
-            created_at_ms=_now_ms(),
+            created_at_ms=self.runner.clock.now_ms(),
         )
 
     # --- persistence -------------------------------------------------------------------------
@@ -555,7 +559,7 @@ class _Turn:
             kind=kind,
             work_id=self.rt.item.id,
             step=self.step,
-            created_at_ms=_now_ms(),
+            created_at_ms=self.runner.clock.now_ms(),
             **fields,  # type: ignore[arg-type]
         )
 
@@ -591,7 +595,3 @@ class _Turn:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
         if added and delivery is not None:
             self.runner.bus.publish(DeliveryAdded(delivery))
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000

@@ -5,14 +5,14 @@ from __future__ import annotations
 import asyncio
 import enum
 
+from fxdesk.engine.errors import OwnerClosed
+
+__all__ = ["OwnerClosed", "SessionWaiter", "WaitResult", "WaiterRegistry"]
+
 
 class WaitResult(enum.StrEnum):
     SIGNALED = "signaled"
     TIMED_OUT = "timed_out"
-
-
-class OwnerClosed(RuntimeError):
-    """The session owner is shut down."""
 
 
 class SessionWaiter:

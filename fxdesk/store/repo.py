@@ -33,6 +33,8 @@ from fxdesk.store.schema import (
 
 
 def now_ms() -> int:
+    """The wall clock, for rows the store stamps itself (settings, profiles). The engine
+    passes its injected clock's time instead wherever it has one."""
     return time.time_ns() // 1_000_000
 
 
@@ -313,7 +315,14 @@ def get_operation(operation_id: str) -> tuple[str, str, Receipt] | None:
     return row.actor_id, row.command_hash, receipt
 
 
-def save_operation(operation_id: str, actor_id: str, command_hash: str, receipt: Receipt) -> None:
+def save_operation(
+    operation_id: str,
+    actor_id: str,
+    command_hash: str,
+    receipt: Receipt,
+    at_ms: int | None = None,
+) -> None:
+    """Record an idempotent operation's receipt; ``at_ms`` is the engine clock's time."""
     OperationRow.create(
         id=operation_id,
         actor_id=actor_id,
@@ -323,7 +332,7 @@ def save_operation(operation_id: str, actor_id: str, command_hash: str, receipt:
         event_sequence=receipt.event_sequence,
         fingerprint=receipt.fingerprint,
         command_hash=command_hash,
-        created_at_ms=now_ms(),
+        created_at_ms=now_ms() if at_ms is None else at_ms,
     )
 
 

@@ -73,7 +73,9 @@ class Engine:
         scripted = ScriptedProvider(list(steps))
         tools = tools or ToolRegistry(basic_tools())
         service = PermissionService(store, bus, clock or SystemClock()) if permissions else None
-        runner = TurnRunner(store, tools, bus, max_iterations=max_iterations, permissions=service)
+        runner = TurnRunner(
+            store, tools, bus, max_iterations=max_iterations, permissions=service, clock=clock
+        )
         scheduler = NotificationScheduler(clock, StorePoller(store, bus)) if clock else None
         owner = SessionOwner(
             store,

@@ -16,7 +16,6 @@ import pytest
 
 from fxdesk.domain.model import WorkStatus
 from fxdesk.engine.owner import Result
-from fxdesk.engine.providers import FixedResolver
 from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store.faults import Fault
@@ -47,9 +46,7 @@ class Reactive(Provider):
 
 
 async def _engine(root: Path, provider: Reactive) -> Engine:
-    engine = await Engine.create(root)
-    engine.owner.providers = FixedResolver(provider)
-    return engine
+    return await Engine.create(root, provider=provider)
 
 
 @pytest.mark.parametrize("kind", [Fault.DEFINITE, Fault.INDETERMINATE])

@@ -18,6 +18,7 @@ from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus
 from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, SessionState, WorkStatus
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
+from fxdesk.engine.errors import ErrorCode
 from fxdesk.engine.owner import Result
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.store import approvals as approvals_store
@@ -391,11 +392,13 @@ async def test_scenario_37_a_waiting_approval_blocks_relationship_changes_and_re
         engine.owner.start(child.id)
         (approval,) = await pending(engine)
         assert (await engine.session(child.id)).state == SessionState.AWAITING_APPROVAL
-        with pytest.raises(WorkActive, match="invalid_state"):
+        with pytest.raises(WorkActive) as refused:
             await engine.sessions.detach(child.id)
+        assert refused.value.code == ErrorCode.INVALID_STATE
         answered = await service(engine).resolve(approval.id, Choice.ONCE)
-        with pytest.raises(WorkActive, match="invalid_state"):
+        with pytest.raises(WorkActive) as refused:
             await engine.sessions.reparent(child.id, other.id)
+        assert refused.value.code == ErrorCode.INVALID_STATE
         assert answered.status == ApprovalStatus.ALLOWED_ONCE
         assert await asyncio.wait_for(engine.owner.join(child.id), 20) == Result.COMPLETED
         with pytest.raises(ApprovalNotPending):

@@ -18,6 +18,7 @@ from fxdesk.domain.live import (
 )
 from fxdesk.domain.model import PermissionMode, SessionMode, SessionState, WorkStatus
 from fxdesk.engine.authority import HostAuthority
+from fxdesk.engine.errors import ErrorCode
 from fxdesk.engine.owner import Result, SessionNotActive, StartResult
 from fxdesk.engine.waiters import OwnerClosed, WaitResult
 from fxdesk.providers.scripted import Fault, Reply
@@ -580,8 +581,9 @@ async def test_scenario_55_an_unauthorized_close_changes_nothing(tmp_path: Path)
         detached = await engine.sessions.detach(child.id)
         assert detached.code == "relationship_changed"
         before = await engine.session(child.id)
-        with pytest.raises(SessionError, match="child_unavailable"):
+        with pytest.raises(SessionError) as refused:
             await engine.sessions.close(child.id, actor_id=root.id)
+        assert refused.value.code == ErrorCode.CHILD_UNAVAILABLE
         after = await engine.session(child.id)
         assert after.generation == before.generation and after.parent_id is None
         assert after.state == SessionState.IDLE
@@ -599,10 +601,12 @@ async def test_detach_and_reparent_are_refused_while_work_is_active(tmp_path: Pa
         other = await engine.child(root)
         child = await engine.child(root, "busy")
         await engine.start_blocked(child.id)
-        with pytest.raises(WorkActive, match="invalid_state"):
+        with pytest.raises(WorkActive) as refused:
             await engine.sessions.detach(child.id)
-        with pytest.raises(WorkActive, match="invalid_state"):
+        assert refused.value.code == ErrorCode.INVALID_STATE
+        with pytest.raises(WorkActive) as refused:
             await engine.sessions.reparent(child.id, other.id)
+        assert refused.value.code == ErrorCode.INVALID_STATE
         engine.provider.release()
         await engine.owner.join(child.id)
         await engine.sessions.reparent(child.id, other.id)
