@@ -14,15 +14,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.clock import SystemClock
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.facade import Engine
-from fxdesk.engine.notifier import StorePoller
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import ProfileResolver, ProviderResolver
+from fxdesk.engine.report_poller import ReportPoller
+from fxdesk.engine.report_scheduler import ReportScheduler
 from fxdesk.engine.sessions import SessionService
-from fxdesk.engine.timers import NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.logs import CrashLog
 from fxdesk.paths import DataPaths
@@ -155,7 +156,7 @@ class App:
         runner = TurnRunner(
             store, self.tools, self.bus, permissions=self.permissions, clock=self.clock
         )
-        scheduler = NotificationScheduler(self.clock, StorePoller(store, self.bus))
+        scheduler = ReportScheduler(self.clock, ReportPoller(store, self.bus))
         self.instance_lock = InstanceLock(self.paths.locks)
         alone = self.instance_lock.hold_shared()
         owner = SessionOwner(

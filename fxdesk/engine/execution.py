@@ -1,7 +1,7 @@
 """Running one work item: the session owner's "run one" step (spec child-sessions §3.9).
 
 Take the session lock (busy elsewhere → ``external_busy``), admit the FIFO head in one
-transaction (admission snapshot, notification policy and the turn's first history row with it),
+transaction (admission snapshot, report policy and the turn's first history row with it),
 run the turn, then apply its outcome, where a committed cancel always wins.
 
 The owner builds one ``ItemRunner`` and hands it every collaborator it needs; the runner knows
@@ -21,15 +21,16 @@ from fxdesk.domain import work as reducers
 from fxdesk.domain.authority import AdmissionSnapshot, snapshot_mismatch
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session, SessionMode, SessionState, WorkStatus
-from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, CompletionDecision, WorkOutcome
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.busy import BusyTracker
+from fxdesk.engine.clock import Clock
 from fxdesk.engine.events import HistoryAppended, publish_change
 from fxdesk.engine.providers import ProviderResolver, Resolved
+from fxdesk.engine.report_scheduler import ReportScheduler
 from fxdesk.engine.slots import Admission, Admitted, ItemOutcome, Result, Slot
-from fxdesk.engine.timers import Clock, NotificationScheduler
 from fxdesk.engine.turn import TurnEnd, TurnOutcome, TurnRunner, TurnRuntime
 from fxdesk.engine.workspaces import WorkspacePaths
 from fxdesk.providers.base import ProviderError
@@ -61,7 +62,7 @@ class ItemRunner:
         providers: Finds the provider and profile of a session's next turn.
         runner: Runs the admitted item's turn.
         authority: Captures the admission snapshot (tools, model, permission mode).
-        scheduler: Gets the first notification check of each admitted item.
+        scheduler: Gets the first report check of each admitted item.
         clock: The time of admissions and completions.
         busy: Records sessions whose lock another process holds.
         workspaces: The folder each session's turn runs in.
@@ -78,7 +79,7 @@ class ItemRunner:
         providers: ProviderResolver,
         runner: TurnRunner,
         authority: HostAuthority,
-        scheduler: NotificationScheduler,
+        scheduler: ReportScheduler,
         clock: Clock,
         busy: BusyTracker,
         workspaces: WorkspacePaths,
@@ -203,7 +204,7 @@ class ItemRunner:
         except Exception as exc:
             log.warning("session %s: capture failed: %s", session_id, exc)
             snapshot, problem = None, f"capture failed: {exc}"
-        policy = NotificationPolicy.from_data(session.config.get("notifications"))
+        policy = ReportPolicy.from_data(session.config.get("notifications"))
         workspace = await self.workspaces.get(session.workspace_id)
         now = self.clock.now_ms()
 

@@ -31,13 +31,14 @@ from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.busy import BusyTracker
 from fxdesk.engine.cancel import CancelToken
+from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import OwnerClosed, SessionNotActive, SessionNotFound, WorkActive
 from fxdesk.engine.events import RecoveryReport, publish_change
 from fxdesk.engine.execution import ItemRunner
 from fxdesk.engine.providers import ProviderResolver
 from fxdesk.engine.recovery import recover_sessions
+from fxdesk.engine.report_scheduler import ReportScheduler
 from fxdesk.engine.slots import COMPLETION_CACHE, Drain, Result, Slot, StartResult
-from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.engine.waiters import SessionWaiter, WaiterRegistry
 from fxdesk.engine.workspaces import WorkspacePaths
@@ -82,7 +83,7 @@ class SessionOwner:
         runner: TurnRunner,
         authority: HostAuthority | None = None,
         lock_deadline_s: float = 0.0,
-        scheduler: NotificationScheduler | None = None,
+        scheduler: ReportScheduler | None = None,
         clock: Clock | None = None,
     ) -> None:
         # Fixed at construction: the item runner below is handed these same objects.
@@ -93,7 +94,7 @@ class SessionOwner:
         self.runner = runner
         self.authority = authority or HostAuthority(tool_names=tuple(runner.tools.names))
         self.lock_deadline_s = lock_deadline_s
-        self.scheduler = scheduler or NotificationScheduler(None, None)
+        self.scheduler = scheduler or ReportScheduler(None, None)
         self.clock = clock or (scheduler.clock if scheduler and scheduler.clock else SystemClock())
         self.closed = False
         self._slots: dict[str, Slot] = {}
@@ -258,7 +259,7 @@ class SessionOwner:
         self.waiters.signal(session_id)
         self.scheduler.wake(session_id)
 
-    async def stop_notifications(self, session_id: str) -> None:
+    async def stop_reports(self, session_id: str) -> None:
         """After a close or detach: stop the session's policies durably, then drop their
         schedules; if that cannot be saved, wake them so the next poll stops them."""
         now = self.clock.now_ms()
@@ -267,7 +268,7 @@ class SessionOwner:
                 lambda: control.stop_policies(session_id, now), label="stop_policies"
             )
         except StoreError as exc:
-            log.warning("session %s: notification cleanup deferred: %s", session_id, exc)
+            log.warning("session %s: report cleanup deferred: %s", session_id, exc)
             self.scheduler.wake(session_id)
             return
         self.scheduler.remove_session(session_id)

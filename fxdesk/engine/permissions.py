@@ -47,8 +47,8 @@ from fxdesk.domain.permissions import (
 )
 from fxdesk.domain.work import Change, WaitTransition
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.clock import Clock
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
-from fxdesk.engine.timers import Clock
 from fxdesk.store import Store, approvals, control, repo
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
 from fxdesk.tools.workspace import is_inside, resolve_path

@@ -27,9 +27,10 @@ from fxdesk.domain.model import (
     Workspace,
     WorkStatus,
 )
-from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import (
     ErrorCode,
     InvalidWorkspace,
@@ -39,7 +40,6 @@ from fxdesk.engine.errors import (
 )
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkspaceAdded, publish_change
 from fxdesk.engine.owner import SessionOwner
-from fxdesk.engine.timers import Clock, SystemClock
 from fxdesk.store import Store, control, history, repo
 
 __all__ = [
@@ -201,15 +201,15 @@ class SessionService:
         profile: str | None = None,
         model: str | None = None,
         effort: str | None = None,
-        notifications: NotificationPolicy | None = None,
+        reports: ReportPolicy | None = None,
         config: dict[str, Any] | None = None,
     ) -> Session:
         """Create a child session under ``parent_id`` with its first message, in one
         transaction. The default permission mode of a child is ``yolo`` (spec §2.3)."""
         session_id = new_id()
         settings = dict(config or {})
-        if notifications is not None:
-            settings["notifications"] = json.loads(notifications.to_json())
+        if reports is not None:  # stored under its spec name, "notifications"
+            settings["notifications"] = json.loads(reports.to_json())
         at = self._clock.now_ms()
 
         def write() -> tuple[Session, Change | None]:
@@ -412,7 +412,7 @@ class SessionService:
         publish_change(self._bus, change, session)
         if self.owner is not None:
             await self.owner.stop_live_work(session_id, reason)
-            await self.owner.stop_notifications(session_id)
+            await self.owner.stop_reports(session_id)
         return _receipt("lifecycle_changed", change)
 
     async def detach(self, session_id: str) -> Receipt:
@@ -462,7 +462,7 @@ class SessionService:
         if session is not None:
             self._bus.publish(SessionChanged(session))
         if parent_id is None and self.owner is not None:
-            await self.owner.stop_notifications(session_id)
+            await self.owner.stop_reports(session_id)
         return _receipt("relationship_changed", change)
 
     async def inspect(

@@ -10,7 +10,7 @@ from pathlib import Path
 from fxdesk.domain.authority import AdmissionSnapshot
 from fxdesk.domain.live import LivePresentation
 from fxdesk.domain.model import Session
-from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.errors import SessionNotActive, SessionNotFound, WorkActive
@@ -106,6 +106,6 @@ class Admitted:
     session: Session
     item: WorkItem
     snapshot: AdmissionSnapshot
-    policy: NotificationPolicy
+    policy: ReportPolicy
     workspace: Path
     resolved: Resolved | ProviderError

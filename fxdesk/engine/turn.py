@@ -41,9 +41,9 @@ from fxdesk.domain.permissions import Verdict
 from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
+from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
-from fxdesk.engine.timers import Clock, SystemClock
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,

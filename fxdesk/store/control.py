@@ -1,4 +1,4 @@
-"""The engine's durable state: work queues, control events, deliveries and notification policies.
+"""The engine's durable state: work queues, control events, deliveries and report policies.
 
 Plain SQL on the hot paths (each call here runs inside a store job: ``await store.write(...)``),
 mapped to and from the domain's frozen types. Reducers decide; these functions load and save.
@@ -12,7 +12,7 @@ from typing import Any
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
 from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
-from fxdesk.domain.notifications import NotificationPolicy
+from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
 from fxdesk.store.schema import database_proxy as db
 
@@ -271,14 +271,12 @@ def deliveries(
     ]
 
 
-def session_root_and_policy(session_id: str) -> tuple[str, NotificationPolicy]:
+def session_root_and_policy(session_id: str) -> tuple[str, ReportPolicy]:
     row = db.execute_sql(
         "SELECT root_id, config_json FROM session WHERE id = ?", (session_id,)
     ).fetchone()
     config = json.loads(row[1] or "{}") if row else {}
-    return (row[0] if row else session_id), NotificationPolicy.from_data(
-        config.get("notifications")
-    )
+    return (row[0] if row else session_id), ReportPolicy.from_data(config.get("notifications"))
 
 
 def terminal_delivery(item: WorkItem, root_id: str, at_ms: int) -> Delivery:
@@ -316,7 +314,7 @@ def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None 
     written = 0
     for row in db.execute_sql(sql, params).fetchall():
         item = _item(row[:10])
-        policy = NotificationPolicy.from_json(row[10]) if row[10] else default_policy
+        policy = ReportPolicy.from_json(row[10]) if row[10] else default_policy
         if policy.wants_terminal(item.status) and append_delivery(
             terminal_delivery(item, root_id, at_ms)
         ):
@@ -331,10 +329,10 @@ def capture_policy(
     session_id: str,
     work_id: str,
     admission_json: str,
-    policy: NotificationPolicy,
+    policy: ReportPolicy,
     at_ms: int,
 ) -> int | None:
-    """Freeze the admission snapshot and the notification policy of an admitted item.
+    """Freeze the admission snapshot and the report policy of an admitted item.
 
     Returns the first interval check time, if the policy reports at intervals. A resumed item
     keeps its first policy (and its start time).
@@ -388,7 +386,7 @@ def events(session_id: str, after_sequence: int = 0, limit: int = 50) -> list[Co
     ]
 
 
-def policy_state(work_id: str) -> tuple[NotificationPolicy, int, int | None, bool] | None:
+def policy_state(work_id: str) -> tuple[ReportPolicy, int, int | None, bool] | None:
     """(policy, started at, next due, stopped) of a work item's captured policy."""
     row = db.execute_sql(
         "SELECT policy_json, started_at_ms, next_due_ms, stopped_at_ms FROM work_policy "
@@ -397,7 +395,7 @@ def policy_state(work_id: str) -> tuple[NotificationPolicy, int, int | None, boo
     ).fetchone()
     if row is None:
         return None
-    return NotificationPolicy.from_json(row[0]), row[1], row[2], row[3] is not None
+    return ReportPolicy.from_json(row[0]), row[1], row[2], row[3] is not None
 
 
 def set_policy_due(work_id: str, next_due_ms: int | None) -> None:

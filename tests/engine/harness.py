@@ -12,12 +12,13 @@ from fxdesk.domain.model import PermissionMode, Session, SessionMode
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.notifier import StorePoller
+from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.providers import FixedResolver
+from fxdesk.engine.report_poller import ReportPoller
+from fxdesk.engine.report_scheduler import ReportScheduler
 from fxdesk.engine.sessions import SessionService
-from fxdesk.engine.timers import Clock, NotificationScheduler, SystemClock
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.providers.base import Provider
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
@@ -76,7 +77,7 @@ class Engine:
         runner = TurnRunner(
             store, tools, bus, max_iterations=max_iterations, permissions=service, clock=clock
         )
-        scheduler = NotificationScheduler(clock, StorePoller(store, bus)) if clock else None
+        scheduler = ReportScheduler(clock, ReportPoller(store, bus)) if clock else None
         owner = SessionOwner(
             store,
             bus,

@@ -9,6 +9,7 @@ import pytest
 
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.busy import BusyTracker
+from fxdesk.engine.clock import FakeClock
 from fxdesk.engine.errors import (
     EngineError,
     ErrorCode,
@@ -23,7 +24,6 @@ from fxdesk.engine.errors import (
 from fxdesk.engine.events import BusyElsewhere, SessionChanged, WorkChanged, publish_change
 from fxdesk.engine.owner import Result
 from fxdesk.engine.slots import Drain, ItemOutcome
-from fxdesk.engine.timers import FakeClock
 from fxdesk.store import history
 from tests.engine.harness import Engine, say
 

@@ -24,9 +24,9 @@ from fxdesk import notify
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.clock import SystemClock
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
-from fxdesk.engine.timers import SystemClock
 from fxdesk.gui.approval_dialog import NOT_PENDING, ApprovalDialog, fixed_font
 from fxdesk.gui.approvals_dock import (
     COL_AGE,

@@ -1,6 +1,6 @@
 """Timed progress and terminal reports, without any model call (spec child-sessions §7.1).
 
-``NotificationScheduler`` keeps one check time per (session, work item). A supervisor task sleeps
+``ReportScheduler`` keeps one check time per (session, work item). A supervisor task sleeps
 until the earliest one (or until woken by a change), then polls every due pair through a
 ``Poller``; the poller decides what to report and returns when to look again. The clock is
 injectable so tests drive time exactly.
@@ -13,37 +13,15 @@ import asyncio
 import contextlib
 import enum
 import logging
-import time
 from dataclasses import dataclass
 
+from fxdesk.engine.clock import Clock
 from fxdesk.store import StoreError
 
 log = logging.getLogger(__name__)
 
 RETRY_DELAY_MS = 25
 MAX_TIME_MS = 2**63 - 1
-
-
-class Clock(abc.ABC):
-    @abc.abstractmethod
-    def now_ms(self) -> int: ...
-
-
-class SystemClock(Clock):
-    def now_ms(self) -> int:
-        return time.time_ns() // 1_000_000
-
-
-class FakeClock(Clock):
-    """Time that moves only when a test says so; records every reading."""
-
-    def __init__(self, now_ms: int = 0) -> None:
-        self.now = now_ms
-        self.readings = 0
-
-    def now_ms(self) -> int:
-        self.readings += 1
-        return self.now
 
 
 class PollKind(enum.StrEnum):
@@ -85,7 +63,7 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, RetryablePollError | StoreError)
 
 
-class NotificationScheduler:
+class ReportScheduler:
     """Schedules keyed by (session, work); the supervisor polls the due ones."""
 
     def __init__(self, clock: Clock | None, poller: Poller | None) -> None:
@@ -150,7 +128,7 @@ class NotificationScheduler:
                     report.retryable_failures += 1
                     self._schedules[key] = min(now + RETRY_DELAY_MS, MAX_TIME_MS)
                 else:
-                    log.warning("notification poll of %s stopped: %s", work_id, exc)
+                    log.warning("report poll of %s stopped: %s", work_id, exc)
                     self._schedules.pop(key, None)
                     report.stopped += 1
                 continue
@@ -173,7 +151,7 @@ class NotificationScheduler:
     def start(self) -> None:
         if self.enabled and self._supervisor is None and not self.closed:
             self._supervisor = asyncio.get_running_loop().create_task(
-                self._run(), name="notification-supervisor"
+                self._run(), name="report-supervisor"
             )
 
     async def _run(self) -> None:

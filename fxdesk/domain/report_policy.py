@@ -1,4 +1,7 @@
-"""Per-work notification policies (spec child-sessions §2.4, §7.1), as pure values.
+"""Per-work report policies (the spec's "notification policies", child-sessions §2.4, §7.1).
+
+Reports are what a child tells its parent about its work: progress at intervals and its outcome.
+They are not desktop notifications (``gui/desktop``) nor messages to the person (``messages``).
 
 A policy says which terminal outcomes produce a delivery, and whether interval progress reports
 run (every ``report_interval_ms``, for at most ``report_duration_ms``). It is captured for each
@@ -22,7 +25,7 @@ class InvalidPolicy(ValueError):
 
 
 @dataclass(frozen=True)
-class NotificationPolicy:
+class ReportPolicy:
     on_completed: bool = True
     on_failed: bool = True
     on_cancelled: bool = True
@@ -70,7 +73,7 @@ class NotificationPolicy:
         )
 
     @classmethod
-    def from_data(cls, data: dict[str, Any] | None) -> NotificationPolicy:
+    def from_data(cls, data: dict[str, Any] | None) -> ReportPolicy:
         if not data:
             return cls()
         terminal = data.get("terminal", {})
@@ -84,5 +87,5 @@ class NotificationPolicy:
         )
 
     @classmethod
-    def from_json(cls, text: str | None) -> NotificationPolicy:
+    def from_json(cls, text: str | None) -> ReportPolicy:
         return cls.from_data(json.loads(text) if text else None)

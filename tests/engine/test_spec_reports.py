@@ -1,4 +1,4 @@
-"""Spec child-sessions scenarios 6–18: notification schedules, polls and the supervisor."""
+"""Spec child-sessions scenarios 6–18: report schedules, polls and the supervisor."""
 
 from __future__ import annotations
 
@@ -8,15 +8,10 @@ from pathlib import Path
 import pytest
 
 from fxdesk.domain.model import SessionMode, SessionState, WorkStatus
-from fxdesk.domain.notifications import DURATION_ELAPSED, TERMINAL, NotificationPolicy
+from fxdesk.domain.report_policy import DURATION_ELAPSED, TERMINAL, ReportPolicy
+from fxdesk.engine.clock import FakeClock
 from fxdesk.engine.owner import Result
-from fxdesk.engine.timers import (
-    FakeClock,
-    NotificationScheduler,
-    Poller,
-    PollKind,
-    PollOutcome,
-)
+from fxdesk.engine.report_scheduler import Poller, PollKind, PollOutcome, ReportScheduler
 from fxdesk.store import control
 from fxdesk.store.errors import DatabaseLockedError
 from fxdesk.store.faults import Fault
@@ -45,7 +40,7 @@ class FakePoller(Poller):
 
 
 def test_scenario_6_schedule_identity_is_exact() -> None:
-    scheduler = NotificationScheduler(FakeClock(), FakePoller(PollOutcome(PollKind.INACTIVE)))
+    scheduler = ReportScheduler(FakeClock(), FakePoller(PollOutcome(PollKind.INACTIVE)))
     scheduler.register("child", "work-a", 100)
     scheduler.register("child", "work-b", 200)
     scheduler.register("child", "work-a", 150)  # overwrites; not the minimum
@@ -53,20 +48,18 @@ def test_scenario_6_schedule_identity_is_exact() -> None:
 
 
 def test_schedules_need_a_clock_and_a_poller() -> None:
-    assert not NotificationScheduler(None, None).register("c", "w", 1)
-    assert not NotificationScheduler(FakeClock(), None).register("c", "w", 1)
+    assert not ReportScheduler(None, None).register("c", "w", 1)
+    assert not ReportScheduler(FakeClock(), None).register("c", "w", 1)
 
 
-async def _running_child(
-    engine: Engine, policy: NotificationPolicy, *messages: str
-) -> tuple[str, str]:
+async def _running_child(engine: Engine, policy: ReportPolicy, *messages: str) -> tuple[str, str]:
     root = await engine.root_session()
     child = await engine.sessions.create_child(
         root.id,
         name="reporter",
         mode=SessionMode.ONE_OFF,
         first_message=messages[0],
-        notifications=policy,
+        reports=policy,
     )
     for message in messages[1:]:
         await engine.sessions.send(child.id, message, source_id=root.id)
@@ -84,7 +77,7 @@ async def test_scenario_7_duration_only_policy_reports_cancelled_until_it_ends(
 ) -> None:
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x")], clock=clock)
-    policy = NotificationPolicy(
+    policy = ReportPolicy(
         on_completed=False,
         on_failed=False,
         on_cancelled=False,
@@ -117,7 +110,7 @@ async def test_scenario_8_terminal_stop_removes_the_schedule_after_compaction(
 ) -> None:
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x")], clock=clock)
-    policy = NotificationPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
+    policy = ReportPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
     try:
         child, work = await _running_child(engine, policy, "task")
         clock.now = 10
@@ -137,7 +130,7 @@ async def test_scenario_9_poll_survives_contention_and_an_indeterminate_compacti
 ) -> None:
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x")], clock=clock)
-    policy = NotificationPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
+    policy = ReportPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
     try:
         child, work = await _running_child(engine, policy, "task")
         clock.now = 10
@@ -165,7 +158,7 @@ async def test_scenario_10_sequential_work_policies_coexist(tmp_path: Path) -> N
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("a"), say("b")], clock=clock)
     hour = 3_600_000
-    policy = NotificationPolicy(
+    policy = ReportPolicy(
         report_interval_ms=hour,
         report_duration_ms=2 * hour,
         stop_conditions=frozenset({DURATION_ELAPSED}),
@@ -177,7 +170,7 @@ async def test_scenario_10_sequential_work_policies_coexist(tmp_path: Path) -> N
             name="c",
             mode=SessionMode.PERSISTENT,
             first_message="work-a",
-            notifications=policy,
+            reports=policy,
         )
         await engine.sessions.send(child.id, "work-b", source_id=root.id)
         assert await engine.run(child.id) == Result.IDLE
@@ -192,7 +185,7 @@ async def test_scenario_11_close_and_detach_stop_timers_before_dropping_them(
 ) -> None:
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x"), say("y")], clock=clock)
-    policy = NotificationPolicy(
+    policy = ReportPolicy(
         on_completed=False,
         on_failed=False,
         on_cancelled=False,
@@ -203,10 +196,10 @@ async def test_scenario_11_close_and_detach_stop_timers_before_dropping_them(
     try:
         root = await engine.root_session()
         one = await engine.sessions.create_child(
-            root.id, name="one", first_message="a", notifications=policy
+            root.id, name="one", first_message="a", reports=policy
         )
         two = await engine.sessions.create_child(
-            root.id, name="two", first_message="b", notifications=policy
+            root.id, name="two", first_message="b", reports=policy
         )
         engine.provider.hold()
         engine.owner.start(one.id)
@@ -249,7 +242,7 @@ def test_scenarios_12_13_18_a_failing_poll_leaves_nothing_behind() -> None:
     stops only that schedule; the others carry on and nothing is left half-registered."""
     clock = FakeClock(100)
     poller = FakePoller(PollOutcome(PollKind.PENDING, 1000))
-    scheduler = NotificationScheduler(clock, poller)
+    scheduler = ReportScheduler(clock, poller)
     scheduler.register("c", "broken", 100)
     scheduler.register("c", "fine", 100)
     poller.fail_next = RuntimeError("a bug")
@@ -262,7 +255,7 @@ async def test_scenario_14_shutdown_racing_a_wake_polls_once() -> None:
     clock = FakeClock(0)
     poller = FakePoller(PollOutcome(PollKind.PENDING, 0))
     poller.block = asyncio.Event()
-    scheduler = NotificationScheduler(clock, poller)
+    scheduler = ReportScheduler(clock, poller)
     scheduler.register("child", "work", 0)
     scheduler.start()
     await asyncio.wait_for(poller.entered.wait(), 5)
@@ -277,7 +270,7 @@ async def test_scenario_14_shutdown_racing_a_wake_polls_once() -> None:
 async def test_scenario_15_exact_fake_time_and_retry_without_the_model(tmp_path: Path) -> None:
     clock = FakeClock(99)
     poller = FakePoller(PollOutcome(PollKind.EMITTED, 200))
-    scheduler = NotificationScheduler(clock, poller)
+    scheduler = ReportScheduler(clock, poller)
     scheduler.register("child", "work", 100)
     report = await scheduler.poll_once()
     assert (report.registered, report.due, len(poller.calls)) == (1, 0, 0)
@@ -297,7 +290,7 @@ async def test_scenario_15_exact_fake_time_and_retry_without_the_model(tmp_path:
 async def test_scenario_16_hundreds_of_schedules_and_idle_owners() -> None:
     clock = FakeClock(100)
     poller = FakePoller(PollOutcome(PollKind.PENDING, 1000))
-    scheduler = NotificationScheduler(clock, poller)
+    scheduler = ReportScheduler(clock, poller)
     for n in range(300):
         scheduler.register("child", f"soon-{n}", 100)
         scheduler.register("child", f"later-{n}", 1000)
@@ -305,7 +298,7 @@ async def test_scenario_16_hundreds_of_schedules_and_idle_owners() -> None:
     assert (report.registered, report.due, len(poller.calls)) == (600, 300, 300)
     assert len(scheduler.schedules()) == 600
     idle_poller = FakePoller(PollOutcome(PollKind.INACTIVE))
-    idle = NotificationScheduler(FakeClock(100), idle_poller)
+    idle = ReportScheduler(FakeClock(100), idle_poller)
     for _ in range(100):
         report = await idle.poll_once()
         assert (report.registered, report.due) == (0, 0)
@@ -314,7 +307,7 @@ async def test_scenario_16_hundreds_of_schedules_and_idle_owners() -> None:
 
 async def test_scenario_17_shutdown_wakes_a_far_future_timer_without_polling() -> None:
     poller = FakePoller(PollOutcome(PollKind.PENDING, 10_000))
-    scheduler = NotificationScheduler(FakeClock(0), poller)
+    scheduler = ReportScheduler(FakeClock(0), poller)
     scheduler.register("child", "work", 10_000)
     scheduler.start()
     await asyncio.sleep(0.01)
@@ -325,7 +318,7 @@ async def test_scenario_17_shutdown_wakes_a_far_future_timer_without_polling() -
 async def test_the_supervisor_polls_when_due(tmp_path: Path) -> None:
     clock = FakeClock(0)
     poller = FakePoller(PollOutcome(PollKind.EMITTED, None))
-    scheduler = NotificationScheduler(clock, poller)
+    scheduler = ReportScheduler(clock, poller)
     scheduler.start()
     scheduler.register("child", "work", 0)
     await asyncio.wait_for(poller.entered.wait(), 5)

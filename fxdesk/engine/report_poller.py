@@ -1,4 +1,4 @@
-"""The durable poller behind the notification scheduler: interval and terminal reports.
+"""The durable poller behind the report scheduler: interval and terminal reports.
 
 Each poll is one transaction: read the work item's captured policy and state, write at most one
 delivery (stable ids: a repeated poll never duplicates it), move the next check, or stop the
@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, interval_id
 from fxdesk.domain.model import SessionState
-from fxdesk.domain.notifications import DURATION_ELAPSED, TERMINAL
+from fxdesk.domain.report_policy import DURATION_ELAPSED, TERMINAL
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import DeliveryAdded
-from fxdesk.engine.timers import Poller, PollKind, PollOutcome
+from fxdesk.engine.report_scheduler import Poller, PollKind, PollOutcome
 from fxdesk.store import Store, control, repo
 
 
-class StorePoller(Poller):
+class ReportPoller(Poller):
     def __init__(self, store: Store, bus: EventBus) -> None:
         self.store = store
         self.bus = bus
