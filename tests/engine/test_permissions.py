@@ -1,7 +1,7 @@
 """Permissions through the whole engine: real store, real tools, scripted model.
 
 Spec child-sessions §6 and scenarios 30, 31, 35, 36, 37, 57, 58 and 59 (by number below); the
-pure decision table lives in tests/unit/test_permissions.py.
+pure decision table lives in tests/domain/test_permissions.py.
 """
 
 from __future__ import annotations

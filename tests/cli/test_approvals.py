@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_engine_cli import Setup
+from tests.cli.test_sessions import Setup
 from tests.helpers import child_env, fxdesk_command, wait_for
 
 MKDIR = {
