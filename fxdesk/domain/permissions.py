@@ -11,6 +11,12 @@ writes and every directory it moves to. Each part is decided on its own; the lin
 part is, asks if any part asks, and runs only when every part is allowed. Deny rules are a guard
 rail, not a sandbox: they match what the line says, also behind common wrappers (`sudo rm` and
 `/bin/rm` match `rm *`), but cannot see what a program does once started.
+
+The domain knows no tool by name except run_command, whose rules are commands. A path rule covers
+the tool it names and every tool with the same access, and a tool that touches nothing is always
+allowed; which tools those are the caller says in ``Request.known`` (built from what each tool
+declares). A request without it knows no other tool: a rule covers only the tool it names (or
+`*`), and no tool is always allowed.
 """
 
 from __future__ import annotations
@@ -29,9 +35,6 @@ from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.shell import CommandAnalysis, SimpleCommand, analyse
 
 RUN_COMMAND = "run_command"
-READ_TOOLS = frozenset({"read_file", "list_dir", "glob", "grep"})
-WRITE_TOOLS = frozenset({"edit_file", "write_file"})
-ALWAYS_ALLOWED = frozenset({"echo"})  # tools that touch nothing outside the conversation
 DIRECTORY_COMMANDS = frozenset({"cd", "pushd", "popd"})  # judged by where they move, not by rule
 
 
@@ -81,12 +84,31 @@ class Target:
 
 
 @dataclass(frozen=True)
+class KnownTools:
+    """The tools the caller knows, by what each declares it touches.
+
+    A path rule for any tool in ``reading`` covers every read (a read tool's path, a `cd` into a
+    folder); one for any tool in ``writing`` covers every write (a write tool's path, a file a
+    command writes). Tools in ``inert`` touch nothing outside the conversation and are always
+    allowed. Empty, the default, means no tool is known: each rule covers only the tool it names.
+    """
+
+    reading: frozenset[str] = frozenset()
+    writing: frozenset[str] = frozenset()
+    inert: frozenset[str] = frozenset()
+
+    def with_access(self, access: Access) -> frozenset[str]:
+        return self.reading if access is Access.READ else self.writing
+
+
+@dataclass(frozen=True)
 class Request:
     tool: str
     workspace: str
     targets: tuple[Target, ...] = ()  # file paths; for run_command the files it writes
     command: CommandAnalysis | None = None  # run_command only
     home: str = ""  # expands ~ in rule patterns
+    known: KnownTools = KnownTools()  # the other tools, so a rule covers those of its access
 
 
 @dataclass(frozen=True)
@@ -109,7 +131,6 @@ _YOLO = "yolo mode allows what no deny rule forbids"
 _COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
 _MODE_ORDER = (PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO)
 _SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
-_TOOLS_FOR = {Access.READ: READ_TOOLS, Access.WRITE: WRITE_TOOLS}
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _WRAPPERS = frozenset(
     {"builtin", "command", "doas", "env", "exec", "nice", "nohup", "sudo", "time", "timeout"}
@@ -326,7 +347,8 @@ class _Judge:
     def target(self, target: Target, tools: frozenset[str]) -> _Part:
         verb = "reads" if target.access is Access.READ else "writes"
         label = f"{verb} {target.path}"
-        rule = self.path_rule(target.path, tools | _TOOLS_FOR[target.access])
+        same_access = self.request.known.with_access(target.access)
+        rule = self.path_rule(target.path, tools | same_access)
         if rule is not None:
             return self.by_rule(label, rule, command=False)
         if self.yolo:
@@ -339,7 +361,7 @@ class _Judge:
 
     def dynamic_write(self, raw: str) -> _Part:
         label = f"writes {raw}"
-        guard = self.first_deny(lambda _: True, {"*", *WRITE_TOOLS})
+        guard = self.first_deny(lambda _: True, {"*", *self.request.known.writing})
         if self.yolo and guard is None:
             return _Part(label, Verdict.ALLOW, _YOLO)
         reason = f"writes to `{raw}`, a path only known when it runs"
@@ -349,7 +371,7 @@ class _Judge:
 
     def directory(self, path: str) -> _Part:
         label = f"cd {path}"
-        rule = self.path_rule(path, frozenset({"*"}) | READ_TOOLS)
+        rule = self.path_rule(path, frozenset({"*"}) | self.request.known.reading)
         if rule is not None:
             return self.by_rule(label, rule, command=False)
         if self.yolo or _inside(path, self.request.workspace):
@@ -376,7 +398,7 @@ class _Judge:
         rule = self.pick(lambda r: r.tool in ("*", name) and r.pattern.strip() in ("*", name))
         if rule is not None:
             return self.by_rule(name, rule, command=False)
-        if name in ALWAYS_ALLOWED:
+        if name in self.request.known.inert:
             return _Part(name, Verdict.ALLOW, f"`{name}` is always allowed")
         if self.yolo:
             return _Part(name, Verdict.ALLOW, _YOLO)

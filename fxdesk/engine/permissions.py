@@ -38,6 +38,7 @@ from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.permissions import (
     Access,
     Decision,
+    KnownTools,
     Match,
     PermissionRule,
     Request,
@@ -99,7 +100,9 @@ class PermissionService:
             tool: The tool's name as the model called it.
             arguments: The call's arguments (JSON text as the model sent it).
             tools: The registry the call will run from: the tool there says what the call
-                touches. A name it does not know is judged as a tool that touches nothing.
+                touches, and what every tool there declares decides which tools a path rule
+                covers (all of the same access) and which are always allowed (those touching
+                nothing). A name it does not know is judged by its name alone: rules and mode.
         """
 
         def read() -> tuple[PermissionMode, list[PermissionRule]]:
@@ -117,7 +120,7 @@ class PermissionService:
 
         effective, rules = await self.store.read(read)
         request, label = await asyncio.to_thread(
-            _request, tools.get(tool), tool, arguments, workspace
+            _request, tools.get(tool), tool, arguments, workspace, _known(tools)
         )
         decision = perms.decide(effective, rules, request)
         outside = any(not t.inside for t in request.targets) or _leaves(request)
@@ -349,29 +352,42 @@ def _arguments(arguments: str) -> Any:
         return arguments
 
 
-def _request(found: Tool | None, tool: str, arguments: str, workspace: Path) -> tuple[Request, str]:
+def _known(tools: ToolRegistry) -> KnownTools:
+    """Every registered tool by its declared access: a path rule for one tool then covers the
+    others that read (or write) too, and the tools that touch nothing are always allowed."""
+
+    def having(access: ToolAccess) -> frozenset[str]:
+        return frozenset(tool.name for tool in tools if tool.facts.access is access)
+
+    return KnownTools(having(ToolAccess.READ), having(ToolAccess.WRITE), having(ToolAccess.NONE))
+
+
+def _request(
+    found: Tool | None, tool: str, arguments: str, workspace: Path, known: KnownTools
+) -> tuple[Request, str]:
     """The pure request for a tool call, and the label the person sees (runs in a thread:
-    resolving paths touches the file system). What it touches is what ``found`` declares."""
+    resolving paths touches the file system). What it touches is what ``found`` declares;
+    ``known`` is what every registered tool declares."""
     root = workspace.resolve()
     home = os.path.expanduser("~")
     args = _arguments(arguments)
     if not isinstance(args, dict):
         args = {}
     facts = found.facts if found is not None else None
-    bare = Request(tool, str(root), home=home), tool  # judged by name: rules and mode only
+    bare = Request(tool, str(root), home=home, known=known), tool  # by name: rules and mode
     if facts is None:
         return bare
     command = facts.command(args)
     if facts.access is ToolAccess.EXECUTE and command is not None:
         analysis = shell.analyse(command, cwd=str(root), home=home)
         writes = tuple(_target(root, path, Access.WRITE) for path in analysis.writes)
-        return Request(tool, str(root), writes, analysis, home), command
+        return Request(tool, str(root), writes, analysis, home, known), command
     raw = facts.path(args)
     access = _TARGET_ACCESS.get(facts.access)
     if access is None or raw is None:
         return bare
     target = _target(root, raw, access)
-    return Request(tool, str(root), (target,), home=home), target.path
+    return Request(tool, str(root), (target,), home=home, known=known), target.path
 
 
 def _target(root: Path, raw: str, access: Access) -> Target:

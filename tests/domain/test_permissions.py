@@ -13,6 +13,7 @@ from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.permissions import (
     Access,
     Decision,
+    KnownTools,
     Match,
     PermissionRule,
     Request,
@@ -31,7 +32,14 @@ WS = "/work/proj"
 HOME = "/home/u"
 ASK, AUTO, YOLO = PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO
 ALLOW, ASKS, DENY = Verdict.ALLOW, Verdict.ASK, Verdict.DENY
-WRITING = ("edit_file", "write_file")
+# Today's tools by the access each declares (tests/tools/test_facts.py holds their own word); the
+# engine builds this from its registry.
+TOOLS = KnownTools(
+    reading=frozenset({"read_file", "list_dir", "glob", "grep"}),
+    writing=frozenset({"edit_file", "write_file"}),
+    inert=frozenset({"echo"}),
+)
+NO_TOOLS = KnownTools()
 
 
 def rule(
@@ -54,18 +62,30 @@ def inside(path: str) -> bool:
     return path == WS or path.startswith(WS + "/")
 
 
-def run(line: str, mode: PermissionMode, rules: tuple[PermissionRule, ...] = ()) -> Decision:
+def run(
+    line: str,
+    mode: PermissionMode,
+    rules: tuple[PermissionRule, ...] = (),
+    *,
+    known: KnownTools = TOOLS,
+) -> Decision:
     """What the engine does for run_command: analyse, resolve writes (lexically here), decide."""
     analysis = analyse(line, cwd=WS, home=HOME)
     targets = tuple(Target(posixpath.normpath(w), Access.WRITE, inside(w)) for w in analysis.writes)
-    return decide(mode, rules, Request("run_command", WS, targets, analysis, home=HOME))
+    return decide(mode, rules, Request("run_command", WS, targets, analysis, HOME, known))
 
 
 def file(
-    tool: str, path: str, mode: PermissionMode, rules: tuple[PermissionRule, ...] = ()
+    tool: str,
+    path: str,
+    mode: PermissionMode,
+    rules: tuple[PermissionRule, ...] = (),
+    *,
+    known: KnownTools = TOOLS,
 ) -> Decision:
-    access = Access.WRITE if tool in WRITING else Access.READ
-    request = Request(tool, WS, (Target(path, access, inside(path)),), home=HOME)
+    # The tool's own access (the engine reads it from the tool), whatever else is known.
+    access = Access.WRITE if tool in TOOLS.writing | known.writing else Access.READ
+    request = Request(tool, WS, (Target(path, access, inside(path)),), home=HOME, known=known)
     return decide(mode, rules, request)
 
 
@@ -399,13 +419,78 @@ def test_tilde_deny_rule_without_a_home_still_guards() -> None:
 
 def test_other_tools() -> None:
     for mode in (ASK, AUTO, YOLO):
-        assert decide(mode, (), Request("echo", WS)).verdict is ALLOW
-    assert decide(AUTO, (), Request("fetch_url", WS)).verdict is ASKS
-    assert decide(YOLO, (), Request("fetch_url", WS)).verdict is ALLOW
+        assert decide(mode, (), Request("echo", WS, known=TOOLS)).verdict is ALLOW
+    assert decide(AUTO, (), Request("fetch_url", WS, known=TOOLS)).verdict is ASKS
+    assert decide(YOLO, (), Request("fetch_url", WS, known=TOOLS)).verdict is ALLOW
     allowed = (rule("fetch_url", tool="fetch_url"),)
-    assert decide(AUTO, allowed, Request("fetch_url", WS)).verdict is ALLOW
+    assert decide(AUTO, allowed, Request("fetch_url", WS, known=TOOLS)).verdict is ALLOW
     denied = (rule("*", DENY, tool="fetch_url"),)
-    assert decide(YOLO, denied, Request("fetch_url", WS)).verdict is DENY
+    assert decide(YOLO, denied, Request("fetch_url", WS, known=TOOLS)).verdict is DENY
+
+
+# --- which tools the caller knows ----------------------------------------------------------------
+
+# Today's tools and three added later: stamp writes a file, peek reads one, note touches nothing.
+STAMP = KnownTools(
+    reading=TOOLS.reading | {"peek"},
+    writing=TOOLS.writing | {"stamp"},
+    inert=TOOLS.inert | {"note"},
+)
+
+
+def test_a_rule_for_a_new_writing_tool_covers_every_write() -> None:
+    rules = (rule("/tmp/*", DENY, tool="stamp"),)
+    assert file("stamp", "/tmp/x", YOLO, rules, known=STAMP).verdict is DENY
+    assert file("edit_file", "/tmp/x", YOLO, rules, known=STAMP).verdict is DENY
+    assert run("make > /tmp/x", YOLO, rules, known=STAMP).verdict is DENY
+    assert run("make > $OUT", YOLO, rules, known=STAMP).verdict is ASKS
+    assert file("read_file", "/tmp/x", YOLO, rules, known=STAMP).verdict is ALLOW
+
+
+@pytest.mark.parametrize("tool", ["*", "stamp", "edit_file"])
+def test_a_new_writing_tool_is_covered_by_the_rules_for_writes(tool: str) -> None:
+    rules = (rule("/home/u/.ssh/*", DENY, tool=tool),)
+    decision = file("stamp", "/home/u/.ssh/id_rsa", YOLO, rules, known=STAMP)
+    assert decision.verdict is DENY
+    assert decision.rule == rules[0]
+
+
+def test_a_rule_for_a_new_reading_tool_covers_cd() -> None:
+    assert run("cd /etc", AUTO, (rule("/etc", tool="peek"),), known=STAMP).verdict is ALLOW
+    assert run("cd /etc", AUTO, (rule("/etc", tool="peek"),)).verdict is ASKS
+
+
+def test_an_edit_file_rule_covers_a_command_s_redirection() -> None:
+    rules = (rule(f"{WS}/build.log", DENY, tool="edit_file"),)
+    denied = run("make > build.log", YOLO, rules)
+    assert denied.verdict is DENY
+    assert denied.reason == (
+        f"writes {WS}/build.log is denied by the session rule edit_file `{WS}/build.log`"
+    )
+
+
+@pytest.mark.parametrize("mode", [ASK, AUTO, YOLO])
+def test_a_tool_that_touches_nothing_is_always_allowed(mode: PermissionMode) -> None:
+    decision = decide(mode, (), Request("note", WS, known=STAMP))
+    assert decision.verdict is ALLOW
+    assert decision.reason == "`note` is always allowed"
+    denied = (rule("*", DENY, tool="note"),)
+    assert decide(mode, denied, Request("note", WS, known=STAMP)).verdict is DENY
+
+
+def test_without_known_tools_a_rule_covers_only_the_tool_it_names() -> None:
+    writes = (rule("/tmp/*", DENY, tool="write_file"),)
+    assert file("write_file", "/tmp/x", YOLO, writes, known=NO_TOOLS).verdict is DENY
+    assert file("edit_file", "/tmp/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
+    assert run("make > /tmp/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
+    assert run("make > $OUT", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
+    reads = (rule("/etc", tool="list_dir"),)
+    assert run("cd /etc", AUTO, reads, known=NO_TOOLS).verdict is ASKS
+    anything = (rule("/tmp/*", DENY, tool="*"),)
+    assert run("make > /tmp/x", YOLO, anything, known=NO_TOOLS).verdict is DENY
+    # No tool is known to touch nothing, so none is always allowed.
+    assert decide(AUTO, (), Request("echo", WS)).verdict is ASKS
+    assert decide(YOLO, (), Request("echo", WS)).verdict is ALLOW
 
 
 # --- helpers -------------------------------------------------------------------------------------

@@ -638,6 +638,13 @@ class ScriptStampTool(StampTool):
     facts = ToolFacts(ToolAccess.EXECUTE, command_argument="target")
 
 
+class NoteTool(StampTool):
+    """A tool added later that touches nothing outside the conversation."""
+
+    name = "note"
+    facts = ToolFacts(ToolAccess.NONE)
+
+
 async def test_the_check_judges_a_tool_by_its_declared_access_and_path_argument(
     tmp_path: Path,
 ) -> None:
@@ -645,7 +652,7 @@ async def test_the_check_judges_a_tool_by_its_declared_access_and_path_argument(
     try:
         s = await engine.session(await session(engine, PermissionMode.ASK))
         root = engine.workspace.resolve()
-        tools = ToolRegistry([StampTool()])
+        tools = ToolRegistry([*all_tools(), StampTool()])
 
         async def check(
             mode: PermissionMode, args: dict[str, str], registry: ToolRegistry
@@ -675,7 +682,7 @@ async def test_the_check_judges_a_tool_by_its_declared_access_and_path_argument(
         assert denied.decision.verdict == Verdict.DENY
 
         # Declared as a read instead, the same call is a read of the same path.
-        reads = ToolRegistry([ReadingStampTool()])
+        reads = ToolRegistry([*all_tools(), ReadingStampTool()])
         read = await check(PermissionMode.ASK, inside, reads)
         assert read.decision.verdict == Verdict.ALLOW
         assert read.detail["targets"] == [str(root / "out.txt")]
@@ -704,5 +711,78 @@ async def test_the_check_reads_an_execute_tool_s_command_argument(tmp_path: Path
         assert checked.label == "echo hi > made.txt"
         assert checked.detail["targets"] == [str(root / "made.txt")]
         assert checked.decision.verdict == Verdict.ASK
+    finally:
+        await engine.close()
+
+
+async def test_path_rules_cover_every_registered_tool_of_the_same_access(tmp_path: Path) -> None:
+    """Which tools a path rule covers comes from what the registered tools declare: a rule for
+    a newly registered writing tool, or for `*`, covers its calls; a rule for edit_file or for
+    the new tool covers a command's redirection to that path too."""
+    engine = await make(tmp_path, [])
+    try:
+        s = await engine.session(await session(engine, PermissionMode.YOLO))
+        stamping = ToolRegistry([*all_tools(), StampTool()])
+
+        async def verdict(tool: str, args: dict[str, str], registry: ToolRegistry) -> Verdict:
+            checked = await service(engine).check(
+                s, PermissionMode.YOLO, engine.workspace, tool, json.dumps(args), tools=registry
+            )
+            return checked.decision.verdict
+
+        async def deny(tool: str, pattern: str) -> None:
+            rule = PermissionRule(tool, pattern, Verdict.DENY, Scope.GLOBAL, Match.GLOB)
+            await service(engine).add_rule(rule)
+
+        assert await verdict("stamp", {"target": "any.txt"}, stamping) == Verdict.ALLOW
+        await deny("*", "secret/*")
+        assert await verdict("stamp", {"target": "secret/a"}, stamping) == Verdict.DENY
+
+        await deny("stamp", "stamped.txt")
+        assert await verdict("stamp", {"target": "stamped.txt"}, stamping) == Verdict.DENY
+        shell_write = {"command": "echo hi > stamped.txt"}
+        assert await verdict("run_command", shell_write, stamping) == Verdict.DENY
+        edit = {"path": "stamped.txt", "old_text": "a", "new_text": "b"}
+        assert await verdict("edit_file", edit, stamping) == Verdict.DENY
+        assert await verdict("read_file", {"path": "stamped.txt"}, stamping) == Verdict.ALLOW
+        # Without stamp registered, its rule covers no other tool.
+        today = ToolRegistry(all_tools())
+        assert await verdict("run_command", shell_write, today) == Verdict.ALLOW
+
+        await deny("edit_file", "build.log")
+        make_log = {"command": "make > build.log"}
+        for registry in (today, stamping):
+            assert await verdict("run_command", make_log, registry) == Verdict.DENY
+        assert await verdict("stamp", {"target": "build.log"}, stamping) == Verdict.DENY
+    finally:
+        await engine.close()
+
+
+async def test_a_registered_tool_that_touches_nothing_is_always_allowed(tmp_path: Path) -> None:
+    engine = await make(tmp_path, [])
+    try:
+        s = await engine.session(await session(engine, PermissionMode.ASK))
+        noting = ToolRegistry([*all_tools(), NoteTool()])
+
+        async def check(tool: str, mode: PermissionMode, registry: ToolRegistry) -> Check:
+            return await service(engine).check(
+                s, mode, engine.workspace, tool, json.dumps({"target": "x"}), tools=registry
+            )
+
+        for mode in PermissionMode:
+            for tool in ("note", "echo"):
+                allowed = await check(tool, mode, noting)
+                assert allowed.decision.verdict == Verdict.ALLOW
+                assert allowed.decision.reason == f"`{tool}` is always allowed"
+                assert (allowed.label, allowed.detail["targets"]) == (tool, [])
+        # Not registered, the same name is judged by rules and mode alone.
+        unknown = await check("note", PermissionMode.AUTO, ToolRegistry(all_tools()))
+        assert unknown.decision.verdict == Verdict.ASK
+        assert unknown.decision.reason == "`note` is not covered by any rule"
+        await service(engine).add_rule(
+            PermissionRule("note", "*", Verdict.DENY, Scope.GLOBAL, Match.GLOB)
+        )
+        denied = await check("note", PermissionMode.YOLO, noting)
+        assert denied.decision.verdict == Verdict.DENY
     finally:
         await engine.close()
