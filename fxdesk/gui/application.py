@@ -26,16 +26,14 @@ from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
 from fxdesk.domain.permissions import PermissionRule
 from fxdesk.engine.sessions import Catalog, InvalidWorkspace
-from fxdesk.gui.approval_dialog import ApprovalDialog
-from fxdesk.gui.approvals_dock import ApprovalsDock
+from fxdesk.gui.approvals.dialog import ApprovalDialog
+from fxdesk.gui.approvals.dock import ApprovalsDock
 from fxdesk.gui.bridge import EngineBridge
-from fxdesk.gui.main_window import MainWindow
-from fxdesk.gui.messages import ErrorDetailsDialog, MessagePresenter
-from fxdesk.gui.new_session import NewSessionDialog
-from fxdesk.gui.notifications import NotificationCenter
-from fxdesk.gui.notifiers import Notifier, build_notifier
-from fxdesk.gui.session_controller import SessionController
-from fxdesk.gui.session_model import (
+from fxdesk.gui.desktop.notifications import NotificationCenter
+from fxdesk.gui.desktop.notifiers import Notifier, build_notifier
+from fxdesk.gui.desktop.tray import Tray
+from fxdesk.gui.sessions.controller import SessionController
+from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
     ROLE_LAST_FAILED,
@@ -43,12 +41,14 @@ from fxdesk.gui.session_model import (
     ROLE_SNAPSHOT,
     SessionTreeModel,
 )
-from fxdesk.gui.settings_dialog import SettingsDialog
-from fxdesk.gui.setup_dialog import SetupDialog
+from fxdesk.gui.sessions.new_session import NewSessionDialog
+from fxdesk.gui.settings.dialog import SettingsDialog
+from fxdesk.gui.settings.setup_dialog import SetupDialog
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.theme import apply_appearance
-from fxdesk.gui.transcript_model import TranscriptModel
-from fxdesk.gui.tray import Tray
+from fxdesk.gui.transcript.model import TranscriptModel
+from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.gui.window.messages import ErrorDetailsDialog, MessagePresenter
 from fxdesk.logs import loop_exception_handler
 from fxdesk.store import StoreError
 

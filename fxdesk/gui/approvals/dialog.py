@@ -45,15 +45,15 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import PermissionRule
-from fxdesk.gui.approvals_dock import (
+from fxdesk.gui.approvals.dock import (
     CHOICE_TIPS,
     NOT_PENDING,
     Answer,
     Describe,
     choose_rules,
 )
-from fxdesk.gui.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
-from fxdesk.gui.rules_page import bold_label, tool_text
+from fxdesk.gui.settings.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
+from fxdesk.gui.settings.rules_page import bold_label, tool_text
 from fxdesk.store import StoreError
 
 WARN_COLOR = "#c77c02"  # readable on light and dark windows

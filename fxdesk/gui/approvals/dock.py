@@ -46,8 +46,8 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope
 from fxdesk.engine.permissions import suggested_rules
-from fxdesk.gui.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
-from fxdesk.gui.rules_page import (
+from fxdesk.gui.settings.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
+from fxdesk.gui.settings.rules_page import (
     EXPLANATION,
     RuleEditor,
     bold_label,

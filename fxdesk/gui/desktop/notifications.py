@@ -32,8 +32,8 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from fxdesk.domain.approvals import Approval
 from fxdesk.domain.model import Session, SessionState
-from fxdesk.gui.notifiers import Notifier
-from fxdesk.gui.tray import TrayStatus
+from fxdesk.gui.desktop.notifiers import Notifier
+from fxdesk.gui.desktop.tray import TrayStatus
 
 COALESCE_MS = 1500
 MAX_LINES = 3  # approvals listed by name in one notification; the rest are counted

@@ -28,8 +28,8 @@ from typing import Protocol
 from PySide6.QtWidgets import QApplication, QWidget
 
 from fxdesk import APP_ID, APP_NAME, notify
+from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
-from fxdesk.gui.tray import Tray
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.sessions import SessionError, SessionService
 from fxdesk.gui.bridge import EngineBridge
-from fxdesk.gui.main_window import MainWindow
-from fxdesk.gui.messages import ErrorDetailsDialog
-from fxdesk.gui.session_model import ROLE_UNREAD
+from fxdesk.gui.sessions.model import ROLE_UNREAD
 from fxdesk.gui.tasks import TaskGroup, run_dialog
-from fxdesk.gui.transcript_model import Row
+from fxdesk.gui.transcript.model import Row
+from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.store import StoreError
 
 log = logging.getLogger(__name__)

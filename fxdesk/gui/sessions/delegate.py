@@ -7,7 +7,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from fxdesk.domain.model import SessionState
-from fxdesk.gui.session_model import (
+from fxdesk.gui.sessions.model import (
     KIND_SESSION,
     ROLE_APPROVALS,
     ROLE_BUSY,

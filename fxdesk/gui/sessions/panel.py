@@ -20,10 +20,10 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import Session, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
-from fxdesk.gui.composer import Composer
-from fxdesk.gui.session_model import STATE_LABELS
-from fxdesk.gui.transcript_model import TranscriptModel
-from fxdesk.gui.transcript_view import TranscriptView
+from fxdesk.gui.sessions.composer import Composer
+from fxdesk.gui.sessions.model import STATE_LABELS
+from fxdesk.gui.transcript.model import TranscriptModel
+from fxdesk.gui.transcript.view import TranscriptView
 
 RUNNING_STATES = (SessionState.RUNNING, SessionState.AWAITING_APPROVAL)
 

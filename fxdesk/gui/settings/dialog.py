@@ -39,16 +39,16 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
-from fxdesk.gui.new_session import MODE_LABELS
-from fxdesk.gui.profile_dialog import ProfileDialog
-from fxdesk.gui.profile_form import (
+from fxdesk.gui.sessions.new_session import MODE_LABELS
+from fxdesk.gui.settings.profile_dialog import ProfileDialog
+from fxdesk.gui.settings.profile_form import (
     FAIL_COLOR,
     OK_COLOR,
     WidgetTasks,
     alive,
     hint_label,
 )
-from fxdesk.gui.rules_page import RulesPage, Workspaces
+from fxdesk.gui.settings.rules_page import RulesPage, Workspaces
 from fxdesk.gui.tasks import run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.providers.demo import DEMO_SCRIPT

@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.engine.permissions import PermissionService
-from fxdesk.gui.profile_form import FAIL_COLOR, OK_COLOR, WidgetTasks, alive, hint_label
+from fxdesk.gui.settings.profile_form import FAIL_COLOR, OK_COLOR, WidgetTasks, alive, hint_label
 from fxdesk.gui.tasks import run_dialog
 from fxdesk.store import StoreError
 

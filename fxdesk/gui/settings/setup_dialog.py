@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.profiles import ProfileError, ProfileService
-from fxdesk.gui.profile_form import ProfileForm, WidgetTasks, alive
+from fxdesk.gui.settings.profile_form import ProfileForm, WidgetTasks, alive
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import StoreError
 from fxdesk.store.secrets import SecretsUnavailable

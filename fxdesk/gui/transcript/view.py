@@ -52,8 +52,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk.gui.markdown import code_blocks, monospace, plain, render, stream_segments
-from fxdesk.gui.transcript_model import ROLE_ROW, Row, RowKind, TranscriptModel
+from fxdesk.gui.transcript.markdown import code_blocks, monospace, plain, render, stream_segments
+from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind, TranscriptModel
 
 log = logging.getLogger(__name__)
 

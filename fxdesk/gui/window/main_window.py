@@ -28,15 +28,15 @@ from PySide6.QtWidgets import (
 from fxdesk import APP_NAME
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
-from fxdesk.gui.banner import Banner
-from fxdesk.gui.session_delegate import SessionDelegate
-from fxdesk.gui.session_model import (
+from fxdesk.gui.sessions.delegate import SessionDelegate
+from fxdesk.gui.sessions.model import (
     ROLE_SNAPSHOT,
     SessionFilterModel,
     SessionTreeModel,
 )
-from fxdesk.gui.session_panel import SessionPanel
-from fxdesk.gui.transcript_model import TranscriptModel
+from fxdesk.gui.sessions.panel import SessionPanel
+from fxdesk.gui.transcript.model import TranscriptModel
+from fxdesk.gui.window.banner import Banner
 
 
 class EmptyState(QWidget):

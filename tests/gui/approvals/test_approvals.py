@@ -27,8 +27,8 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.timers import SystemClock
-from fxdesk.gui.approval_dialog import NOT_PENDING, ApprovalDialog, fixed_font
-from fxdesk.gui.approvals_dock import (
+from fxdesk.gui.approvals.dialog import NOT_PENDING, ApprovalDialog, fixed_font
+from fxdesk.gui.approvals.dock import (
     COL_AGE,
     COL_LABEL,
     COL_SESSION,
@@ -38,11 +38,11 @@ from fxdesk.gui.approvals_dock import (
     ApprovalsDock,
     ApprovalsModel,
 )
-from fxdesk.gui.rules_page import RuleDialog, RulesPage
-from fxdesk.gui.settings_dialog import SettingsDialog
+from fxdesk.gui.settings.dialog import SettingsDialog
+from fxdesk.gui.settings.rules_page import RuleDialog, RulesPage
 from fxdesk.store import Store
+from tests.gui.settings.test_settings import answer_message_box, focus_chain, unnamed_controls
 from tests.gui.test_application import until
-from tests.gui.test_settings import answer_message_box, focus_chain, unnamed_controls
 
 NOW_MS = 1_700_000_000_000
 WORKSPACE = "/home/me/project"

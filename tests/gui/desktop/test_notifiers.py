@@ -15,11 +15,11 @@ from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
 from fxdesk import notify
-from fxdesk.gui.notifiers import DbusNotifier, TrayNotifier, WindowNotifier, build_notifier
+from fxdesk.gui.desktop.notifiers import DbusNotifier, TrayNotifier, WindowNotifier, build_notifier
+from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
-from fxdesk.gui.tray import Tray
 from tests.gui.test_application import until
-from tests.gui.test_tray import Recorder
+from tests.gui.desktop.test_tray import Recorder
 
 MISSING_BUS = "unix:path=/nonexistent/fxdesk-test/bus"
 

@@ -24,15 +24,15 @@ from fxdesk.domain.model import PermissionMode, Session, SessionState
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController, app_icon
-from fxdesk.gui.notifications import NotificationCenter, approval_text
-from fxdesk.gui.session_model import ROLE_SNAPSHOT
-from fxdesk.gui.settings_dialog import SettingsDialog
-from fxdesk.gui.tray import Tray, TrayState, TrayStatus, state_icon
+from fxdesk.gui.desktop.notifications import NotificationCenter, approval_text
+from fxdesk.gui.desktop.tray import Tray, TrayState, TrayStatus, state_icon
+from fxdesk.gui.sessions.model import ROLE_SNAPSHOT
+from fxdesk.gui.settings.dialog import SettingsDialog
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
+from tests.gui.sessions.test_session_model import session
+from tests.gui.settings.test_settings import eventually, profile_service, shown
 from tests.gui.test_application import until
-from tests.gui.test_session_model import session
-from tests.gui.test_settings import eventually, profile_service, shown
 
 
 @dataclass

@@ -21,15 +21,15 @@ from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
-from fxdesk.gui.banner import Banner
-from fxdesk.gui.session_model import (
+from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
     ROLE_ID,
     ROLE_LAST_FAILED,
     ROLE_SNAPSHOT,
 )
-from fxdesk.gui.transcript_model import RowKind, TranscriptModel
+from fxdesk.gui.transcript.model import RowKind, TranscriptModel
+from fxdesk.gui.window.banner import Banner
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
 from fxdesk.store.locks import InstanceLock, SessionLock

@@ -9,7 +9,7 @@ import pytest
 from PySide6.QtCore import QModelIndex, Qt
 
 from fxdesk.domain.model import PermissionMode, Session, SessionMode, SessionState, Workspace
-from fxdesk.gui.session_model import (
+from fxdesk.gui.sessions.model import (
     KIND_SESSION,
     KIND_WORKSPACE,
     ROLE_ID,

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 from fxdesk import notify
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.profiles import ProfileService
-from fxdesk.gui.profile_form import ProfileForm, alive
-from fxdesk.gui.settings_dialog import ProfileDialog, SettingsDialog
-from fxdesk.gui.setup_dialog import SetupDialog
+from fxdesk.gui.settings.dialog import ProfileDialog, SettingsDialog
+from fxdesk.gui.settings.profile_form import ProfileForm, alive
+from fxdesk.gui.settings.setup_dialog import SetupDialog
 from fxdesk.gui.theme import apply_appearance, current_appearance
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import Store

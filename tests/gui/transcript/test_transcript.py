@@ -19,9 +19,9 @@ from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
-from fxdesk.gui.markdown import stream_segments
-from fxdesk.gui.transcript_model import PAGE_SIZE, ROLE_ROW, Row, RowKind, TranscriptModel
-from fxdesk.gui.transcript_view import TranscriptView
+from fxdesk.gui.transcript.markdown import stream_segments
+from fxdesk.gui.transcript.model import PAGE_SIZE, ROLE_ROW, Row, RowKind, TranscriptModel
+from fxdesk.gui.transcript.view import TranscriptView
 from fxdesk.paths import DataPaths
 from fxdesk.store.schema import HistoryEntryRow
 

@@ -9,9 +9,9 @@ from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication, QWidget
 
 from fxdesk.domain.model import SessionState
-from fxdesk.gui.main_window import MainWindow
-from fxdesk.gui.session_model import SessionTreeModel
-from tests.gui.test_session_model import populated, session, workspace
+from fxdesk.gui.sessions.model import SessionTreeModel
+from fxdesk.gui.window.main_window import MainWindow
+from tests.gui.sessions.test_session_model import populated, session, workspace
 
 
 def focus_chain(window: QWidget) -> list[QWidget]:
