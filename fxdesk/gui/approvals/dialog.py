@@ -1,41 +1,28 @@
-"""The approval window: one non-modal dialog that queues every pending approval.
+"""The approval window: one non-modal dialog that asks about the pending approvals one at a time.
 
 It shows exactly what would run or change and where, why fxdesk asks, and what the agent said;
 the person answers with a button or the keys 1–4. No button is a default button, so a stray Enter
 or Return answers nothing. Esc hides the window without answering: the approvals stay pending and
 the Approvals dock still lists them.
 
-The dialog never talks to the engine itself: ``answer`` (given by the main window) resolves the
-approval, and the main window calls ``remove`` when one is answered elsewhere (the dock, the CLI)
-or cancelled.
+The dialog is a view of an ``ApprovalsPresenter`` (shared with the dock): it shows the
+presenter's current approval and answers through the presenter's one answering routine. It hides
+when the last approval is answered, here or elsewhere; when its own answer finds the approval no
+longer pending it stays open with the notice.
 """
 
 from __future__ import annotations
 
 import itertools
 
-from PySide6.QtCore import QEvent, QKeyCombination, QSize, Qt, QTimer, Slot
-from PySide6.QtGui import (
-    QColor,
-    QFont,
-    QFontDatabase,
-    QKeySequence,
-    QPalette,
-    QResizeEvent,
-    QShortcut,
-    QShowEvent,
-    QTextBlockFormat,
-    QTextCharFormat,
-    QTextCursor,
-    QTextOption,
-)
+from PySide6.QtCore import QKeyCombination, Qt, QTimer, Slot
+from PySide6.QtGui import QFont, QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
     QHBoxLayout,
     QLabel,
     QLineEdit,
-    QPlainTextEdit,
     QPushButton,
     QScrollArea,
     QToolButton,
@@ -43,150 +30,29 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
-from fxdesk.domain.permissions import PermissionRule
-from fxdesk.gui.approvals.dock import (
-    CHOICE_TIPS,
-    NOT_PENDING,
-    Answer,
-    Describe,
-    choose_rules,
-)
-from fxdesk.gui.settings.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
-from fxdesk.gui.settings.rules_page import bold_label, tool_text
-from fxdesk.store import StoreError
-
-WARN_COLOR = "#c77c02"  # readable on light and dark windows
-
-CHOICE_BUTTONS = (
-    (Choice.ONCE, "&1 Allow once", "Allow once", "1"),
-    (Choice.SESSION, "&2 Allow for this session", "Allow for this session", "2"),
-    (Choice.ALWAYS, "&3 Always allow…", "Always allow", "3"),
-    (Choice.DENY, "&4 Deny", "Deny", "4"),
-)
-
-
-def fixed_font() -> QFont:
-    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-
-
-class CodeBox(QPlainTextEdit):
-    """Read-only monospace text that wraps anywhere (so nothing is cut off or elided) and is as
-    tall as its text, up to ``max_lines``; longer text scrolls."""
-
-    def __init__(self, name: str, max_lines: int = 8, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.max_lines = max_lines
-        self.setAccessibleName(name)
-        self.setReadOnly(True)
-        self.setTabChangesFocus(True)
-        self.setFont(fixed_font())
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
-        self.setWordWrapMode(QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
-        self.setTextInteractionFlags(
-            Qt.TextInteractionFlag.TextSelectableByMouse
-            | Qt.TextInteractionFlag.TextSelectableByKeyboard
-        )
-        self._fitted = -1
-        self.document().documentLayout().documentSizeChanged.connect(self._fit)
-
-    def set_text(self, text: str) -> None:
-        self.setPlainText(text)
-        self.moveCursor(QTextCursor.MoveOperation.Start)
-        self._fit()
-
-    def sizeHint(self) -> QSize:
-        return QSize(520, self._height())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        super().resizeEvent(event)
-        self._fit()
-
-    def _height(self) -> int:
-        # QPlainTextEdit's document height is counted in lines (wrapped lines included).
-        lines = max(1, min(self.max_lines, int(self.document().size().height())))
-        margins = self.contentsMargins()
-        # The document margin above and below, and the one pixel QPlainTextEdit keeps spare
-        # before it decides the last line does not fit and shows a scroll bar.
-        padding = int(2 * self.document().documentMargin()) + 1 + margins.top() + margins.bottom()
-        return lines * self.fontMetrics().lineSpacing() + padding
-
-    @Slot()
-    def _fit(self) -> None:
-        height = self._height()
-        if height != self._fitted:  # only the height changes: the wrapping stays as it is
-            self._fitted = height
-            self.setFixedHeight(height)
-
-
-class DiffView(CodeBox):
-    """A unified diff: added lines green, removed lines red, hunk headers muted; the colours
-    follow the palette (light or dark) and are chosen again when it changes."""
-
-    def __init__(self, name: str, max_lines: int = 16, parent: QWidget | None = None) -> None:
-        super().__init__(name, max_lines, parent)
-        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)  # code keeps its shape
-        self._diff = ""
-
-    def set_diff(self, text: str) -> None:
-        self._diff = text
-        self._render()
-
-    def changeEvent(self, event: QEvent) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.PaletteChange and self._diff:
-            self._render()
-
-    def _render(self) -> None:
-        dark = self.palette().color(QPalette.ColorRole.Base).lightness() < 128
-        colors = {  # (text, background) of added, removed and hunk-header lines
-            "+": ("#7ee787", "#1b3a24") if dark else ("#116329", "#dafbe1"),
-            "-": ("#ffa198", "#43201f") if dark else ("#82071e", "#ffebe9"),
-            "@": ("#a5b4fc", "") if dark else ("#5b4fc4", ""),
-        }
-        self.clear()
-        cursor = QTextCursor(self.document())
-        cursor.beginEditBlock()
-        for number, line in enumerate(self._diff.splitlines()):
-            kind = line[:1] if line[:1] in "+-@" and not line.startswith(("+++", "---")) else ""
-            block = QTextBlockFormat()
-            char = QTextCharFormat()
-            if line.startswith(("+++", "---")):
-                char.setFontWeight(QFont.Weight.Bold)
-            elif kind:
-                text, background = colors[kind]
-                char.setForeground(QColor(text))
-                if background:
-                    block.setBackground(QColor(background))
-            if number:
-                cursor.insertBlock(block, char)
-            else:
-                cursor.setBlockFormat(block)
-                cursor.setCharFormat(char)
-            cursor.insertText(line, char)
-        cursor.endEditBlock()
-        self.moveCursor(QTextCursor.MoveOperation.Start)
-        self._fit()
+from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.gui.approvals.code_box import CodeBox, DiffView
+from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Outcome
+from fxdesk.gui.settings.rule_editor import tool_text
+from fxdesk.gui.tasks import WidgetTasks, alive
+from fxdesk.gui.theme import Role, css
+from fxdesk.gui.widgets import bold_label, hint_label, problem_label
 
 
 class ApprovalDialog(QDialog):
-    """Queues pending approvals and asks about them one at a time.
+    """Asks about the presenter's pending approvals one at a time.
 
     Args:
-        answer: resolves an approval with (approval, choice, deny reason, edited rules or None);
-            it raises ``ApprovalNotPending`` when the approval was answered elsewhere.
-        describe: (session name, workspace path) of an approval.
+        presenter: the pending approvals, shared with the Approvals dock; it answers them.
         parent: the main window (the dialog stays non-modal).
     """
 
-    def __init__(self, answer: Answer, describe: Describe, parent: QWidget | None = None) -> None:
+    def __init__(self, presenter: ApprovalsPresenter, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._answer = answer
-        self._describe = describe
+        self.presenter = presenter
         self.tasks = WidgetTasks(self)
-        self._queue: list[Approval] = []
-        self._index = 0
         self._busy = False
+        self._was_empty = presenter.count == 0
         self.setWindowTitle("fxdesk: approval needed")
         self.setModal(False)
         self.setMinimumWidth(560)
@@ -203,11 +69,7 @@ class ApprovalDialog(QDialog):
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setAccessibleName("Nothing is waiting")
         layout.addWidget(self.empty_label, 1)
-        self.notice = QLabel()
-        self.notice.setWordWrap(True)
-        self.notice.setAccessibleName("Notice")
-        self.notice.setStyleSheet(f"color: {FAIL_COLOR};")
-        self.notice.hide()
+        self.notice = problem_label("Notice")
         layout.addWidget(self.notice)
         form = QHBoxLayout()
         reason_label = QLabel("&Reason for the agent (if you deny):")
@@ -221,6 +83,8 @@ class ApprovalDialog(QDialog):
         layout.addLayout(form)
         layout.addLayout(self._build_buttons())
         self._set_tab_order()
+        presenter.changed.connect(self._on_presenter_changed)
+        presenter.current_changed.connect(self._on_presenter_current_changed)
         self._show_current()
 
     # --- building ------------------------------------------------------------------------
@@ -264,7 +128,7 @@ class ApprovalDialog(QDialog):
         self.label_box = CodeBox("Command", max_lines=10)
         column.addWidget(self.label_box)
         self.outside_label = QLabel("⚠ This reaches outside the workspace.")
-        self.outside_label.setStyleSheet(f"color: {WARN_COLOR};")
+        self.outside_label.setStyleSheet(f"color: {css(Role.WARNING)};")
         self.outside_label.setAccessibleName("Outside the workspace")
         column.addWidget(self.outside_label)
         column.addSpacing(4)
@@ -297,10 +161,11 @@ class ApprovalDialog(QDialog):
         row = QHBoxLayout()
         self.buttons: dict[Choice, QPushButton] = {}
         self.shortcuts: list[QShortcut] = []  # the digit, on the main keys and the keypad
-        for choice, text, name, key in CHOICE_BUTTONS:
-            button = QPushButton(text)
-            button.setAccessibleName(name)
-            button.setToolTip(f"{CHOICE_TIPS[choice]} (key {key})")
+        for label in CHOICES:
+            choice, key = label.choice, label.key
+            button = QPushButton(f"&{key} {label.text}")
+            button.setAccessibleName(label.name)
+            button.setToolTip(f"{label.tip} (key {key})")
             # No default and no auto-default: Enter or Return must never approve anything.
             button.setAutoDefault(False)
             button.setDefault(False)
@@ -354,49 +219,19 @@ class ApprovalDialog(QDialog):
 
     @property
     def count(self) -> int:
-        """How many approvals are queued."""
-        return len(self._queue)
+        """How many approvals are pending."""
+        return self.presenter.count
 
     @property
     def current(self) -> Approval | None:
         """The approval shown now."""
-        return self._queue[self._index] if self._queue else None
-
-    def approvals(self) -> list[Approval]:
-        return list(self._queue)
-
-    def add(self, approval: Approval) -> bool:
-        """Queue ``approval`` (after the others); False when its id is queued already."""
-        if any(a.id == approval.id for a in self._queue):
-            return False
-        if not self._queue:
-            self._show_notice("")
-        self._queue.append(approval)
-        if len(self._queue) == 1:
-            self._index = 0
-            self._show_current()
-        else:
-            self._update_counter()
-        return True
-
-    def remove(self, approval_id: str) -> bool:
-        """Drop an approval answered or cancelled elsewhere; the next one shows, and the window
-        hides when none is left. False when it was not queued."""
-        position = next((i for i, a in enumerate(self._queue) if a.id == approval_id), None)
-        if position is None:
-            return False
-        self._drop(position)
-        if not self._queue:
-            self.hide()
-        return True
+        return self.presenter.current
 
     def present(self, approval_id: str | None = None, *, activate: bool = True) -> None:
-        """Show the window (at ``approval_id`` if it is queued), raised, and active unless
+        """Show the window (at ``approval_id`` if it is pending), raised, and active unless
         ``activate`` is False (a new approval must not take the keyboard from the composer)."""
-        position = next((i for i, a in enumerate(self._queue) if a.id == approval_id), None)
-        if position is not None and position != self._index:
-            self._index = position
-            self._show_current()
+        if approval_id is not None:
+            self.presenter.select(approval_id)
         self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, not activate)
         self.show()
         self.raise_()
@@ -405,21 +240,8 @@ class ApprovalDialog(QDialog):
             self.label_box.setFocus()
 
     def show_index(self, index: int) -> None:
-        """Show the queued approval at ``index`` (0-based)."""
-        if 0 <= index < len(self._queue) and index != self._index:
-            self._index = index
-            self._show_current()
-
-    def _drop(self, position: int) -> None:
-        was_current = position == self._index
-        del self._queue[position]
-        if position < self._index:
-            self._index -= 1
-        self._index = min(self._index, max(0, len(self._queue) - 1))
-        if was_current:
-            self._show_current()
-        else:
-            self._update_counter()
+        """Show the pending approval at ``index`` (0-based)."""
+        self.presenter.select_index(index)
 
     # --- answering -----------------------------------------------------------------------
 
@@ -434,40 +256,16 @@ class ApprovalDialog(QDialog):
     async def _choose(self, approval: Approval, choice: Choice) -> None:
         """Runs with the buttons disabled (``_busy``); enables them again when done."""
         try:
-            rules: list[PermissionRule] | None = None
-            if choice == Choice.ALWAYS:
-                _, workspace = self._describe(approval)
-                rules = await choose_rules(self, approval, workspace)
-                if rules is None or not alive(self):
-                    return  # cancelled: back to the approval
-                if all(a.id != approval.id for a in self._queue):
-                    self._show_notice(NOT_PENDING)  # answered elsewhere meanwhile
-                    return
-            reason = self.reason_edit.text().strip() if choice == Choice.DENY else ""
-            try:
-                await self._answer(approval, choice, reason, rules)
-            except ApprovalNotPending:
-                if alive(self):
-                    self._show_notice(NOT_PENDING)
-                    self._forget(approval.id)
-                return
-            except StoreError as exc:
-                if alive(self):
-                    self._show_notice(exc.user_message)
-                return
-            if alive(self):
-                self._show_notice("")
-                self._forget(approval.id)
-                if not self._queue:
-                    self.hide()
+            reason = self.reason_edit.text().strip()
+            answered = await self.presenter.answer(approval, choice, reason=reason, parent=self)
+            if not alive(self) or answered.outcome is Outcome.CANCELLED:
+                return  # cancelled: back to the approval
+            self._show_notice(answered.notice)
+            if answered.outcome is Outcome.ANSWERED and not self.presenter.count:
+                self.hide()
         finally:
             if alive(self):
                 self._set_busy(False)
-
-    def _forget(self, approval_id: str) -> None:
-        position = next((i for i, a in enumerate(self._queue) if a.id == approval_id), None)
-        if position is not None:
-            self._drop(position)
 
     def _set_busy(self, busy: bool) -> None:
         self._busy = busy
@@ -478,11 +276,12 @@ class ApprovalDialog(QDialog):
         for button in self.buttons.values():
             button.setEnabled(enabled)
         self.reason_edit.setEnabled(self.current is not None)
-        many = len(self._queue) > 1
+        many = self.presenter.count > 1
+        index = self.presenter.index
         self.previous_button.setVisible(many)
         self.next_button.setVisible(many)
-        self.previous_button.setEnabled(many and self._index > 0)
-        self.next_button.setEnabled(many and self._index < len(self._queue) - 1)
+        self.previous_button.setEnabled(many and index > 0)
+        self.next_button.setEnabled(many and index < self.presenter.count - 1)
 
     # --- showing -------------------------------------------------------------------------
 
@@ -491,8 +290,9 @@ class ApprovalDialog(QDialog):
         self.notice.setVisible(bool(text))
 
     def _update_counter(self) -> None:
-        many = len(self._queue) > 1
-        self.counter.setText(f"Approval {self._index + 1} of {len(self._queue)}" if many else "")
+        count = self.presenter.count
+        many = count > 1
+        self.counter.setText(f"Approval {self.presenter.index + 1} of {count}" if many else "")
         self.counter.setVisible(many)
         self._update_buttons()
 
@@ -508,7 +308,7 @@ class ApprovalDialog(QDialog):
         detail = approval.detail
         self.tool_label.setText(tool_text(approval.tool))
         self.tool_label.setToolTip(approval.tool)
-        session, workspace = self._describe(approval)
+        session, workspace = self.presenter.describe(approval)
         where = f"Session “{session}”" + (f" · {workspace}" if workspace else "")
         self.where_label.setText(where)
         command = approval.tool == "run_command"
@@ -546,9 +346,25 @@ class ApprovalDialog(QDialog):
         self.tasks.spawn(self._choose(approval, choice), f"approval-{choice.value}")
 
     @Slot()
+    def _on_presenter_changed(self) -> None:
+        empty = self.presenter.count == 0
+        if self._was_empty and not empty:
+            self._show_notice("")  # a new approval: an old notice is not about it
+        self._was_empty = empty
+        self._update_counter()
+        # Answered elsewhere (the dock, the CLI) or cancelled: nothing left to ask. While this
+        # dialog answers, the outcome of its own answer decides instead.
+        if empty and not self._busy:
+            self.hide()
+
+    @Slot()
+    def _on_presenter_current_changed(self) -> None:
+        self._show_current()
+
+    @Slot()
     def _on_previous_button_clicked(self) -> None:
-        self.show_index(self._index - 1)
+        self.show_index(self.presenter.index - 1)
 
     @Slot()
     def _on_next_button_clicked(self) -> None:
-        self.show_index(self._index + 1)
+        self.show_index(self.presenter.index + 1)

@@ -1,17 +1,18 @@
-"""The Approvals dock: every pending approval across all sessions, answerable from the list; and
-what answering needs in both the dock and the approval dialog (the "Always allow…" rule editor).
+"""The Approvals dock: every pending approval across all sessions, answerable from the list.
 
-``ApprovalsModel`` holds immutable ``Approval`` snapshots and turns each ``set_approvals`` into
-precise row removals, insertions and changes (so the selection survives a refresh). The dock's
-buttons answer the selected row through the same ``answer`` callback as the approval dialog;
-double-click or Enter asks the main window to show the row in the dialog (``open_requested``).
+It is a view of the ``ApprovalsPresenter`` the approval dialog shows too: its buttons answer the
+selected row through the presenter's one answering routine, and a row answered in either view
+leaves both at once. ``ApprovalsModel`` holds immutable ``Approval`` snapshots and turns each
+change into precise row removals, insertions and changes (so the selection survives a refresh).
+Double-click or Enter asks to show the row in the dialog (``open_requested``). The dock opens when
+approvals start waiting and closes once none are left, unless the person showed or hid it
+themselves (View → Approvals): then it stays so.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import (
@@ -24,18 +25,11 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
-    QDialog,
-    QDialogButtonBox,
     QDockWidget,
-    QFormLayout,
     QGridLayout,
     QHeaderView,
-    QLabel,
-    QLineEdit,
     QPushButton,
     QStackedWidget,
     QTreeView,
@@ -43,34 +37,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
-from fxdesk.domain.permissions import Match, PermissionRule, Scope
-from fxdesk.engine.permissions import suggested_rules
-from fxdesk.gui.settings.profile_form import FAIL_COLOR, WidgetTasks, alive, hint_label
-from fxdesk.gui.settings.rules_page import (
-    EXPLANATION,
-    RuleEditor,
-    bold_label,
-    fit_columns,
-    match_combo_box,
-    select_data,
-    tool_text,
-)
-from fxdesk.gui.tasks import run_dialog
-from fxdesk.store import StoreError
-
-Answer = Callable[[Approval, Choice, str, list[PermissionRule] | None], Awaitable[None]]
-"""Resolves an approval: (approval, choice, deny reason, edited rules or None)."""
-Describe = Callable[[Approval], tuple[str, str]]
-"""(session name, workspace path) of an approval, for display."""
-
-NOT_PENDING = "This approval is no longer pending: it was answered elsewhere or its work stopped."
-CHOICE_TIPS = {
-    Choice.ONCE: "Allow this one action; the next one like it asks again",
-    Choice.SESSION: "Allow exactly this until the session ends",
-    Choice.ALWAYS: "Store a rule (you can edit it first) so this is never asked again",
-    Choice.DENY: "Refuse; the agent is told, with your reason if you give one",
-}
+from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Describe, Outcome
+from fxdesk.gui.settings.rule_editor import tool_text
+from fxdesk.gui.tasks import WidgetTasks, alive
+from fxdesk.gui.widgets import fit_columns, hint_label, problem_label
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -110,130 +81,6 @@ def _wrapped(text: str, width: int = TOOLTIP_WIDTH) -> str:
     for line in text.splitlines() or [""]:
         lines.extend(line[i : i + width] for i in range(0, max(len(line), 1), width))
     return "\n".join(lines)
-
-
-# --- "Always allow…" ---------------------------------------------------------------------------
-
-
-class AlwaysAllowDialog(RuleEditor):
-    """The rules "Always allow" stores for one approval, each editable; ``rules()`` after Save.
-
-    Save is deliberately not a default button: Enter in a pattern field saves (and so approves)
-    nothing.
-    """
-
-    def __init__(
-        self,
-        approval: Approval,
-        rules: list[PermissionRule],
-        *,
-        workspace: str = "",
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.approval = approval
-        self._suggested = list(rules)
-        self._command = approval.tool == "run_command"
-        self.setWindowTitle("Always allow")
-        self.setMinimumWidth(640)
-        layout = QVBoxLayout(self)
-        what = "commands" if self._command else "paths"
-        intro = QLabel(
-            f"fxdesk will allow these {what} from now on without asking. Narrow them if you like."
-        )
-        intro.setWordWrap(True)
-        layout.addWidget(intro)
-        self.pattern_edits: list[QLineEdit] = []
-        self.match_combos: list[QComboBox] = []
-        self.scope_combos: list[QComboBox] = []
-        here = f"this workspace ({workspace})" if workspace else "this workspace"
-        for row, rule in enumerate(rules, start=1):
-            number = f" {row}" if len(rules) > 1 else ""
-            if number:
-                layout.addSpacing(6)
-                layout.addWidget(bold_label(f"Rule{number}"))
-            form = QFormLayout()
-            form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.ExpandingFieldsGrow)
-            first = row == 1  # mnemonics on the first rule only: the same key twice is ambiguous
-            edit = QLineEdit(rule.pattern)
-            edit.setAccessibleName(f"Pattern{number}")
-            edit.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
-            edit.setCursorPosition(0)
-            edit.textChanged.connect(self._on_field_changed)
-            form.addRow("&Pattern:" if first else "Pattern:", edit)
-            match = match_combo_box(f"Match{number}")
-            select_data(match, rule.match.value)
-            form.addRow("&Match:" if first else "Match:", match)
-            form.setRowVisible(match, self._command)
-            scope = QComboBox()
-            scope.setAccessibleName(f"Where{number}")
-            scope.addItem(here, Scope.WORKSPACE.value)
-            scope.addItem("everywhere", Scope.GLOBAL.value)
-            select_data(scope, Scope.GLOBAL.value if rule.scope == Scope.GLOBAL else "workspace")
-            form.addRow("&Where:" if first else "Where:", scope)
-            layout.addLayout(form)
-            self.pattern_edits.append(edit)
-            self.match_combos.append(match)
-            self.scope_combos.append(scope)
-        layout.addSpacing(6)
-        layout.addWidget(hint_label(EXPLANATION, wrap=True))
-        layout.addWidget(self._problem_label())
-        layout.addStretch(1)
-        buttons = QDialogButtonBox()
-        self.save_button = buttons.addButton(
-            "&Save and allow", QDialogButtonBox.ButtonRole.AcceptRole
-        )
-        self.save_button.setAccessibleName("Save the rules and allow")
-        self.cancel_button = buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
-        self.cancel_button.setAccessibleName("Cancel")
-        for button in (self.save_button, self.cancel_button):
-            button.setAutoDefault(False)
-            button.setDefault(False)
-        self.save_button.clicked.connect(self._on_save_button_clicked)
-        self.cancel_button.clicked.connect(self.reject)
-        layout.addWidget(buttons)
-        if self.pattern_edits:
-            self.pattern_edits[0].setFocus()
-
-    def problem(self) -> str | None:
-        if any(not edit.text().strip() for edit in self.pattern_edits):
-            return "Every rule needs a pattern."
-        return None
-
-    def rules(self) -> list[PermissionRule]:
-        """The rules as edited; "everywhere" rules are global, the others keep the workspace."""
-        workspace_key = str(self.approval.detail.get("workspace_id", ""))
-        edited = []
-        for rule, edit, match, scope in zip(
-            self._suggested, self.pattern_edits, self.match_combos, self.scope_combos, strict=True
-        ):
-            everywhere = scope.currentData() == Scope.GLOBAL.value
-            edited.append(
-                dataclasses.replace(
-                    rule,
-                    pattern=edit.text().strip(),
-                    match=Match(match.currentData()) if self._command else rule.match,
-                    scope=Scope.GLOBAL if everywhere else Scope.WORKSPACE,
-                    scope_key="" if everywhere else (rule.scope_key or workspace_key),
-                )
-            )
-        return edited
-
-
-async def choose_rules(
-    parent: QWidget, approval: Approval, workspace: str = ""
-) -> list[PermissionRule] | None:
-    """Let the person edit the "always" rules suggested for ``approval`` window-modally; None
-    when cancelled."""
-    suggested = suggested_rules(approval, Choice.ALWAYS)
-    dialog = AlwaysAllowDialog(approval, suggested, workspace=workspace, parent=parent)
-    try:
-        if await run_dialog(dialog) != QDialog.DialogCode.Accepted:
-            return None
-        return dialog.rules()
-    finally:
-        if alive(dialog):
-            dialog.deleteLater()
 
 
 def _now_ms() -> int:
@@ -359,9 +206,7 @@ class ApprovalsDock(QDockWidget):
     """The "Approvals" dock: every pending approval, answerable from here.
 
     Args:
-        answer: resolves an approval with (approval, choice, deny reason, edited rules or None);
-            the dock never gives a deny reason ("").
-        describe: (session name, workspace path) of an approval.
+        presenter: the pending approvals, shared with the approval dialog; it answers them.
         parent: the main window.
         now_ms: the clock the ages are computed with (tests give a fixed one).
 
@@ -373,19 +218,19 @@ class ApprovalsDock(QDockWidget):
 
     def __init__(
         self,
-        answer: Answer,
-        describe: Describe,
+        presenter: ApprovalsPresenter,
         parent: QWidget | None = None,
         *,
         now_ms: Callable[[], int] = _now_ms,
     ) -> None:
         super().__init__("Approvals", parent)
         self.setObjectName("approvals-dock")
-        self._answer = answer
-        self._describe = describe
+        self.presenter = presenter
         self.tasks = WidgetTasks(self)
         self._busy = False
-        self.model = ApprovalsModel(describe, now_ms, self)
+        self._waiting = 0
+        self._shown_for_approvals = False
+        self.model = ApprovalsModel(presenter.describe, now_ms, self)
         body = QWidget()
         column = QVBoxLayout(body)
         column.setContentsMargins(4, 4, 4, 4)
@@ -416,28 +261,18 @@ class ApprovalsDock(QDockWidget):
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
         self.stack.addWidget(self.view)
         column.addWidget(self.stack, 1)
-        self.notice = QLabel()
-        self.notice.setWordWrap(True)
-        self.notice.setAccessibleName("Approvals notice")
-        self.notice.setStyleSheet(f"color: {FAIL_COLOR};")
-        self.notice.hide()
+        self.notice = problem_label("Approvals notice")
         column.addWidget(self.notice)
         grid = QGridLayout()
         self.buttons: dict[Choice, QPushButton] = {}
-        texts = (
-            (Choice.ONCE, "Allow once", "Allow once"),
-            (Choice.SESSION, "For this session", "Allow for this session"),
-            (Choice.ALWAYS, "Always allow…", "Always allow"),
-            (Choice.DENY, "Deny", "Deny"),
-        )
-        for position, (choice, text, name) in enumerate(texts):
-            button = QPushButton(text)
-            button.setAccessibleName(name)
-            button.setToolTip(CHOICE_TIPS[choice])
+        for position, label in enumerate(CHOICES):
+            button = QPushButton(label.short)
+            button.setAccessibleName(label.name)
+            button.setToolTip(label.tip)
             button.setAutoDefault(False)
-            button.clicked.connect(lambda _=False, c=choice: self._on_choice_clicked(c))
+            button.clicked.connect(lambda _=False, c=label.choice: self._on_choice_clicked(c))
             grid.addWidget(button, position // 2, position % 2)
-            self.buttons[choice] = button
+            self.buttons[label.choice] = button
         self.button_box = QWidget()
         self.button_box.setLayout(grid)
         grid.setContentsMargins(0, 0, 0, 0)
@@ -447,21 +282,15 @@ class ApprovalsDock(QDockWidget):
         self._ages.setInterval(AGE_REFRESH_MS)
         self._ages.timeout.connect(self.model.refresh_ages)
         self._ages.start()
-        self._update()
+        self.toggleViewAction().triggered.connect(self._on_toggle_action_triggered)
+        presenter.changed.connect(self._on_presenter_changed)
+        self._show_approvals(presenter.approvals())
 
     # --- contents ------------------------------------------------------------------------
 
     @property
     def count(self) -> int:
         return self.model.rowCount()
-
-    def set_approvals(self, approvals: list[Approval]) -> None:
-        """Show ``approvals`` (all pending ones), keeping the selection if it is still there."""
-        self.model.set_approvals(approvals)
-        fit_columns(self.view, {COL_SESSION: 140})
-        if self.selected() is None and self.model.rowCount():
-            self.select(self.model.approval(0).id)
-        self._update()
 
     def selected(self) -> Approval | None:
         rows = self.view.selectionModel().selectedRows()
@@ -474,6 +303,25 @@ class ApprovalsDock(QDockWidget):
         self.view.setCurrentIndex(self.model.index(row, 0))
         return True
 
+    def _show_approvals(self, approvals: list[Approval]) -> None:
+        """Show ``approvals``, keeping the selection if it is still there."""
+        self.model.set_approvals(approvals)
+        fit_columns(self.view, {COL_SESSION: 140})
+        if self.selected() is None and self.model.rowCount():
+            self.select(self.model.approval(0).id)
+        self._update()
+
+    def _fit(self, waiting: int) -> None:
+        """Open when approvals start waiting, close again once none are left, unless the
+        person showed or hid the dock themselves."""
+        if waiting and not self._waiting and self.isHidden():
+            self.show()
+            self._shown_for_approvals = True
+        elif not waiting and self._shown_for_approvals:
+            self.hide()
+            self._shown_for_approvals = False
+        self._waiting = waiting
+
     # --- answering -----------------------------------------------------------------------
 
     async def choose(self, choice: Choice) -> None:
@@ -485,35 +333,15 @@ class ApprovalsDock(QDockWidget):
         await self._choose(approval, choice)
 
     async def _choose(self, approval: Approval, choice: Choice) -> None:
+        """Runs with the buttons disabled (``_busy``); enables them again when done."""
         try:
-            rules: list[PermissionRule] | None = None
-            if choice == Choice.ALWAYS:
-                _, workspace = self._describe(approval)
-                rules = await choose_rules(self, approval, workspace)
-                if rules is None or not alive(self):
-                    return
-            try:
-                await self._answer(approval, choice, "", rules)
-            except ApprovalNotPending:
-                if alive(self):
-                    self._show_notice(NOT_PENDING)
-                    self._forget(approval.id)
-                return
-            except StoreError as exc:
-                if alive(self):
-                    self._show_notice(exc.user_message)
-                return
-            if alive(self):
-                self._show_notice("")
-                self._forget(approval.id)
+            # The dock has no reason field: a deny from here tells the agent no reason.
+            answered = await self.presenter.answer(approval, choice, parent=self)
+            if alive(self) and answered.outcome is not Outcome.CANCELLED:
+                self._show_notice(answered.notice)
         finally:
             if alive(self):
                 self._set_busy(False)
-
-    def _forget(self, approval_id: str) -> None:
-        """Drop an answered row now; the next ``set_approvals`` agrees."""
-        rows = [self.model.approval(i) for i in range(self.model.rowCount())]
-        self.set_approvals([a for a in rows if a.id != approval_id])
 
     def _set_busy(self, busy: bool) -> None:
         self._busy = busy
@@ -532,6 +360,16 @@ class ApprovalsDock(QDockWidget):
             button.setEnabled(enabled)
 
     # --- slots ---------------------------------------------------------------------------
+
+    @Slot()
+    def _on_presenter_changed(self) -> None:
+        approvals = self.presenter.approvals()
+        self._show_approvals(approvals)
+        self._fit(len(approvals))
+
+    @Slot(bool)
+    def _on_toggle_action_triggered(self, _checked: bool) -> None:
+        self._shown_for_approvals = False  # the person's choice from now on
 
     def _on_choice_clicked(self, choice: Choice) -> None:
         approval = self.selected()

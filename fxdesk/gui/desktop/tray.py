@@ -19,10 +19,11 @@ import enum
 from dataclasses import dataclass
 
 from PySide6.QtCore import QObject, QPointF, QRectF, Qt, Signal, Slot
-from PySide6.QtGui import QAction, QColor, QGuiApplication, QIcon, QPainter, QPen, QPixmap
+from PySide6.QtGui import QAction, QGuiApplication, QIcon, QPainter, QPen, QPixmap
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from fxdesk import APP_NAME
+from fxdesk.gui.theme import Role, color
 
 ICON_SIZES = (16, 22, 24, 32, 48, 64)
 MESSAGE_MS = 8000
@@ -76,16 +77,17 @@ def _count(n: int, noun: str) -> str:
 # The badge painted over the app icon's bottom-right corner: none, a green "busy" dot, or an
 # orange dot with "!"; distinct in shape as well as colour, for people who cannot tell them apart.
 _BADGES = {
-    TrayState.WORKING: QColor("#2f9e44"),
-    TrayState.ATTENTION: QColor("#e8590c"),
+    TrayState.WORKING: Role.TRAY_WORKING,
+    TrayState.ATTENTION: Role.TRAY_ATTENTION,
 }
 
 
 def state_icon(base: QIcon, state: TrayState) -> QIcon:
     """``base`` with the badge of ``state`` (``base`` itself for idle)."""
-    colour = _BADGES.get(state)
-    if colour is None:
+    role = _BADGES.get(state)
+    if role is None:
         return base
+    colour, edge = color(role), color(Role.TRAY_BADGE_EDGE)
     icon = QIcon()
     for size in ICON_SIZES:
         pixmap = base.pixmap(size, size)
@@ -98,11 +100,11 @@ def state_icon(base: QIcon, state: TrayState) -> QIcon:
         rect = QRectF(size - diameter, size - diameter, diameter, diameter).adjusted(
             0.5, 0.5, -0.5, -0.5
         )
-        painter.setPen(QPen(QColor("white"), max(1.0, size / 20)))
+        painter.setPen(QPen(edge, max(1.0, size / 20)))
         painter.setBrush(colour)
         painter.drawEllipse(rect)
         if state == TrayState.ATTENTION and size >= 16:
-            painter.setPen(QPen(QColor("white"), max(1.2, size / 14)))
+            painter.setPen(QPen(edge, max(1.2, size / 14)))
             centre = rect.center()
             top, bottom = rect.top() + rect.height() * 0.22, rect.bottom() - rect.height() * 0.38
             painter.drawLine(QPointF(centre.x(), top), QPointF(centre.x(), bottom))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from fxdesk.domain.model import SessionState
@@ -18,19 +18,20 @@ from fxdesk.gui.sessions.model import (
     ROLE_UNREAD,
     STATE_LABELS,
 )
+from fxdesk.gui.theme import Role, color
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
-BADGE_COLORS = {
-    SessionState.IDLE: "#7c7f93",
-    SessionState.QUEUED: "#1e66f5",
-    SessionState.RUNNING: "#40a02b",
-    SessionState.AWAITING_APPROVAL: "#df8e1d",
-    SessionState.INTERRUPTED: "#fe640b",
-    SessionState.COMPLETED: "#179299",
-    SessionState.FAILED: "#d20f39",
-    SessionState.CANCELLED: "#8c8fa1",
-    SessionState.ARCHIVED: "#9ca0b0",
+BADGE_ROLES = {
+    SessionState.IDLE: Role.STATE_IDLE,
+    SessionState.QUEUED: Role.STATE_QUEUED,
+    SessionState.RUNNING: Role.STATE_RUNNING,
+    SessionState.AWAITING_APPROVAL: Role.STATE_AWAITING_APPROVAL,
+    SessionState.INTERRUPTED: Role.STATE_INTERRUPTED,
+    SessionState.COMPLETED: Role.STATE_COMPLETED,
+    SessionState.FAILED: Role.STATE_FAILED,
+    SessionState.CANCELLED: Role.STATE_CANCELLED,
+    SessionState.ARCHIVED: Role.STATE_ARCHIVED,
 }
 
 
@@ -64,12 +65,12 @@ class SessionDelegate(QStyledItemDelegate):
         right = opt.rect.right() - 6
         height = metrics.height() + 4
         top = opt.rect.top() + (opt.rect.height() - height) / 2
-        for (text, color), width in zip(reversed(badges), reversed(widths), strict=True):
+        for (text, role), width in zip(reversed(badges), reversed(widths), strict=True):
             rect = QRectF(right - width, top, width, height)
             painter.setPen(Qt.PenStyle.NoPen)
-            painter.setBrush(QColor(color))
+            painter.setBrush(color(role))
             painter.drawRoundedRect(rect, height / 2, height / 2)
-            painter.setPen(QColor("white"))
+            painter.setPen(color(Role.BADGE_TEXT))
             painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), text)
             right -= width + 6
         if index.data(ROLE_UNREAD):
@@ -79,19 +80,19 @@ class SessionDelegate(QStyledItemDelegate):
         painter.restore()
 
     @staticmethod
-    def _badges(index: AnyIndex, state: SessionState) -> list[tuple[str, str]]:
-        badges: list[tuple[str, str]] = []
+    def _badges(index: AnyIndex, state: SessionState) -> list[tuple[str, Role]]:
+        badges: list[tuple[str, Role]] = []
         if index.data(ROLE_BUSY):
-            badges.append(("in use elsewhere", "#5c5f77"))
+            badges.append(("in use elsewhere", Role.BADGE_BUSY))
         approvals = int(index.data(ROLE_APPROVALS) or 0)
         if approvals:
-            badges.append((f"{approvals} to approve", "#df8e1d"))
+            badges.append((f"{approvals} to approve", Role.BADGE_APPROVALS))
         queued = int(index.data(ROLE_QUEUED) or 0)
         if queued:
-            badges.append((f"{queued} queued", "#1e66f5"))
+            badges.append((f"{queued} queued", Role.BADGE_QUEUED))
         if state == SessionState.IDLE and index.data(ROLE_LAST_FAILED):
             # A persistent session is idle again after a failure (spec §3.2); say it failed.
-            badges.append(("last turn failed", BADGE_COLORS[SessionState.FAILED]))
+            badges.append(("last turn failed", BADGE_ROLES[SessionState.FAILED]))
         elif state != SessionState.IDLE or not badges:
-            badges.append((STATE_LABELS[state], BADGE_COLORS[state]))
+            badges.append((STATE_LABELS[state], BADGE_ROLES[state]))
         return badges

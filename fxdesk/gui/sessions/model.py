@@ -196,6 +196,29 @@ class SessionTreeModel(QAbstractItemModel):
     def session_count(self) -> int:
         return len(self._sessions)
 
+    def session_name(self, session_id: str) -> str:
+        """A session's name; its id when the tree does not hold it."""
+        session = self.session_index(session_id).data(ROLE_SNAPSHOT)
+        return session.name if isinstance(session, Session) else session_id
+
+    def where(self, session_id: str) -> tuple[str, str]:
+        """(session name, workspace folder) of a session; (its id, "") when the tree does not
+        hold it."""
+        session = self.session_index(session_id).data(ROLE_SNAPSHOT)
+        if not isinstance(session, Session):
+            return session_id, ""
+        workspace = self.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+        return session.name, getattr(workspace, "path", "")
+
+    def workspace_folders(self) -> dict[str, str]:
+        """Workspace id (as permission rules store it) -> folder, for every workspace."""
+        folders = {}
+        for row in range(self.rowCount()):
+            workspace = self.index(row, 0).data(ROLE_SNAPSHOT)
+            if isinstance(workspace, Workspace):
+                folders[str(workspace.id)] = workspace.path
+        return folders
+
     # --- QAbstractItemModel ---------------------------------------------------------------
 
     def index(self, row: int, column: int, parent: AnyIndex = QModelIndex()) -> QModelIndex:

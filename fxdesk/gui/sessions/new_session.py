@@ -1,4 +1,5 @@
-"""The "New session" dialog: a workspace folder, a name, a model profile and a permission mode."""
+"""The "New session" dialog (a workspace folder, a name, a model profile and a permission mode)
+and ``ask_new_session``, the flow that creates the session from it."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk import notify
 from fxdesk.domain.model import PermissionMode
+from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.sessions import InvalidWorkspace, SessionService
+from fxdesk.gui.tasks import run_dialog
+from fxdesk.store import StoreError
 
 MODE_LABELS = {
     PermissionMode.ASK: "Ask: every change asks first",
@@ -109,3 +115,29 @@ class NewSessionDialog(QDialog):
         )
         if folder:
             self.folder_edit.setText(folder)
+
+
+async def ask_new_session(
+    parent: QWidget, profiles: ProfileService, sessions: SessionService
+) -> None:
+    """Ask where and how to start a session (window-modally over ``parent``) and create it; a
+    folder that cannot be a workspace is said in the dialog, which stays open."""
+    dialog = NewSessionDialog(
+        parent,
+        mode=await profiles.default_permission_mode(),
+        profiles=[p.name for p in await profiles.list()],
+        default_profile=await profiles.default_name(),
+    )
+    try:
+        while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
+            folder, name, mode, profile = dialog.values()
+            try:
+                await sessions.create_root(folder, name=name, permission_mode=mode, profile=profile)
+            except InvalidWorkspace as exc:
+                dialog.show_problem(str(exc))
+                continue
+            except StoreError as exc:
+                notify.error(exc.user_message, key="store")
+            return
+    finally:
+        dialog.deleteLater()

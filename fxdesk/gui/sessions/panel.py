@@ -22,6 +22,7 @@ from fxdesk.domain.model import Session, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.gui.sessions.composer import Composer
 from fxdesk.gui.sessions.model import STATE_LABELS
+from fxdesk.gui.theme import Role, css
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.transcript.view import TranscriptView
 
@@ -73,7 +74,8 @@ class SessionPanel(QWidget):
             self.cancel.setVisible(False)
             return
         state = STATE_LABELS[session.state]
-        where = f" <span style='color: gray'>· {_escape(workspace)}</span>" if workspace else ""
+        quiet = css(Role.QUIET_TEXT)
+        where = f" <span style='color: {quiet}'>· {_escape(workspace)}</span>" if workspace else ""
         self.title.setText(f"<b>{_escape(session.name)}</b> — {state}{where}")
         self.resume.setVisible(session.state == SessionState.INTERRUPTED)
         running = session.state in RUNNING_STATES or session.state == SessionState.QUEUED
@@ -96,7 +98,8 @@ class SessionPanel(QWidget):
             line.setContentsMargins(0, 0, 0, 0)
             kind = "Steers the turn at its next step" if item.kind == WorkKind.STEER else "Queued"
             text = " ".join(item.content.split())
-            label = QLabel(f"<span style='color: gray'>{kind}:</span> {_escape(text[:160])}")
+            quiet = css(Role.QUIET_TEXT)
+            label = QLabel(f"<span style='color: {quiet}'>{kind}:</span> {_escape(text[:160])}")
             label.setTextFormat(Qt.TextFormat.RichText)
             line.addWidget(label, 1)
             remove = QPushButton("Remove")

@@ -28,7 +28,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QListWidgetItem,
-    QMessageBox,
     QPushButton,
     QRadioButton,
     QTabWidget,
@@ -41,16 +40,11 @@ from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.gui.sessions.new_session import MODE_LABELS
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
-from fxdesk.gui.settings.profile_form import (
-    FAIL_COLOR,
-    OK_COLOR,
-    WidgetTasks,
-    alive,
-    hint_label,
-)
-from fxdesk.gui.settings.rules_page import RulesPage, Workspaces
-from fxdesk.gui.tasks import run_dialog
+from fxdesk.gui.settings.rule_editor import Workspaces
+from fxdesk.gui.settings.rules_page import RulesPage
+from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import apply_appearance
+from fxdesk.gui.widgets import confirm, hint_label, show_outcome
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import StoreError
 
@@ -369,19 +363,6 @@ class SettingsDialog(QDialog):
             await self.reload_profiles(select=saved)
             self.profiles_changed.emit()
 
-    async def confirm(self, title: str, text: str, action: str) -> bool:
-        """Ask a yes/no question window-modally; True when ``action`` is chosen."""
-        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=self)
-        yes = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
-        box.addButton(QMessageBox.StandardButton.Cancel)
-        box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-        try:
-            await run_dialog(box)
-            return box.clickedButton() is yes
-        finally:
-            if alive(box):
-                box.deleteLater()
-
     async def remove_profile(self, name: str) -> bool:
         """Remove ``name`` after asking; True when removed."""
         question = f"Remove the profile “{name}”?"
@@ -390,7 +371,7 @@ class SettingsDialog(QDialog):
             question += " Its API key is deleted from the keyring too."
         if name == self._default:
             question += " It is the default profile: new sessions will need another one."
-        if not await self.confirm("Remove profile", question, "Remove"):
+        if not await confirm(self, "Remove profile", question, "Remove"):
             return False
         try:
             removed = await self.service.remove(name)
@@ -435,10 +416,7 @@ class SettingsDialog(QDialog):
             self._show_status(result.ok, f"{name}: {result.message}")
 
     def _show_status(self, ok: bool | None, text: str) -> None:
-        color = "" if ok is None else f"color: {OK_COLOR if ok else FAIL_COLOR};"
-        mark = "" if ok is None else ("✓ " if ok else "✗ ")
-        self.profile_status.setStyleSheet(color)
-        self.profile_status.setText(mark + text)
+        show_outcome(self.profile_status, ok, text)
 
     def _update_buttons(self) -> None:
         name = self.selected_name()

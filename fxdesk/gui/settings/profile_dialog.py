@@ -9,8 +9,9 @@ from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QVBoxLayout,
 
 from fxdesk.domain.model import Profile
 from fxdesk.engine.profiles import ProfileService
-from fxdesk.gui.settings.profile_form import ProfileForm, WidgetTasks, alive
+from fxdesk.gui.settings.profile_form import ProfileForm
 from fxdesk.gui.settings.setup_dialog import save_profile
+from fxdesk.gui.tasks import WidgetTasks, alive
 
 
 class ProfileDialog(QDialog):

@@ -7,16 +7,10 @@ calls ``ProfileService.save`` with ``profile()`` and ``key()``.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import functools
 import math
-from collections.abc import Coroutine
-from typing import Any
 
-import shiboken6
-from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QFont, QPalette
+from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
@@ -32,7 +26,8 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.profiles import ProfileService
-from fxdesk.gui.tasks import TaskGroup
+from fxdesk.gui.tasks import WidgetTasks, alive
+from fxdesk.gui.widgets import hint_label, problem_label, show_outcome
 from fxdesk.providers.demo import DEMO_SCRIPT
 
 KIND_LABELS = {
@@ -65,34 +60,6 @@ DEMO_TEXT = (
     "reads its README and says what it saw, so you can try fxdesk before connecting a model."
 )
 
-OK_COLOR = "#3b9a4a"
-FAIL_COLOR = "#d9534f"
-
-
-def alive(widget: QObject) -> bool:
-    """Whether the C++ side of ``widget`` still exists (it may be gone after an ``await``)."""
-    return shiboken6.isValid(widget)
-
-
-class WidgetTasks(TaskGroup):
-    """A ``TaskGroup`` whose unfinished tasks are cancelled when ``owner`` is destroyed."""
-
-    def __init__(self, owner: QObject) -> None:
-        super().__init__()
-        self._owned: set[asyncio.Task[Any]] = set()
-        owner.destroyed.connect(functools.partial(_cancel_all, self._owned))
-
-    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
-        task = super().spawn(coro, name)
-        self._owned.add(task)
-        task.add_done_callback(self._owned.discard)
-        return task
-
-
-def _cancel_all(tasks: set[asyncio.Task[Any]], *_args: object) -> None:
-    for task in list(tasks):
-        task.cancel()
-
 
 class ProfileForm(QWidget):
     """Edits one ``Profile``: ``profile()`` and ``key()`` give what to save.
@@ -118,11 +85,7 @@ class ProfileForm(QWidget):
         self.fields.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         layout.addLayout(self.fields)
         self._build_fields()
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setAccessibleName("Problem")
-        self.message.setStyleSheet(f"color: {FAIL_COLOR};")
-        self.message.hide()
+        self.message = problem_label("Problem")
         layout.addWidget(self.message)
         layout.addLayout(self._build_test_row())
         self._on_kind_combo_changed()
@@ -385,8 +348,7 @@ class ProfileForm(QWidget):
         self.test_result.setText("Testing…")
 
     def _show_result(self, ok: bool, message: str) -> None:
-        self.test_result.setStyleSheet(f"color: {OK_COLOR if ok else FAIL_COLOR};")
-        self.test_result.setText(f"{'✓' if ok else '✗'} {message}")
+        show_outcome(self.test_result, ok, message)
 
     # --- slots ---------------------------------------------------------------------------
 
@@ -473,17 +435,6 @@ class ProfileForm(QWidget):
 
     def _default_env(self) -> str:
         return _ENV_PLACEHOLDER.get(self.kind, "API_KEY")
-
-
-def hint_label(text: str = "", *, wrap: bool = False) -> QLabel:
-    """A smaller label in the muted text color of the current palette."""
-    label = QLabel(text)
-    label.setWordWrap(wrap)
-    font = QFont(label.font())
-    font.setPointSizeF(font.pointSizeF() * 0.92)
-    label.setFont(font)
-    label.setForegroundRole(QPalette.ColorRole.PlaceholderText)
-    return label
 
 
 def _stacked(field: QWidget, hint: QLabel) -> QWidget:

@@ -1,5 +1,5 @@
-"""Permission rules in the GUI: the Rules page of Settings and the dialog that adds or edits one
-rule (the "Always allow…" editor of an approval is in ``approvals_dock``).
+"""The Rules page of Settings: every stored permission rule, with Add…, Edit… and Delete (one
+rule is edited in ``rule_editor.RuleDialog``).
 
 Everything is read and written through ``PermissionService`` (``rules``, ``add_rule``,
 ``remove_rule``). The page re-reads the rules when it is first shown, after each change made here,
@@ -9,266 +9,42 @@ answered with "always", ``fxdesk rules`` in a terminal).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QColor, QFont, QKeySequence, QShortcut, QShowEvent
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QDialog,
-    QDialogButtonBox,
-    QFormLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QLineEdit,
-    QMessageBox,
     QPushButton,
-    QTreeView,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
+from fxdesk.domain.permissions import PermissionRule, Scope, Verdict
 from fxdesk.engine.permissions import PermissionService
-from fxdesk.gui.settings.profile_form import FAIL_COLOR, OK_COLOR, WidgetTasks, alive, hint_label
-from fxdesk.gui.tasks import run_dialog
+from fxdesk.gui.settings.rule_editor import (
+    ACTION_LABELS,
+    EXPLANATION,
+    MATCH_LABELS,
+    RuleDialog,
+    Workspaces,
+    scope_text,
+    tool_text,
+)
+from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
+from fxdesk.gui.theme import Role, color
+from fxdesk.gui.widgets import confirm, fit_columns, show_outcome
 from fxdesk.store import StoreError
-
-Workspaces = Callable[[], Mapping[str, str]]
-"""Known workspaces: id (as rules store it in ``scope_key``) -> folder path."""
 
 COL_ACTION, COL_TOOL, COL_PATTERN, COL_MATCH, COL_SCOPE = range(5)
 HEADERS = ("Action", "Tool", "Pattern", "Match", "Scope")
 ROLE_RULE = Qt.ItemDataRole.UserRole  # the PermissionRule of a row (on COL_ACTION)
-
-ACTION_LABELS = {Verdict.ALLOW: "Allow", Verdict.ASK: "Ask", Verdict.DENY: "Deny"}
-MATCH_LABELS = {
-    Match.EXACT: "exact",
-    Match.PREFIX: "prefix — also longer commands starting with this",
-    Match.GLOB: "glob — * and ? match anything",
-}
-RUN_COMMAND = "run_command"
-ANY_TOOL = "*"
-TOOL_LABELS = {
-    "run_command": "Run a command",
-    "read_file": "Read a file",
-    "list_dir": "List a folder",
-    "glob": "Find files by name",
-    "grep": "Search in files",
-    "edit_file": "Edit a file",
-    "write_file": "Write a file",
-}
-EXPLANATION = (
-    "Deny always wins. Command rules match the exact command unless marked prefix or glob."
-)
-
-
-def tool_text(tool: str) -> str:
-    """A tool in the person's words ("Run a command"), or its own name when unknown."""
-    return "Any tool" if tool == ANY_TOOL else TOOL_LABELS.get(tool, tool)
-
-
-def scope_text(rule: PermissionRule, workspaces: Mapping[str, str]) -> str:
-    """Where a rule applies: "this session", "workspace /path" or "everywhere"."""
-    if rule.scope == Scope.SESSION:
-        return "this session"
-    if rule.scope == Scope.WORKSPACE:
-        return f"workspace {workspaces.get(rule.scope_key) or rule.scope_key}"
-    return "everywhere"
-
-
-async def confirm(parent: QWidget, title: str, text: str, action: str) -> bool:
-    """Ask a yes/no question window-modally; True when ``action`` is chosen."""
-    box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=parent)
-    yes = box.addButton(action, QMessageBox.ButtonRole.DestructiveRole)
-    box.addButton(QMessageBox.StandardButton.Cancel)
-    box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    try:
-        await run_dialog(box)
-        return box.clickedButton() is yes
-    finally:
-        if alive(box):
-            box.deleteLater()
-
-
-def match_combo_box(name: str) -> QComboBox:
-    combo = QComboBox()
-    combo.setAccessibleName(name)
-    for match, label in MATCH_LABELS.items():
-        combo.addItem(label, match.value)
-    return combo
-
-
-def bold_label(text: str) -> QLabel:
-    label = QLabel(text)
-    font = QFont(label.font())
-    font.setBold(True)
-    label.setFont(font)
-    return label
-
-
-def fit_columns(view: QTreeView | QTreeWidget, caps: Mapping[int, int]) -> None:
-    """Size columns to their contents, but no wider than ``caps`` (column -> pixels), so one
-    long value cannot push the stretching column out of sight."""
-    for column, cap in caps.items():
-        view.setColumnWidth(column, min(cap, max(view.sizeHintForColumn(column), 40) + 12))
-
-
-def select_data(combo: QComboBox, value: object) -> None:
-    combo.setCurrentIndex(max(0, combo.findData(value)))
-
-
-# --- one rule ----------------------------------------------------------------------------------
-
-
-class RuleEditor(QDialog):
-    """What the two rule dialogs share: a problem line under the fields, shown when Save is
-    pressed and kept up to date afterwards; ``problem()`` says what is wrong."""
-
-    def _problem_label(self) -> QLabel:
-        self.message = QLabel()
-        self.message.setWordWrap(True)
-        self.message.setAccessibleName("Problem")
-        self.message.setStyleSheet(f"color: {FAIL_COLOR};")
-        self.message.hide()
-        return self.message
-
-    def problem(self) -> str | None:
-        return None
-
-    def _check(self) -> bool:
-        problem = self.problem()
-        self.message.setText(problem or "")
-        self.message.setVisible(problem is not None)
-        return problem is None
-
-    @Slot()
-    def _on_save_button_clicked(self) -> None:
-        if self._check():
-            self.accept()
-
-    @Slot()
-    def _on_field_changed(self) -> None:
-        if self.message.isVisible():
-            self._check()
-
-
-class RuleDialog(RuleEditor):
-    """Adds a rule, or edits a copy of one (``rule`` given); ``rule()`` is the result after Save."""
-
-    def __init__(
-        self,
-        rule: PermissionRule | None = None,
-        *,
-        workspaces: Mapping[str, str] | None = None,
-        parent: QWidget | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self._original = rule
-        self.setWindowTitle("Edit rule" if rule else "Add a rule")
-        self.setMinimumWidth(560)
-        layout = QVBoxLayout(self)
-        form = QFormLayout()
-        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.action_combo = QComboBox()
-        self.action_combo.setAccessibleName("Action")
-        for verdict, label in ACTION_LABELS.items():
-            self.action_combo.addItem(label, verdict.value)
-        form.addRow("&Action:", self.action_combo)
-        self.tool_combo = QComboBox()
-        self.tool_combo.setAccessibleName("Tool")
-        self.tool_combo.setEditable(True)
-        self.tool_combo.setInsertPolicy(QComboBox.InsertPolicy.NoInsert)
-        for tool, label in [*TOOL_LABELS.items(), (ANY_TOOL, "Any tool")]:
-            self.tool_combo.addItem(tool, tool)
-            self.tool_combo.setItemData(
-                self.tool_combo.count() - 1, label, Qt.ItemDataRole.ToolTipRole
-            )
-        self.tool_combo.currentTextChanged.connect(self._on_tool_combo_changed)
-        form.addRow("&Tool:", self.tool_combo)
-        self.pattern_edit = QLineEdit()
-        self.pattern_edit.setAccessibleName("Pattern")
-        self.pattern_edit.textChanged.connect(self._on_field_changed)
-        form.addRow("&Pattern:", self.pattern_edit)
-        self.match_combo = match_combo_box("Match")
-        form.addRow("&Match:", self.match_combo)
-        self._form = form
-        self.scope_combo = QComboBox()
-        self.scope_combo.setAccessibleName("Where the rule applies")
-        self.scope_combo.addItem("everywhere", (Scope.GLOBAL.value, ""))
-        for key, path in (workspaces or {}).items():
-            self.scope_combo.addItem(f"workspace {path}", (Scope.WORKSPACE.value, key))
-        form.addRow("&Where:", self.scope_combo)
-        layout.addLayout(form)
-        layout.addWidget(hint_label(EXPLANATION, wrap=True))
-        layout.addWidget(self._problem_label())
-        layout.addStretch(1)
-        buttons = QDialogButtonBox(
-            QDialogButtonBox.StandardButton.Save | QDialogButtonBox.StandardButton.Cancel
-        )
-        self.save_button = buttons.button(QDialogButtonBox.StandardButton.Save)
-        self.save_button.setAccessibleName("Save")
-        buttons.button(QDialogButtonBox.StandardButton.Cancel).setAccessibleName("Cancel")
-        buttons.accepted.connect(self._on_save_button_clicked)
-        buttons.rejected.connect(self.reject)
-        layout.addWidget(buttons)
-        if rule is None:
-            self.tool_combo.setCurrentText("run_command")
-        else:
-            self._show(rule, workspaces or {})
-        self._on_tool_combo_changed()
-        self.pattern_edit.setFocus()
-
-    def _show(self, rule: PermissionRule, workspaces: Mapping[str, str]) -> None:
-        select_data(self.action_combo, rule.action.value)
-        self.tool_combo.setCurrentText(rule.tool)
-        self.pattern_edit.setText(rule.pattern)
-        select_data(self.match_combo, rule.match.value)
-        where = (rule.scope.value, rule.scope_key)
-        if self.scope_combo.findData(where) < 0:  # a session, or a workspace not known here
-            self.scope_combo.addItem(scope_text(rule, workspaces), where)
-        select_data(self.scope_combo, where)
-
-    def problem(self) -> str | None:
-        """What keeps the rule from being saved, in one sentence; None when it can be."""
-        if not self.tool_combo.currentText().strip():
-            return "A tool is needed."
-        if not self.pattern_edit.text().strip():
-            return "A pattern is needed: the command, or the path."
-        return None
-
-    def rule(self) -> PermissionRule:
-        """The rule as the dialog shows it (a new rule: no id)."""
-        scope, key = self.scope_combo.currentData()
-        return PermissionRule(
-            tool=self.tool_combo.currentText().strip(),
-            pattern=self.pattern_edit.text().strip(),
-            action=Verdict(self.action_combo.currentData()),
-            scope=Scope(scope),
-            match=Match(self.match_combo.currentData()) if self._commands() else Match.GLOB,
-            scope_key=key,
-        )
-
-    @Slot()
-    def _on_tool_combo_changed(self) -> None:
-        command = self._commands()
-        self.pattern_edit.setPlaceholderText(
-            "a command, e.g. npm test"
-            if command
-            else "a path glob: src/* (in the workspace), ~/notes/*, /tmp/* — * crosses folders"
-        )
-        self._form.setRowVisible(self.match_combo, command)  # path rules are always globs
-        self._on_field_changed()
-
-    def _commands(self) -> bool:
-        return self.tool_combo.currentText().strip() in (RUN_COMMAND, ANY_TOOL)
-
-
-# --- the page ----------------------------------------------------------------------------------
 
 
 class RulesPage(QWidget):
@@ -380,9 +156,9 @@ class RulesPage(QWidget):
             where = f"only in session {rule.scope_key}" if rule.scope == Scope.SESSION else ""
             item.setToolTip(COL_SCOPE, where or scope_text(rule, workspaces))
             if rule.action == Verdict.DENY:
-                item.setForeground(COL_ACTION, QColor(FAIL_COLOR))
+                item.setForeground(COL_ACTION, color(Role.FAILURE))
             elif rule.action == Verdict.ALLOW:
-                item.setForeground(COL_ACTION, QColor(OK_COLOR))
+                item.setForeground(COL_ACTION, color(Role.SUCCESS))
             self.table.addTopLevelItem(item)
             if rule.id is not None and rule.id == keep:
                 self.table.setCurrentItem(item)
@@ -480,10 +256,7 @@ class RulesPage(QWidget):
             return None
 
     def _show_status(self, ok: bool | None, text: str) -> None:
-        color = "" if ok is None else f"color: {OK_COLOR if ok else FAIL_COLOR};"
-        mark = "" if ok is None or not text else ("✓ " if ok else "✗ ")
-        self.status.setStyleSheet(color)
-        self.status.setText(mark + text)
+        show_outcome(self.status, ok, text)
 
     def _update_buttons(self) -> None:
         selected = self.selected_rule() is not None

@@ -1,4 +1,5 @@
-"""The first-run dialog: connect a model, or try the offline demo agent, or decide later."""
+"""The first-run dialog: connect a model, or try the offline demo agent, or decide later; and
+``FirstRun``, which shows it over the main window when no profile exists yet."""
 
 from __future__ import annotations
 
@@ -14,9 +15,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk import notify
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.profiles import ProfileError, ProfileService
-from fxdesk.gui.settings.profile_form import ProfileForm, WidgetTasks, alive
+from fxdesk.gui.settings.profile_form import ProfileForm
+from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import StoreError
 from fxdesk.store.secrets import SecretsUnavailable
@@ -153,3 +156,27 @@ class SetupDialog(QDialog):
     def _on_demo_button_clicked(self) -> None:
         self._set_busy(True)
         self.tasks.spawn(self.try_demo(), "setup-demo")
+
+
+class FirstRun:
+    """No model profile yet: asks for one (or the offline demo) over the main window.
+
+    ``dialog`` is the setup dialog while it is open, else None.
+    """
+
+    def __init__(self, service: ProfileService, window: QWidget) -> None:
+        self.service = service
+        self.window = window
+        self.dialog: SetupDialog | None = None
+
+    async def run(self) -> bool:
+        """Show the setup dialog and wait for it; True when a profile was saved."""
+        dialog = self.dialog = SetupDialog(self.service, self.window)
+        try:
+            if await run_dialog(dialog) == SetupDialog.DialogCode.Accepted:
+                notify.info(f"Profile “{dialog.saved_name}” is ready; start a session with Ctrl+N.")
+                return True
+            return False
+        finally:
+            self.dialog = None
+            dialog.deleteLater()

@@ -15,9 +15,7 @@ from pygments.token import Comment, Keyword, Name, Number, Operator, String, Tok
 from pygments.util import ClassNotFound
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import (
-    QColor,
     QFont,
-    QFontDatabase,
     QSyntaxHighlighter,
     QTextBlockFormat,
     QTextCharFormat,
@@ -26,27 +24,19 @@ from PySide6.QtGui import (
     QTextFormat,
 )
 
-_LIGHT = {
-    Keyword: "#8839ef",
-    Name.Builtin: "#1e66f5",
-    Name.Function: "#1e66f5",
-    Name.Class: "#df8e1d",
-    String: "#40a02b",
-    Number: "#fe640b",
-    Comment: "#8c8fa1",
-    Operator: "#04a5e5",
-    Name.Decorator: "#ea76cb",
-}
-_DARK = {
-    Keyword: "#cba6f7",
-    Name.Builtin: "#89b4fa",
-    Name.Function: "#89b4fa",
-    Name.Class: "#f9e2af",
-    String: "#a6e3a1",
-    Number: "#fab387",
-    Comment: "#7f849c",
-    Operator: "#89dceb",
-    Name.Decorator: "#f5c2e7",
+from fxdesk.gui.theme import Role, color
+from fxdesk.gui.widgets import monospace
+
+_TOKEN_ROLES = {
+    Keyword: Role.SYNTAX_KEYWORD,
+    Name.Builtin: Role.SYNTAX_NAME,
+    Name.Function: Role.SYNTAX_NAME,
+    Name.Class: Role.SYNTAX_CLASS,
+    String: Role.SYNTAX_STRING,
+    Number: Role.SYNTAX_NUMBER,
+    Comment: Role.SYNTAX_COMMENT,
+    Operator: Role.SYNTAX_OPERATOR,
+    Name.Decorator: Role.SYNTAX_DECORATOR,
 }
 
 
@@ -58,20 +48,15 @@ def _lexer(language: str) -> Lexer:
         return TextLexer(stripnl=False, ensurenl=False)
 
 
-def monospace() -> QFont:
-    return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
-
-
 class CodeHighlighter(QSyntaxHighlighter):
     """Colours the fenced code blocks of a Markdown document, line by line."""
 
     def __init__(self, document: QTextDocument, dark: bool) -> None:
         super().__init__(document)
-        colors = _DARK if dark else _LIGHT
         self._formats: dict[object, QTextCharFormat] = {}
-        for token, color in colors.items():
+        for token, role in _TOKEN_ROLES.items():
             fmt = QTextCharFormat()
-            fmt.setForeground(QColor(color))
+            fmt.setForeground(color(role, dark=dark))
             if token is Comment:
                 fmt.setFontItalic(True)
             self._formats[token] = fmt
@@ -132,7 +117,7 @@ def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocumen
 
 
 def _style_code(document: QTextDocument, dark: bool) -> None:
-    background = QColor("#181825" if dark else "#eff1f5")
+    background = color(Role.CODE_BACKGROUND, dark=dark)
     mono = monospace()
     block = document.begin()
     while block.isValid():

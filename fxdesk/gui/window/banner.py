@@ -7,6 +7,8 @@ from collections.abc import Callable
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QWidget
 
+from fxdesk.gui.theme import Role, css
+
 
 class Banner(QFrame):
     """One line of text with actions and a Dismiss button.
@@ -36,8 +38,8 @@ class Banner(QFrame):
             # By class, not object name: callers name banners to find them again.
             ".Banner { background: palette(alternate-base); border: 1px solid palette(mid);"
             " border-radius: 4px; }"
-            ".Banner[kind='warning'] { border-left: 4px solid #d08a00; }"
-            ".Banner[kind='info'] { border-left: 4px solid #3d7bd9; }"
+            f".Banner[kind='warning'] {{ border-left: 4px solid {css(Role.BANNER_WARNING)}; }}"
+            f".Banner[kind='info'] {{ border-left: 4px solid {css(Role.BANNER_INFO)}; }}"
         )
 
     def text(self) -> str:

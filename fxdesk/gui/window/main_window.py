@@ -381,7 +381,3 @@ SESSION_SHORTCUTS = {
 
 async def _no_history(session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:
     return []
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

@@ -1,47 +1,40 @@
-"""The approval dialog, the Approvals dock and the Rules page.
+"""The approval dialog and the Approvals dock.
 
 The dialog and dock are driven with real key presses and clicks; only the ``answer`` callback is a
-recording fake. The Rules page works against a real ``PermissionService`` on a temporary store.
+recording fake. (The Rules page is tested in ``tests/gui/settings/test_rules.py``.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication, QComboBox, QDialog, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import QApplication, QDialog, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
 from fxdesk import notify
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
-from fxdesk.engine.bus import EventBus
-from fxdesk.engine.permissions import PermissionService
-from fxdesk.engine.profiles import ProfileService
-from fxdesk.engine.timers import SystemClock
-from fxdesk.gui.approvals.dialog import NOT_PENDING, ApprovalDialog, fixed_font
+from fxdesk.gui.approvals.always_allow import AlwaysAllowDialog
+from fxdesk.gui.approvals.dialog import ApprovalDialog
 from fxdesk.gui.approvals.dock import (
     COL_AGE,
     COL_LABEL,
     COL_SESSION,
     COL_TOOL,
     EMPTY_TEXT,
-    AlwaysAllowDialog,
     ApprovalsDock,
     ApprovalsModel,
 )
-from fxdesk.gui.settings.dialog import SettingsDialog
-from fxdesk.gui.settings.rules_page import RuleDialog, RulesPage
-from fxdesk.store import Store
-from tests.gui.settings.test_settings import answer_message_box, focus_chain, unnamed_controls
+from fxdesk.gui.approvals.presenter import NOT_PENDING, ApprovalsPresenter
+from fxdesk.gui.widgets import monospace
+from tests.gui.settings.test_settings import focus_chain, unnamed_controls
 from tests.gui.test_application import until
 
 NOW_MS = 1_700_000_000_000
@@ -165,9 +158,9 @@ async def child_dialog(owner: QWidget, kind: type[QDialog]) -> Any:
 
 async def test_keys_1_to_4_answer_with_their_choice(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
     for n in range(1, 5):
-        dialog.add(approval(n, label=f"make step{n}"))
+        dialog.presenter.add(approval(n, label=f"make step{n}"))
     with shown(dialog):
         await active(dialog)
         for key, n in ((Qt.Key.Key_1, 1), (Qt.Key.Key_2, 2), (Qt.Key.Key_3, 3), (Qt.Key.Key_4, 4)):
@@ -194,8 +187,8 @@ async def test_keys_1_to_4_answer_with_their_choice(qtbot: QtBot) -> None:
 
 async def test_the_keypad_digits_answer_too(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1))
     with shown(dialog):
         await active(dialog)
         keypad = Qt.KeyboardModifier.KeypadModifier
@@ -205,9 +198,9 @@ async def test_the_keypad_digits_answer_too(qtbot: QtBot) -> None:
 
 
 async def test_present_shows_the_approval_asked_for(qtbot: QtBot) -> None:
-    dialog = ApprovalDialog(Answers(), describe)
+    dialog = ApprovalDialog(ApprovalsPresenter(Answers(), describe))
     for n in (1, 2, 3):
-        dialog.add(approval(n, label=f"make {n}"))
+        dialog.presenter.add(approval(n, label=f"make {n}"))
     with shown(dialog):
         dialog.hide()
         dialog.present("approval-3")
@@ -219,9 +212,9 @@ async def test_present_shows_the_approval_asked_for(qtbot: QtBot) -> None:
 
 async def test_enter_or_return_alone_answers_nothing(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1, label=LONG_COMMAND, uncovered=["npm ci", "curl -fsS x"]))
-    dialog.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1, label=LONG_COMMAND, uncovered=["npm ci", "curl -fsS x"]))
+    dialog.presenter.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
     with shown(dialog):
         await active(dialog)
         buttons = dialog.findChildren(QPushButton)
@@ -239,8 +232,8 @@ async def test_enter_or_return_alone_answers_nothing(qtbot: QtBot) -> None:
 
 async def test_escape_hides_without_answering(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1))
     with shown(dialog):
         await active(dialog)
         qtbot.keyClick(dialog.label_box, Qt.Key.Key_Escape)
@@ -253,13 +246,13 @@ async def test_approvals_queue_with_a_counter_and_leave_when_answered_elsewhere(
     qtbot: QtBot,
 ) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
     with shown(dialog):
-        dialog.add(approval(1, label="make one"))
+        dialog.presenter.add(approval(1, label="make one"))
         assert not dialog.counter.isVisible()  # one alone: no counter
-        assert dialog.add(approval(2, label="make two"))
-        assert dialog.add(approval(3, label="make three"))
-        assert not dialog.add(approval(2, label="make two"))  # the same id again: ignored
+        assert dialog.presenter.add(approval(2, label="make two"))
+        assert dialog.presenter.add(approval(3, label="make three"))
+        assert not dialog.presenter.add(approval(2, label="make two"))  # the same id again: ignored
         assert dialog.count == 3
         assert dialog.counter.isVisible() and dialog.counter.text() == "Approval 1 of 3"
         assert dialog.label_box.toPlainText() == "make one"
@@ -267,24 +260,25 @@ async def test_approvals_queue_with_a_counter_and_leave_when_answered_elsewhere(
         assert dialog.counter.text() == "Approval 2 of 3"
         assert dialog.label_box.toPlainText() == "make two"
         dialog.reason_edit.setText("typed for two")
-        assert dialog.remove("approval-3")  # not the one shown: it stays, and so does the reason
+        # Not the one shown: it stays, and so does the reason.
+        assert dialog.presenter.remove("approval-3")
         assert dialog.counter.text() == "Approval 2 of 2"
         assert dialog.reason_edit.text() == "typed for two"
-        assert not dialog.remove("approval-3")
-        assert dialog.remove("approval-2")  # the one shown: the next one takes its place
+        assert not dialog.presenter.remove("approval-3")
+        assert dialog.presenter.remove("approval-2")  # the one shown: the next one takes its place
         current = dialog.current
         assert current is not None and current.id == "approval-1"
         assert not dialog.counter.isVisible() and dialog.reason_edit.text() == ""
         assert dialog.isVisible()
-        assert dialog.remove("approval-1")
+        assert dialog.presenter.remove("approval-1")
         assert not dialog.isVisible() and dialog.count == 0 and dialog.current is None
     assert answers.calls == []
 
 
 async def test_the_deny_reason_reaches_the_agent(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1, label="rm -rf build"))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1, label="rm -rf build"))
     with shown(dialog):
         await active(dialog)
         dialog.reason_edit.setFocus()
@@ -298,8 +292,8 @@ async def test_the_deny_reason_reaches_the_agent(qtbot: QtBot) -> None:
 
 async def test_a_reason_is_not_sent_with_an_allow(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1))
     with shown(dialog):
         dialog.reason_edit.setText("never mind")
         dialog.buttons[Choice.ONCE].click()
@@ -309,9 +303,9 @@ async def test_a_reason_is_not_sent_with_an_allow(qtbot: QtBot) -> None:
 
 async def test_always_allow_edits_the_rules_before_they_are_stored(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
     item = approval(1, label="npm test && npm run lint", uncovered=["npm test", "npm run lint"])
-    dialog.add(item)
+    dialog.presenter.add(item)
     with shown(dialog):
         # Cancel goes back to the approval, answering nothing.
         dialog.buttons[Choice.ALWAYS].click()
@@ -361,8 +355,8 @@ async def test_always_allow_edits_the_rules_before_they_are_stored(qtbot: QtBot)
 
 async def test_always_allow_for_a_file_offers_no_match_choice(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
     with shown(dialog):
         dialog.buttons[Choice.ALWAYS].click()
         editor = await child_dialog(dialog, AlwaysAllowDialog)
@@ -375,9 +369,9 @@ async def test_always_allow_for_a_file_offers_no_match_choice(qtbot: QtBot) -> N
 
 async def test_an_approval_answered_elsewhere_says_so_and_moves_on(qtbot: QtBot) -> None:
     answers = Answers(gone={"approval-1"})
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1, label="make one"))
-    dialog.add(approval(2, label="make two"))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1, label="make one"))
+    dialog.presenter.add(approval(2, label="make two"))
     with shown(dialog):
         dialog.buttons[Choice.ONCE].click()
         await until(dialog.notice.isVisible)
@@ -394,8 +388,8 @@ async def test_an_approval_answered_elsewhere_says_so_and_moves_on(qtbot: QtBot)
 
 async def test_the_last_approval_gone_stays_open_with_the_message(qtbot: QtBot) -> None:
     answers = Answers(gone={"approval-1"})
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1))
     with shown(dialog):
         dialog.buttons[Choice.DENY].click()
         await until(dialog.notice.isVisible)
@@ -406,9 +400,9 @@ async def test_the_last_approval_gone_stays_open_with_the_message(qtbot: QtBot) 
 
 async def test_buttons_wait_for_the_answer_so_nothing_is_answered_twice(qtbot: QtBot) -> None:
     answers = Answers(gate=asyncio.Event())
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(approval(1))
-    dialog.add(approval(2))
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(approval(1))
+    dialog.presenter.add(approval(2))
     with shown(dialog):
         await active(dialog)
         qtbot.keyClick(dialog.label_box, Qt.Key.Key_1)
@@ -427,8 +421,8 @@ async def test_buttons_wait_for_the_answer_so_nothing_is_answered_twice(qtbot: Q
 
 async def test_the_dialog_shows_all_of_the_command_and_why(qtbot: QtBot) -> None:
     answers = Answers()
-    dialog = ApprovalDialog(answers, describe)
-    dialog.add(
+    dialog = ApprovalDialog(ApprovalsPresenter(answers, describe))
+    dialog.presenter.add(
         approval(
             1,
             label=LONG_COMMAND,
@@ -437,7 +431,7 @@ async def test_the_dialog_shows_all_of_the_command_and_why(qtbot: QtBot) -> None
             outside=True,
         )
     )
-    dialog.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    dialog.presenter.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
     with shown(dialog):
         assert dialog.windowTitle() == "fxdesk: approval needed"
         assert not dialog.isModal()
@@ -445,7 +439,7 @@ async def test_the_dialog_shows_all_of_the_command_and_why(qtbot: QtBot) -> None
         assert dialog.where_label.text() == f"Session “session s1” · {WORKSPACE}"
         box = dialog.label_box
         assert box.toPlainText() == LONG_COMMAND and box.isReadOnly()  # all of it, never elided
-        assert box.font().family() == fixed_font().family()
+        assert box.font().family() == monospace().family()
         assert dialog.reason_label.text() == "No rule allows this command yet."
         assert dialog.uncovered_box.isVisible()
         assert dialog.uncovered_box.toPlainText().splitlines() == [
@@ -494,8 +488,8 @@ def _blocks(document: Any) -> Iterator[Any]:
 
 
 async def test_the_diff_colours_follow_a_dark_palette(qtbot: QtBot, qapp: QApplication) -> None:
-    dialog = ApprovalDialog(Answers(), describe)
-    dialog.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
+    dialog = ApprovalDialog(ApprovalsPresenter(Answers(), describe))
+    dialog.presenter.add(approval(1, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
     with shown(dialog):
         light = _added_colour(dialog)
         palette = QPalette(dialog.preview_box.palette())
@@ -522,13 +516,13 @@ def dock_texts(dock: ApprovalsDock, row: int) -> list[str]:
 
 async def test_the_dock_lists_every_pending_approval(qtbot: QtBot) -> None:
     answers = Answers()
-    dock = ApprovalsDock(answers, describe, now_ms=lambda: NOW_MS)
+    dock = ApprovalsDock(ApprovalsPresenter(answers, describe), now_ms=lambda: NOW_MS)
     with shown(dock):
         assert dock.count == 0 and dock.empty_label.isVisible()
         assert dock.empty_label.text() == EMPTY_TEXT == "Nothing is waiting for you."
         assert not dock.button_box.isVisible()
         first, second = approval(1, label=LONG_COMMAND), approval(2, session="s2", label="ls /")
-        dock.set_approvals([first, second])
+        dock.presenter.set_pending([first, second])
         assert dock.count == 2 and dock.view.isVisible() and not dock.empty_label.isVisible()
         assert dock_texts(dock, 0) == ["session s1", "Run", LONG_COMMAND, "1 min"]
         assert dock_texts(dock, 1) == ["session s2", "Run", "ls /", "2 min"]
@@ -539,15 +533,15 @@ async def test_the_dock_lists_every_pending_approval(qtbot: QtBot) -> None:
 
         dock.select("approval-2")
         third = approval(3, label="make")
-        dock.set_approvals([second, third])  # a refresh keeps the selection
+        dock.presenter.set_pending([second, third])  # a refresh keeps the selection
         selected = dock.selected()
         assert selected is not None and selected.id == "approval-2"
         assert [dock_texts(dock, r)[2] for r in range(2)] == ["ls /", "make"]
-        dock.set_approvals([third])  # the selected one gone: the first is selected
+        dock.presenter.set_pending([third])  # the selected one gone: the first is selected
         selected = dock.selected()
         assert selected is not None and selected.id == "approval-3"
         assert unnamed_controls(dock) == []
-        dock.set_approvals([])
+        dock.presenter.set_pending([])
         assert dock.empty_label.isVisible() and not dock.button_box.isVisible()
 
 
@@ -563,9 +557,11 @@ def test_the_approvals_model_passes_the_model_tester(qtmodeltester: Any) -> None
 
 async def test_the_dock_answers_the_selected_row(qtbot: QtBot) -> None:
     answers = Answers(gone={"approval-3"})
-    dock = ApprovalsDock(answers, describe, now_ms=lambda: NOW_MS)
+    dock = ApprovalsDock(ApprovalsPresenter(answers, describe), now_ms=lambda: NOW_MS)
     with shown(dock):
-        dock.set_approvals([approval(1), approval(2, label="make"), approval(3, label="ls")])
+        dock.presenter.set_pending(
+            [approval(1), approval(2, label="make"), approval(3, label="ls")]
+        )
         dock.select("approval-2")
         dock.buttons[Choice.SESSION].click()
         await until(lambda: dock.count == 2)
@@ -591,11 +587,11 @@ async def test_the_dock_answers_the_selected_row(qtbot: QtBot) -> None:
 
 
 async def test_double_click_or_enter_on_a_row_asks_to_open_it(qtbot: QtBot) -> None:
-    dock = ApprovalsDock(Answers(), describe, now_ms=lambda: NOW_MS)
+    dock = ApprovalsDock(ApprovalsPresenter(Answers(), describe), now_ms=lambda: NOW_MS)
     opened: list[str] = []
     dock.open_requested.connect(opened.append)
     with shown(dock):
-        dock.set_approvals([approval(1), approval(2, label="make")])
+        dock.presenter.set_pending([approval(1), approval(2, label="make")])
         rect = dock.view.visualRect(dock.model.index(1, COL_TOOL))
         qtbot.mouseClick(dock.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
         qtbot.mouseDClick(dock.view.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
@@ -604,168 +600,3 @@ async def test_double_click_or_enter_on_a_row_asks_to_open_it(qtbot: QtBot) -> N
         dock.view.setFocus()
         qtbot.keyClick(dock.view, Qt.Key.Key_Return)
         assert opened == ["approval-2", "approval-1"]
-
-
-# --- rules -----------------------------------------------------------------------------------
-
-
-@contextlib.asynccontextmanager
-async def opened_store(tmp_path: Path) -> AsyncIterator[Store]:
-    store = await Store.aopen(tmp_path / "db.sqlite3")
-    try:
-        yield store
-    finally:
-        await asyncio.get_running_loop().run_in_executor(None, store.close)
-
-
-@contextlib.asynccontextmanager
-async def permission_service(tmp_path: Path) -> AsyncIterator[PermissionService]:
-    async with opened_store(tmp_path) as store:
-        yield PermissionService(store, EventBus(), SystemClock())
-
-
-def table_rows(page: RulesPage) -> list[list[str]]:
-    table = page.table
-    return [
-        [table.topLevelItem(r).text(c) for c in range(table.columnCount())]
-        for r in range(table.topLevelItemCount())
-    ]
-
-
-def choose(combo: QComboBox, text: str) -> None:
-    index = combo.findText(text)
-    assert index >= 0, f"{text!r} not in {[combo.itemText(i) for i in range(combo.count())]}"
-    combo.setCurrentIndex(index)
-
-
-async def test_the_rules_page_adds_edits_and_deletes_rules(tmp_path: Path) -> None:
-    async with permission_service(tmp_path) as service:
-        await service.add_rule(
-            PermissionRule("run_command", "git push", Verdict.DENY, Scope.GLOBAL)
-        )
-        await service.add_rule(
-            PermissionRule("run_command", "npm test", Verdict.ALLOW, Scope.SESSION, scope_key="s1")
-        )
-        changed: list[bool] = []
-        page = RulesPage(service, workspaces=lambda: {"7": WORKSPACE})
-        page.rules_changed.connect(lambda: changed.append(True))
-        with shown(page):
-            await until(lambda: page.table.topLevelItemCount() == 2)
-            assert sorted(table_rows(page)) == [
-                ["Allow", "run_command", "npm test", "exact", "this session"],
-                ["Deny", "run_command", "git push", "exact", "everywhere"],
-            ]
-            assert not page.edit_button.isEnabled() and not page.delete_button.isEnabled()
-
-            # Add…
-            page.add_button.click()
-            add = await child_dialog(page, RuleDialog)
-            assert add.windowModality() != Qt.WindowModality.NonModal
-            choose(add.tool_combo, "run_command")
-            add.pattern_edit.setText("pytest")
-            choose(add.match_combo, "prefix — also longer commands starting with this")
-            choose(add.scope_combo, f"workspace {WORKSPACE}")
-            add.save_button.click()
-            await until(lambda: page.table.topLevelItemCount() == 3)
-            added = PermissionRule(
-                "run_command", "pytest", Verdict.ALLOW, Scope.WORKSPACE, Match.PREFIX, scope_key="7"
-            )
-            stored = [dataclass_without_id(r) for r in await service.rules()]
-            assert added in stored
-            selected = page.selected_rule()
-            assert selected is not None and selected.pattern == "pytest"
-            assert ["Allow", "run_command", "pytest", "prefix", f"workspace {WORKSPACE}"] in (
-                table_rows(page)
-            )
-
-            # Edit…: the edited rule is stored, the old one removed.
-            page.edit_button.click()
-            edit = await child_dialog(page, RuleDialog)
-            assert edit.pattern_edit.text() == "pytest"
-            assert edit.scope_combo.currentText() == f"workspace {WORKSPACE}"
-            edit.pattern_edit.setText("pytest -q")
-            choose(edit.match_combo, "exact")
-            choose(edit.action_combo, "Ask")
-            edit.save_button.click()
-            await until(
-                lambda: (
-                    ["Ask", "run_command", "pytest -q", "exact", f"workspace {WORKSPACE}"]
-                    in table_rows(page)
-                )
-            )
-            rules = await service.rules()
-            assert [r.pattern for r in rules if r.scope == Scope.WORKSPACE] == ["pytest -q"]
-            assert len(rules) == 3
-
-            # Saving unchanged keeps the rule (adding it again finds the same one).
-            page.edit_button.click()
-            same = await child_dialog(page, RuleDialog)
-            same.save_button.click()
-            await until(lambda: len(changed) == 3)
-            assert len(await service.rules()) == 3
-
-            # Delete asks first; Cancel keeps it.
-            page.delete_button.click()
-            text = await answer_message_box(QMessageBox.StandardButton.Cancel)
-            assert "pytest -q" in text
-            await asyncio.sleep(0.05)
-            assert len(await service.rules()) == 3
-            page.delete_button.click()
-            await answer_message_box("Delete")
-            await until(lambda: page.table.topLevelItemCount() == 2)
-            assert all(r.pattern != "pytest -q" for r in await service.rules())
-            assert len(changed) == 4
-            assert unnamed_controls(page) == []
-
-
-def dataclass_without_id(rule: PermissionRule) -> PermissionRule:
-    return dataclasses.replace(rule, id=None)
-
-
-async def test_a_rule_needs_a_pattern(tmp_path: Path) -> None:
-    async with permission_service(tmp_path) as service:
-        page = RulesPage(service)
-        with shown(page):
-            await until(lambda: "No rules yet" in page.status.text())
-            page.add_button.click()
-            add = await child_dialog(page, RuleDialog)
-            assert unnamed_controls(add) == []
-            add.save_button.click()
-            assert add.isVisible() and add.message.text().startswith("A pattern is needed")
-            assert add.match_combo.isVisible()  # commands: exact, prefix or glob
-            choose(add.tool_combo, "edit_file")
-            add.pattern_edit.setText("src/*")
-            assert not add.message.isVisible()  # the problem follows the fields
-            assert not add.match_combo.isVisible()  # paths: always globs
-            assert add.rule() == PermissionRule(
-                "edit_file", "src/*", Verdict.ALLOW, Scope.GLOBAL, Match.GLOB
-            )
-            add.reject()
-            await asyncio.sleep(0.05)
-            assert await service.rules() == []
-
-
-async def test_settings_has_a_rules_tab_only_with_a_permission_service(tmp_path: Path) -> None:
-    async with opened_store(tmp_path) as store:
-        profiles = ProfileService(store)
-        plain = SettingsDialog(profiles, tmp_path / "data")
-        assert plain.rules_page is None
-        assert "Rules" not in tab_texts(plain)
-        plain.deleteLater()
-        service = PermissionService(store, EventBus(), SystemClock())
-        await service.add_rule(
-            PermissionRule("read_file", "/etc/*", Verdict.DENY, Scope.GLOBAL, Match.GLOB)
-        )
-        dialog = SettingsDialog(profiles, tmp_path / "data", permissions=service)
-        with shown(dialog):
-            assert tab_texts(dialog) == ["Profiles", "General", "Rules", "Data"]
-            dialog.tabs.setCurrentIndex(2)
-            page = dialog.rules_page
-            assert page is not None
-            await until(lambda: page.table.topLevelItemCount() == 1)
-            assert table_rows(page) == [["Deny", "read_file", "/etc/*", "glob", "everywhere"]]
-            assert unnamed_controls(dialog) == []
-
-
-def tab_texts(dialog: SettingsDialog) -> list[str]:
-    return [dialog.tabs.tabText(i).replace("&", "") for i in range(dialog.tabs.count())]

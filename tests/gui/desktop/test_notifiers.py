@@ -18,8 +18,8 @@ from fxdesk import notify
 from fxdesk.gui.desktop.notifiers import DbusNotifier, TrayNotifier, WindowNotifier, build_notifier
 from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
-from tests.gui.test_application import until
 from tests.gui.desktop.test_tray import Recorder
+from tests.gui.test_application import until
 
 MISSING_BUS = "unix:path=/nonexistent/fxdesk-test/bus"
 
