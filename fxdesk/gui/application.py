@@ -1,5 +1,9 @@
 """Runs fxdesk's window on a qasync loop and shuts it down in order.
 
+``GuiController`` is the window's composition root: it builds each feature (``window``,
+``sessions``, ``transcript``, ``approvals``, ``settings``, ``desktop``) and connects them to each
+other and to the engine; no feature imports this module.
+
 Quit paths (window close, Ctrl+Q, SIGTERM, SIGINT) all set one event; ``GuiController.main`` then
 stops every subsystem through ``App.stop`` (each step logged) and returns exit code 0.
 """

@@ -80,6 +80,12 @@ def problem_label(name: str) -> QLabel:
     return label
 
 
+def show_problem(label: QLabel, text: str) -> None:
+    """Show ``text`` in a ``problem_label``; hide the label when there is nothing to say."""
+    label.setText(text)
+    label.setVisible(bool(text))
+
+
 def show_outcome(label: QLabel, ok: bool | None, text: str) -> None:
     """Show ``text`` in ``label``: with ✓ in the success colour when ``ok``, with ✗ in the
     failure colour when not, plainly when ``ok`` is None."""

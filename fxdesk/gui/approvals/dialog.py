@@ -36,7 +36,7 @@ from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Outcome
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
 from fxdesk.gui.theme import Role, css
-from fxdesk.gui.widgets import bold_label, hint_label, problem_label
+from fxdesk.gui.widgets import bold_label, hint_label, problem_label, show_problem
 
 
 class ApprovalDialog(QDialog):
@@ -286,8 +286,7 @@ class ApprovalDialog(QDialog):
     # --- showing -------------------------------------------------------------------------
 
     def _show_notice(self, text: str) -> None:
-        self.notice.setText(text)
-        self.notice.setVisible(bool(text))
+        show_problem(self.notice, text)
 
     def _update_counter(self) -> None:
         count = self.presenter.count

@@ -41,7 +41,7 @@ from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Describe, Outcome
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
-from fxdesk.gui.widgets import fit_columns, hint_label, problem_label
+from fxdesk.gui.widgets import fit_columns, hint_label, problem_label, show_problem
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -348,8 +348,7 @@ class ApprovalsDock(QDockWidget):
         self._update()
 
     def _show_notice(self, text: str) -> None:
-        self.notice.setText(text)
-        self.notice.setVisible(bool(text))
+        show_problem(self.notice, text)
 
     def _update(self) -> None:
         empty = self.model.rowCount() == 0

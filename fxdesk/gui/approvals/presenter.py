@@ -6,12 +6,6 @@ shows), and a reload from the engine whenever an ``ApprovalChanged`` may have ch
 ``answer`` is the single answering routine behind every button and key of both views: it asks
 for the "always" rules when needed, resolves the approval, and drops it from the queue at once,
 so both views update together.
-
-Signals:
-    changed(): approvals were added to or removed from the queue.
-    current_changed(): another approval (or none) is current.
-    arrived(str): a reload found approvals not seen before; the id of the first.
-    loaded(object): a reload finished: the list of every pending ``Approval``.
 """
 
 from __future__ import annotations
@@ -116,6 +110,12 @@ class ApprovalsPresenter(QObject):
         load: reads every pending approval; needed only by ``reload``.
         tasks: where reloads run; needed only by ``request_reload``.
         parent: the owning QObject.
+
+    Signals:
+        changed(): approvals were added to or removed from the queue.
+        current_changed(): another approval (or none) is current.
+        arrived(str): a reload found approvals not seen before; the id of the first.
+        loaded(object): a reload finished: the list of every pending ``Approval``.
     """
 
     changed = Signal()

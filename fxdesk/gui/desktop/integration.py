@@ -4,12 +4,6 @@
 ``Notifier`` this desktop offers), keeps the tray's badge in step with the centre, and does what
 the tray menu and a clicked notification ask of the window. What concerns other parts of the
 window (approvals, quitting) it passes on as signals.
-
-Signals:
-    approvals_requested(): the tray's "Approvals…"; the window is already in front.
-    session_opened(str): a notification about this session was clicked; the window is in front
-        and shows the session.
-    quit_requested(): the tray's "Quit".
 """
 
 from __future__ import annotations
@@ -36,6 +30,12 @@ class DesktopIntegration(QObject):
         tasks: where notifiers run their background work.
         notifier: where notifications go; by default the best this desktop offers.
         parent: the owning QObject.
+
+    Signals:
+        approvals_requested(): the tray's "Approvals…"; the window is already in front.
+        session_opened(str): a notification about this session was clicked; the window is in
+            front and shows the session.
+        quit_requested(): the tray's "Quit".
     """
 
     approvals_requested = Signal()
@@ -67,7 +67,7 @@ class DesktopIntegration(QObject):
         self.tray.toggle_requested.connect(window.toggle_from_tray)
         self.tray.approvals_requested.connect(self._on_tray_approvals_requested)
         self.tray.quit_requested.connect(self.quit_requested)
-        self.tray.message_clicked.connect(self.open_session)
+        self.tray.message_clicked.connect(self._on_tray_message_clicked)
 
     def start(self) -> None:
         self.tray.start()
@@ -77,15 +77,18 @@ class DesktopIntegration(QObject):
         self.notifications.stop()
         self.tray.stop()
 
-    @Slot(str)
     def open_session(self, session_id: str) -> None:
-        """A notification was clicked: the window, at that session."""
+        """Bring the window to the front at ``session_id`` (none: just the window)."""
         self.window.bring_to_front()
         if not session_id:
             return
         self.window.select_session(session_id)
         self.notifications.session_seen(session_id)
         self.session_opened.emit(session_id)
+
+    @Slot(str)
+    def _on_tray_message_clicked(self, session_id: str) -> None:
+        self.open_session(session_id)
 
     @Slot()
     def _on_tray_approvals_requested(self) -> None:

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.gui.tasks import WidgetTasks, alive
-from fxdesk.gui.widgets import hint_label, problem_label, show_outcome
+from fxdesk.gui.widgets import hint_label, problem_label, show_outcome, show_problem
 from fxdesk.providers.demo import DEMO_SCRIPT
 
 KIND_LABELS = {
@@ -315,8 +315,7 @@ class ProfileForm(QWidget):
 
     def show_problem(self, text: str) -> None:
         """Show ``text`` (for example a keyring or database error) below the fields."""
-        self.message.setText(text)
-        self.message.setVisible(bool(text))
+        show_problem(self.message, text)
 
     # --- test ----------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
-from fxdesk.gui.widgets import hint_label, problem_label, select_data
+from fxdesk.gui.widgets import hint_label, problem_label, select_data, show_problem
 
 Workspaces = Callable[[], Mapping[str, str]]
 """Known workspaces: id (as rules store it in ``scope_key``) -> folder path."""
@@ -83,8 +83,7 @@ class RuleEditor(QDialog):
 
     def _check(self) -> bool:
         problem = self.problem()
-        self.message.setText(problem or "")
-        self.message.setVisible(problem is not None)
+        show_problem(self.message, problem or "")
         return problem is None
 
     @Slot()

@@ -1,9 +1,5 @@
 """The one Settings window of a run: opened on request, raised again while it is open, deleted
 when it closes. Its signals reach the rest of the window through ``SettingsWindow``.
-
-Signals:
-    profiles_changed(): a profile was added, edited or removed, or the default changed.
-    notifications_changed(bool): desktop notifications were turned on or off.
 """
 
 from __future__ import annotations
@@ -28,6 +24,10 @@ class SettingsWindow(QObject):
         window: the main window (the dialog's parent).
         permissions: for the Rules tab.
         workspaces: workspace id -> folder, so the Rules tab can name workspaces.
+
+    Signals:
+        profiles_changed(): a profile was added, edited or removed, or the default changed.
+        notifications_changed(bool): desktop notifications were turned on or off.
     """
 
     profiles_changed = Signal()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, Slot
-from PySide6.QtGui import QFontDatabase, QGuiApplication
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk import notify
+from fxdesk.gui.widgets import monospace
 
 _TIMEOUT_MS = {notify.Level.INFO: 6000, notify.Level.WARNING: 15000, notify.Level.ERROR: 0}
 
@@ -42,7 +43,7 @@ class ErrorDetailsDialog(QDialog):
         layout.addWidget(summary)
         self.details = QPlainTextEdit(message.details or "")
         self.details.setReadOnly(True)
-        self.details.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.details.setFont(monospace())
         self.details.setAccessibleName("Debug information")
         layout.addWidget(self.details)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
