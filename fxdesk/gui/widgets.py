@@ -6,10 +6,18 @@ Labels (``hint_label``, ``bold_label``), the fixed-width font, combo-box and col
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
-from PySide6.QtWidgets import QComboBox, QLabel, QMessageBox, QTreeView, QTreeWidget, QWidget
+from PySide6.QtWidgets import (
+    QComboBox,
+    QLabel,
+    QMessageBox,
+    QPushButton,
+    QTreeView,
+    QTreeWidget,
+    QWidget,
+)
 
 from fxdesk.gui.tasks import alive, run_dialog
 from fxdesk.gui.theme import Role, css
@@ -45,6 +53,16 @@ def fit_columns(view: QTreeView | QTreeWidget, caps: Mapping[int, int]) -> None:
     long value cannot push the stretching column out of sight."""
     for column, cap in caps.items():
         view.setColumnWidth(column, min(cap, max(view.sizeHintForColumn(column), 40) + 12))
+
+
+def push_button(text: str, name: str, slot: Callable[[], None]) -> QPushButton:
+    """A button beside a list: ``text`` (with its mnemonic), accessible ``name``, and never a
+    default button (Enter in the list must not press it)."""
+    button = QPushButton(text)
+    button.setAccessibleName(name)
+    button.setAutoDefault(False)
+    button.clicked.connect(slot)
+    return button
 
 
 def select_data(combo: QComboBox, value: object) -> None:

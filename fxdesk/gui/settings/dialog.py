@@ -7,7 +7,6 @@ started on first show). Changes are stored as they are made; there is no OK butt
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -44,7 +43,7 @@ from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RulesPage
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import apply_appearance
-from fxdesk.gui.widgets import confirm, hint_label, show_outcome
+from fxdesk.gui.widgets import confirm, hint_label, push_button, show_outcome
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import StoreError
 
@@ -147,15 +146,15 @@ class SettingsDialog(QDialog):
         self.profile_list.itemActivated.connect(self._on_profile_list_activated)
         row.addWidget(self.profile_list, 1)
         buttons = QVBoxLayout()
-        self.add_button = self._button("&Add…", "Add a profile", self._on_add_button_clicked)
-        self.edit_button = self._button("&Edit…", "Edit profile", self._on_edit_button_clicked)
-        self.remove_button = self._button(
+        self.add_button = push_button("&Add…", "Add a profile", self._on_add_button_clicked)
+        self.edit_button = push_button("&Edit…", "Edit profile", self._on_edit_button_clicked)
+        self.remove_button = push_button(
             "&Remove", "Remove profile", self._on_remove_button_clicked
         )
-        self.default_button = self._button(
+        self.default_button = push_button(
             "Set as de&fault", "Set as default profile", self._on_default_button_clicked
         )
-        self.test_button = self._button("&Test", "Test profile", self._on_test_button_clicked)
+        self.test_button = push_button("&Test", "Test profile", self._on_test_button_clicked)
         for button in (
             self.add_button,
             self.edit_button,
@@ -176,13 +175,6 @@ class SettingsDialog(QDialog):
         delete.activated.connect(self._on_remove_button_clicked)
         self._update_buttons()
         return page
-
-    def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
-        button = QPushButton(text)
-        button.setAccessibleName(name)
-        button.setAutoDefault(False)
-        button.clicked.connect(slot)
-        return button
 
     def _build_general_page(self) -> QWidget:
         page = QWidget()

@@ -9,8 +9,6 @@ answered with "always", ``fxdesk rules`` in a terminal).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
@@ -19,7 +17,6 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
     QLabel,
-    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -39,7 +36,7 @@ from fxdesk.gui.settings.rule_editor import (
 )
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import Role, color
-from fxdesk.gui.widgets import confirm, fit_columns, show_outcome
+from fxdesk.gui.widgets import confirm, fit_columns, push_button, show_outcome
 from fxdesk.store import StoreError
 
 COL_ACTION, COL_TOOL, COL_PATTERN, COL_MATCH, COL_SCOPE = range(5)
@@ -92,9 +89,9 @@ class RulesPage(QWidget):
         self.table.itemActivated.connect(self._on_table_activated)
         row.addWidget(self.table, 1)
         buttons = QVBoxLayout()
-        self.add_button = self._button("&Add…", "Add a rule", self._on_add_button_clicked)
-        self.edit_button = self._button("&Edit…", "Edit rule", self._on_edit_button_clicked)
-        self.delete_button = self._button("De&lete", "Delete rule", self._on_delete_button_clicked)
+        self.add_button = push_button("&Add…", "Add a rule", self._on_add_button_clicked)
+        self.edit_button = push_button("&Edit…", "Edit rule", self._on_edit_button_clicked)
+        self.delete_button = push_button("De&lete", "Delete rule", self._on_delete_button_clicked)
         for button in (self.add_button, self.edit_button, self.delete_button):
             buttons.addWidget(button)
         buttons.addStretch(1)
@@ -108,13 +105,6 @@ class RulesPage(QWidget):
         delete = QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self.table)
         delete.activated.connect(self._on_delete_button_clicked)
         self._update_buttons()
-
-    def _button(self, text: str, name: str, slot: Callable[[], None]) -> QPushButton:
-        button = QPushButton(text)
-        button.setAccessibleName(name)
-        button.setAutoDefault(False)
-        button.clicked.connect(slot)
-        return button
 
     # --- reading -------------------------------------------------------------------------
 
