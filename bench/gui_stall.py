@@ -44,7 +44,7 @@ from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.events import HistoryAppended
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
-from fxdesk.gui.composer import MessageEdit
+from fxdesk.gui.sessions.composer import MessageEdit
 from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider

@@ -28,7 +28,7 @@ from fxdesk.domain.permissions import PermissionRule, Scope, Verdict
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController, create_qapplication
 from fxdesk.gui.theme import apply_appearance
-from fxdesk.gui.transcript_model import RowKind
+from fxdesk.gui.transcript.model import RowKind
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
 

@@ -31,7 +31,7 @@ from fxdesk.engine.events import (
 )
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.sessions import SessionService
-from fxdesk.gui.session_model import (
+from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
     ROLE_LAST_FAILED,
@@ -40,7 +40,7 @@ from fxdesk.gui.session_model import (
     SessionTreeModel,
 )
 from fxdesk.gui.tasks import TaskGroup
-from fxdesk.gui.transcript_model import TranscriptModel
+from fxdesk.gui.transcript.model import TranscriptModel
 
 FRAME_MS = 16
 LONG_TEXT_MS = 100

@@ -1,12 +1,21 @@
-"""Async helpers for widgets: tracked tasks (never fire-and-forget) and awaitable dialogs."""
+"""Async helpers for widgets: tracked tasks (never fire-and-forget) and awaitable dialogs.
+
+``TaskGroup`` keeps references to the tasks it starts and reports the ones that fail;
+``WidgetTasks`` also cancels a widget's unfinished tasks when the widget is destroyed, and
+``alive`` tells whether a widget survived an ``await``. ``run_dialog`` shows a dialog
+window-modally and awaits its result without a nested event loop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Coroutine
 from typing import Any
 
+import shiboken6
+from PySide6.QtCore import QObject
 from PySide6.QtWidgets import QDialog
 
 from fxdesk.logs import report_unexpected
@@ -43,6 +52,31 @@ class TaskGroup:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+
+def alive(widget: QObject) -> bool:
+    """Whether the C++ side of ``widget`` still exists (it may be gone after an ``await``)."""
+    return shiboken6.isValid(widget)
+
+
+class WidgetTasks(TaskGroup):
+    """A ``TaskGroup`` whose unfinished tasks are cancelled when ``owner`` is destroyed."""
+
+    def __init__(self, owner: QObject) -> None:
+        super().__init__()
+        self._owned: set[asyncio.Task[Any]] = set()
+        owner.destroyed.connect(functools.partial(_cancel_all, self._owned))
+
+    def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
+        task = super().spawn(coro, name)
+        self._owned.add(task)
+        task.add_done_callback(self._owned.discard)
+        return task
+
+
+def _cancel_all(tasks: set[asyncio.Task[Any]], *_args: object) -> None:
+    for task in list(tasks):
+        task.cancel()
 
 
 async def run_dialog(dialog: QDialog) -> int:

@@ -15,11 +15,11 @@ from fxdesk import notify
 from fxdesk.app import App
 from fxdesk.domain.model import KeySource, PermissionMode, Profile, SessionState
 from fxdesk.gui.application import EXIT_DATA, GuiController
-from fxdesk.gui.banner import Banner
-from fxdesk.gui.messages import ErrorDetailsDialog
-from fxdesk.gui.new_session import NewSessionDialog
-from fxdesk.gui.settings_dialog import SettingsDialog
-from fxdesk.gui.setup_dialog import SetupDialog
+from fxdesk.gui.sessions.new_session import NewSessionDialog
+from fxdesk.gui.settings.dialog import SettingsDialog
+from fxdesk.gui.settings.setup_dialog import SetupDialog
+from fxdesk.gui.window.banner import Banner
+from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.paths import DataPaths
 from fxdesk.store import migrations
 

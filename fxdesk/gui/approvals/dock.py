@@ -1,0 +1,388 @@
+"""The Approvals dock: every pending approval across all sessions, answerable from the list.
+
+It is a view of the ``ApprovalsPresenter`` the approval dialog shows too: its buttons answer the
+selected row through the presenter's one answering routine, and a row answered in either view
+leaves both at once. ``ApprovalsModel`` holds immutable ``Approval`` snapshots and turns each
+change into precise row removals, insertions and changes (so the selection survives a refresh).
+Double-click or Enter asks to show the row in the dialog (``open_requested``). The dock opens when
+approvals start waiting and closes once none are left, unless the person showed or hid it
+themselves (View → Approvals): then it stays so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QModelIndex,
+    QObject,
+    QPersistentModelIndex,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QDockWidget,
+    QGridLayout,
+    QHeaderView,
+    QPushButton,
+    QStackedWidget,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Describe, Outcome
+from fxdesk.gui.settings.rule_editor import tool_text
+from fxdesk.gui.tasks import WidgetTasks, alive
+from fxdesk.gui.widgets import fit_columns, hint_label, problem_label, show_problem
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+COL_SESSION, COL_TOOL, COL_LABEL, COL_AGE = range(4)
+HEADERS = ("Session", "Tool", "What", "Waiting")
+ROLE_APPROVAL_ID = Qt.ItemDataRole.UserRole + 1  # str
+ROLE_APPROVAL = Qt.ItemDataRole.UserRole + 2  # the frozen Approval
+
+EMPTY_TEXT = "Nothing is waiting for you."
+SHORT_TOOLS = {  # the dock is narrow; the tooltip says it in full
+    "run_command": "Run",
+    "read_file": "Read",
+    "list_dir": "List",
+    "glob": "Find",
+    "grep": "Search",
+    "edit_file": "Edit",
+    "write_file": "Write",
+}
+TOOLTIP_WIDTH = 100  # characters per line of a label's tooltip (Qt does not wrap plain text)
+AGE_REFRESH_MS = 30_000
+
+
+def age_text(ms: int) -> str:
+    """How long something has waited, briefly: "just now", "4 min", "2 h", "3 d"."""
+    seconds = max(0, ms) // 1000
+    if seconds < 60:
+        return "just now"
+    if seconds < 3600:
+        return f"{seconds // 60} min"
+    if seconds < 86400:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"
+
+
+def _wrapped(text: str, width: int = TOOLTIP_WIDTH) -> str:
+    lines: list[str] = []
+    for line in text.splitlines() or [""]:
+        lines.extend(line[i : i + width] for i in range(0, max(len(line), 1), width))
+    return "\n".join(lines)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ApprovalsModel(QAbstractTableModel):
+    """Pending approvals as rows of snapshots, in the order given."""
+
+    def __init__(
+        self,
+        describe: Describe,
+        now_ms: Callable[[], int] = _now_ms,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._describe = describe
+        self._now_ms = now_ms
+        self._rows: list[Approval] = []
+
+    def set_approvals(self, approvals: list[Approval]) -> None:
+        """Replace the rows with ``approvals``, removing, inserting and updating rows in place."""
+        wanted = {a.id: a for a in approvals}
+        for row in range(len(self._rows) - 1, -1, -1):
+            if self._rows[row].id not in wanted:
+                self.beginRemoveRows(QModelIndex(), row, row)
+                del self._rows[row]
+                self.endRemoveRows()
+        kept = [a.id for a in self._rows]
+        if kept != [a.id for a in approvals if a.id in set(kept)]:  # reordered: rare
+            self.beginResetModel()
+            self._rows = list(approvals)
+            self.endResetModel()
+            return
+        for row, approval in enumerate(approvals):
+            if row < len(self._rows) and self._rows[row].id == approval.id:
+                if self._rows[row] != approval:
+                    self._rows[row] = approval
+                    self.dataChanged.emit(self.index(row, 0), self.index(row, COL_AGE))
+                continue
+            self.beginInsertRows(QModelIndex(), row, row)
+            self._rows.insert(row, approval)
+            self.endInsertRows()
+
+    def approval(self, row: int) -> Approval:
+        return self._rows[row]
+
+    def row_of(self, approval_id: str) -> int | None:
+        return next((i for i, a in enumerate(self._rows) if a.id == approval_id), None)
+
+    def refresh_ages(self) -> None:
+        if self._rows:
+            top, bottom = self.index(0, COL_AGE), self.index(len(self._rows) - 1, COL_AGE)
+            self.dataChanged.emit(top, bottom, [Qt.ItemDataRole.DisplayRole])
+
+    # --- Qt ------------------------------------------------------------------------------
+
+    def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: AnyIndex = QModelIndex()) -> int:
+        return 0 if parent.isValid() else len(HEADERS)
+
+    def headerData(
+        self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
+    ) -> Any:
+        if (
+            orientation == Qt.Orientation.Horizontal
+            and role == Qt.ItemDataRole.DisplayRole
+            and 0 <= section < len(HEADERS)
+        ):
+            return HEADERS[section]
+        return None
+
+    def data(self, index: AnyIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        approval = self._rows[index.row()]
+        column = index.column()
+        if role == ROLE_APPROVAL_ID:
+            return approval.id
+        if role == ROLE_APPROVAL:
+            return approval
+        if role == Qt.ItemDataRole.DisplayRole:
+            if column == COL_SESSION:
+                return self._describe(approval)[0]
+            if column == COL_TOOL:
+                return SHORT_TOOLS.get(approval.tool, approval.tool)
+            if column == COL_LABEL:
+                return self._short_label(approval)  # one line; the view elides it
+            if column == COL_AGE:
+                return age_text(self._now_ms() - approval.created_at_ms)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if column == COL_SESSION:
+                return self._describe(approval)[1] or None
+            if column == COL_TOOL:
+                return f"{tool_text(approval.tool)} ({approval.tool})"
+            if column == COL_LABEL:
+                return _wrapped(approval.label)
+            if column == COL_AGE:
+                waited = self._now_ms() - approval.created_at_ms
+                return f"Waiting for {age_text(waited)}" if waited >= 60_000 else None
+        return None
+
+    def _short_label(self, approval: Approval) -> str:
+        label = " ".join(approval.label.split())
+        workspace = self._describe(approval)[1].rstrip("/")
+        if approval.tool != "run_command" and workspace and label.startswith(workspace + "/"):
+            return label[len(workspace) + 1 :]  # a path in the workspace: the part that differs
+        return label
+
+    def flags(self, index: AnyIndex) -> Qt.ItemFlag:
+        if not index.isValid():
+            return Qt.ItemFlag.NoItemFlags
+        return (
+            Qt.ItemFlag.ItemIsEnabled
+            | Qt.ItemFlag.ItemIsSelectable
+            | Qt.ItemFlag.ItemNeverHasChildren
+        )
+
+
+class ApprovalsDock(QDockWidget):
+    """The "Approvals" dock: every pending approval, answerable from here.
+
+    Args:
+        presenter: the pending approvals, shared with the approval dialog; it answers them.
+        parent: the main window.
+        now_ms: the clock the ages are computed with (tests give a fixed one).
+
+    Signals:
+        open_requested(str): show this approval (its id) in the approval dialog.
+    """
+
+    open_requested = Signal(str)
+
+    def __init__(
+        self,
+        presenter: ApprovalsPresenter,
+        parent: QWidget | None = None,
+        *,
+        now_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        super().__init__("Approvals", parent)
+        self.setObjectName("approvals-dock")
+        self.presenter = presenter
+        self.tasks = WidgetTasks(self)
+        self._busy = False
+        self._waiting = 0
+        self._shown_for_approvals = False
+        self.model = ApprovalsModel(presenter.describe, now_ms, self)
+        body = QWidget()
+        column = QVBoxLayout(body)
+        column.setContentsMargins(4, 4, 4, 4)
+        self.stack = QStackedWidget()
+        self.empty_label = hint_label(EMPTY_TEXT, wrap=True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setAccessibleName("No approvals")
+        self.stack.addWidget(self.empty_label)
+        self.view = QTreeView()
+        self.view.setAccessibleName("Pending approvals")
+        self.view.setModel(self.model)
+        self.view.setRootIsDecorated(False)
+        self.view.setUniformRowHeights(True)
+        self.view.setAlternatingRowColors(True)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.view.setAllColumnsShowFocus(True)
+        self.view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        header = self.view.header()
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(24)
+        for col in (COL_TOOL, COL_AGE):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(COL_SESSION, QHeaderView.ResizeMode.Interactive)
+        header.setSectionResizeMode(COL_LABEL, QHeaderView.ResizeMode.Stretch)
+        self.view.activated.connect(self._on_view_activated)
+        self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
+        self.stack.addWidget(self.view)
+        column.addWidget(self.stack, 1)
+        self.notice = problem_label("Approvals notice")
+        column.addWidget(self.notice)
+        grid = QGridLayout()
+        self.buttons: dict[Choice, QPushButton] = {}
+        for position, label in enumerate(CHOICES):
+            button = QPushButton(label.short)
+            button.setAccessibleName(label.name)
+            button.setToolTip(label.tip)
+            button.setAutoDefault(False)
+            button.clicked.connect(lambda _=False, c=label.choice: self._on_choice_clicked(c))
+            grid.addWidget(button, position // 2, position % 2)
+            self.buttons[label.choice] = button
+        self.button_box = QWidget()
+        self.button_box.setLayout(grid)
+        grid.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.button_box)
+        self.setWidget(body)
+        self._ages = QTimer(self)
+        self._ages.setInterval(AGE_REFRESH_MS)
+        self._ages.timeout.connect(self.model.refresh_ages)
+        self._ages.start()
+        self.toggleViewAction().triggered.connect(self._on_toggle_action_triggered)
+        presenter.changed.connect(self._on_presenter_changed)
+        self._show_approvals(presenter.approvals())
+
+    # --- contents ------------------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        return self.model.rowCount()
+
+    def selected(self) -> Approval | None:
+        rows = self.view.selectionModel().selectedRows()
+        return self.model.approval(rows[0].row()) if rows else None
+
+    def select(self, approval_id: str) -> bool:
+        row = self.model.row_of(approval_id)
+        if row is None:
+            return False
+        self.view.setCurrentIndex(self.model.index(row, 0))
+        return True
+
+    def _show_approvals(self, approvals: list[Approval]) -> None:
+        """Show ``approvals``, keeping the selection if it is still there."""
+        self.model.set_approvals(approvals)
+        fit_columns(self.view, {COL_SESSION: 140})
+        if self.selected() is None and self.model.rowCount():
+            self.select(self.model.approval(0).id)
+        self._update()
+
+    def _fit(self, waiting: int) -> None:
+        """Open when approvals start waiting, close again once none are left, unless the
+        person showed or hid the dock themselves."""
+        if waiting and not self._waiting and self.isHidden():
+            self.show()
+            self._shown_for_approvals = True
+        elif not waiting and self._shown_for_approvals:
+            self.hide()
+            self._shown_for_approvals = False
+        self._waiting = waiting
+
+    # --- answering -----------------------------------------------------------------------
+
+    async def choose(self, choice: Choice) -> None:
+        """Answer the selected approval with ``choice`` (as its button does)."""
+        approval = self.selected()
+        if approval is None or self._busy:
+            return
+        self._set_busy(True)
+        await self._choose(approval, choice)
+
+    async def _choose(self, approval: Approval, choice: Choice) -> None:
+        """Runs with the buttons disabled (``_busy``); enables them again when done."""
+        try:
+            # The dock has no reason field: a deny from here tells the agent no reason.
+            answered = await self.presenter.answer(approval, choice, parent=self)
+            if alive(self) and answered.outcome is not Outcome.CANCELLED:
+                self._show_notice(answered.notice)
+        finally:
+            if alive(self):
+                self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        self._busy = busy
+        self._update()
+
+    def _show_notice(self, text: str) -> None:
+        show_problem(self.notice, text)
+
+    def _update(self) -> None:
+        empty = self.model.rowCount() == 0
+        self.stack.setCurrentWidget(self.empty_label if empty else self.view)
+        self.button_box.setVisible(not empty)
+        enabled = self.selected() is not None and not self._busy
+        for button in self.buttons.values():
+            button.setEnabled(enabled)
+
+    # --- slots ---------------------------------------------------------------------------
+
+    @Slot()
+    def _on_presenter_changed(self) -> None:
+        approvals = self.presenter.approvals()
+        self._show_approvals(approvals)
+        self._fit(len(approvals))
+
+    @Slot(bool)
+    def _on_toggle_action_triggered(self, _checked: bool) -> None:
+        self._shown_for_approvals = False  # the person's choice from now on
+
+    def _on_choice_clicked(self, choice: Choice) -> None:
+        approval = self.selected()
+        if approval is None or self._busy:
+            return
+        self._set_busy(True)
+        self.tasks.spawn(self._choose(approval, choice), f"approvals-dock-{choice.value}")
+
+    @Slot(QModelIndex)
+    def _on_view_activated(self, index: QModelIndex) -> None:
+        approval_id = index.data(ROLE_APPROVAL_ID)
+        if approval_id:
+            self.open_requested.emit(str(approval_id))
+
+    @Slot()
+    def _on_view_selection_changed(self) -> None:
+        self._update()

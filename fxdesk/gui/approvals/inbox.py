@@ -1,0 +1,77 @@
+"""Approvals on the main window: the presenter, the approval dialog and the Approvals dock, built
+and connected to each other and to the engine's ``PermissionService``.
+
+Approvals that arrive open the dialog without taking the keyboard (digits typed into the
+composer must not answer them) and open the dock; the tray and a clicked notification ask for
+them with ``show_all`` and ``show_session``.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Slot
+
+from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.domain.permissions import PermissionRule
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.gui.approvals.dialog import ApprovalDialog
+from fxdesk.gui.approvals.dock import ApprovalsDock
+from fxdesk.gui.approvals.presenter import ApprovalsPresenter, Describe
+from fxdesk.gui.tasks import TaskGroup
+from fxdesk.gui.window.main_window import MainWindow
+
+
+class ApprovalsInbox(QObject):
+    """The approvals of every session in the window: one queue, two views.
+
+    Args:
+        permissions: the engine's approvals and rules.
+        describe: (session name, workspace folder) of an approval.
+        window: the main window; the dock docks on its right, the dialog floats over it.
+        tasks: where reloads run (cancelled at shutdown).
+
+    Call ``presenter.request_reload`` whenever pending approvals may have changed, and await
+    ``presenter.reload()`` once at start-up.
+    """
+
+    def __init__(
+        self,
+        permissions: PermissionService,
+        describe: Describe,
+        window: MainWindow,
+        tasks: TaskGroup,
+    ) -> None:
+        super().__init__(window)
+        self.permissions = permissions
+        self.window = window
+        self.presenter = ApprovalsPresenter(
+            self._answer, describe, load=permissions.pending, tasks=tasks, parent=self
+        )
+        self.dialog = ApprovalDialog(self.presenter, window)
+        self.dock = ApprovalsDock(self.presenter, window)
+        window.add_approvals_dock(self.dock)
+        self.dock.hide()  # out of the way until something waits
+        self.dock.open_requested.connect(self.dialog.present)
+        self.presenter.arrived.connect(self._on_presenter_arrived)
+
+    async def _answer(
+        self, approval: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
+    ) -> None:
+        await self.permissions.resolve(approval.id, choice, reason=reason, rules=rules)
+
+    def show_all(self) -> None:
+        """The dock, raised, and the dialog when something waits (the tray's "Approvals…")."""
+        self.dock.show()
+        self.dock.raise_()
+        if self.presenter.count:
+            self.dialog.present()
+
+    def show_session(self, session_id: str) -> None:
+        """The dialog at the oldest approval of ``session_id``, if one waits."""
+        waiting = self.presenter.first_of_session(session_id)
+        if waiting is not None:
+            self.dialog.present(waiting.id)
+
+    @Slot(str)
+    def _on_presenter_arrived(self, approval_id: str) -> None:
+        # Shown without taking the keyboard: digits typed into the composer must not answer it.
+        self.dialog.present(approval_id, activate=False)

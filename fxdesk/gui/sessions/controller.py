@@ -1,0 +1,280 @@
+"""Connects the selected session's panel (transcript, queue, composer) to the engine."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtWidgets import QInputDialog, QMessageBox
+
+from fxdesk import notify
+from fxdesk.domain.model import PermissionMode, Session, SessionMode, WorkStatus
+from fxdesk.domain.work import WorkItem
+from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.sessions import SessionError, SessionService
+from fxdesk.gui.bridge import EngineBridge
+from fxdesk.gui.sessions.model import ROLE_UNREAD
+from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.transcript.model import Row
+from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.gui.window.messages import ErrorDetailsDialog
+from fxdesk.store import StoreError
+
+log = logging.getLogger(__name__)
+
+Confirm = Callable[[str, str], Awaitable[bool]]
+
+
+class SessionController(QObject):
+    """What the person does with the selected session, forwarded to the engine."""
+
+    def __init__(
+        self,
+        window: MainWindow,
+        bridge: EngineBridge,
+        sessions: SessionService,
+        owner: SessionOwner,
+        profiles: ProfileService,
+        tasks: TaskGroup,
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.bridge = bridge
+        self.sessions = sessions
+        self.owner = owner
+        self.profiles = profiles
+        self.tasks = tasks
+        self.confirm: Confirm = self._confirm
+        panel = window.panel
+        window.session_selected.connect(self._on_window_session_selected)
+        window.session_action.connect(self._on_window_session_action)
+        bridge.session_changed.connect(self._on_bridge_session_changed)
+        bridge.queue_changed.connect(self._on_bridge_queue_changed)
+        panel.composer.submitted.connect(self._on_composer_submitted)
+        panel.composer.profile_chosen.connect(self._on_composer_profile_chosen)
+        panel.composer.mode_chosen.connect(self._on_composer_mode_chosen)
+        panel.cancel_requested.connect(lambda: self._spawn(self.cancel(), "cancel"))
+        panel.resume_requested.connect(lambda: self._spawn(self.resume(), "resume"))
+        panel.remove_queued.connect(self._on_panel_remove_queued)
+        panel.transcript.action.connect(self._on_transcript_action)
+        panel.transcript.older_requested.append(
+            lambda: self._spawn(self._load_older(), "load-older")
+        )
+
+    @property
+    def session(self) -> Session | None:
+        return self.window.panel.session
+
+    def _spawn(self, coro: Coroutine[object, object, object], name: str) -> None:
+        task = self.tasks.spawn(self._guarded(coro), name)
+        # A task cancelled before it first ran (at shutdown) never awaits ``coro``; close it so
+        # Python does not warn about a coroutine that was never awaited.
+        task.add_done_callback(lambda _task: coro.close())
+
+    async def _guarded(self, coro: Awaitable[object]) -> None:
+        try:
+            await coro
+        except StoreError as exc:
+            notify.error(exc.user_message, key="store")
+        except SessionError as exc:
+            notify.warning(str(exc), key="session")
+
+    # --- selection -------------------------------------------------------------------------
+
+    @Slot(str)
+    def _on_window_session_selected(self, session_id: str) -> None:
+        if session_id:
+            self._spawn(self.open(session_id), "open-session")
+        else:
+            self.window.transcript_model.clear()
+
+    async def open(self, session_id: str) -> None:
+        model = self.window.transcript_model
+        self._spawn(self.profiles.set_last_session(session_id), "remember-session")
+        self.window.model.set_mark(session_id, ROLE_UNREAD, False)
+        await model.load_latest(session_id)
+        if model.session_id != session_id:
+            return
+        queue = await self.sessions.queue(session_id)
+        if model.session_id != session_id:
+            return
+        model.apply_items(queue)
+        self.window.panel.show_queue([item for item, _ in queue])
+        live = self.bridge.live_text(session_id)
+        if live and self.owner.is_running(session_id):
+            model.set_live_text(live)
+        if self.session is not None and self.session.id == session_id:
+            await self.refresh_profiles()
+
+    async def refresh_profiles(self) -> None:
+        """Offer the stored profiles in the composer, the session's own one chosen."""
+        names = [p.name for p in await self.profiles.list()]
+        default = await self.profiles.default_name()
+        session = self.session
+        if session is not None:
+            self.window.panel.composer.set_profiles(names, session.profile, default)
+
+    async def _load_older(self) -> None:
+        view = self.window.panel.transcript
+        view.keep_place_for_prepend()
+        await self.window.transcript_model.load_older()
+
+    @Slot(object)
+    def _on_bridge_session_changed(self, session: Session) -> None:
+        if self.session is not None and session.id == self.session.id:
+            self.window.show_session(session)
+
+    @Slot(str, object)
+    def _on_bridge_queue_changed(self, session_id: str, items: list[WorkItem]) -> None:
+        if self.session is not None and session_id == self.session.id:
+            self.window.panel.show_queue(items)
+
+    # --- composer --------------------------------------------------------------------------
+
+    @Slot(str, bool)
+    def _on_composer_submitted(self, text: str, steer: bool) -> None:
+        session = self.session
+        if session is not None:
+            self._spawn(self.submit(session.id, text, steer), "send")
+
+    async def submit(self, session_id: str, text: str, steer: bool = False) -> None:
+        if steer and self.owner.is_running(session_id):
+            await self.sessions.steer(session_id, text)
+        else:
+            await self.sessions.send(session_id, text)
+        self.owner.start(session_id)
+
+    @Slot(str)
+    def _on_composer_profile_chosen(self, name: str) -> None:
+        if self.session is not None:
+            self._spawn(self.sessions.configure(self.session.id, profile=name), "configure")
+
+    @Slot(str)
+    def _on_composer_mode_chosen(self, mode: str) -> None:
+        if self.session is not None:
+            self._spawn(
+                self.sessions.configure(self.session.id, permission_mode=PermissionMode(mode)),
+                "configure",
+            )
+
+    @Slot(str)
+    def _on_panel_remove_queued(self, work_id: str) -> None:
+        if self.session is not None:
+            self._spawn(self.sessions.remove_pending(self.session.id, work_id), "remove-queued")
+
+    # --- actions ---------------------------------------------------------------------------
+
+    async def cancel(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        if not await self.confirm(
+            "Cancel the running work?",
+            f"Cancel what “{session.name}” is doing and everything queued behind it?",
+        ):
+            return
+        count = await self.owner.cancel(session.id, "cancelled by the person")
+        notify.info(f"Cancelled {count} work item(s) of “{session.name}”.")
+
+    async def resume(self, session_id: str | None = None) -> None:
+        target = session_id or (self.session.id if self.session else None)
+        if target is not None:
+            self.owner.start(target, retry=True)
+
+    @Slot(str, object)
+    def _on_transcript_action(self, action: str, payload: object) -> None:
+        if action == "resume":
+            self._spawn(self.resume(), "resume")
+        elif action == "retry" and isinstance(payload, str):
+            self._spawn(self._retry(payload), "retry")
+        elif action == "full_output" and isinstance(payload, Row):
+            self._show_full_output(payload)
+
+    async def _retry(self, work_id: str) -> None:
+        session = self.session
+        if session is None:
+            return
+        items = await self.sessions.items(session.id)
+        failed = next((i for i in items if i.id == work_id), None)
+        if failed is not None and failed.status == WorkStatus.FAILED:
+            await self.submit(session.id, failed.content)
+
+    def _show_full_output(self, row: Row) -> None:
+        text = row.full_output or row.output
+        dialog = ErrorDetailsDialog(
+            notify.Message(notify.Level.INFO, f"Full output of {row.tool}", details=text),
+            self.window,
+        )
+        dialog.setWindowTitle(f"fxdesk: {row.tool} output")
+        dialog.show()
+
+    @Slot(str, str)
+    def _on_window_session_action(self, action: str, session_id: str) -> None:
+        handlers = {
+            "cancel": self.cancel,
+            "resume": self.resume,
+            "rename": self._rename,
+            "close": self._close,
+            "new_child": self._new_child,
+        }
+        handler = handlers.get(action)
+        if handler is not None:
+            self._spawn(handler(), action)
+
+    async def _rename(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("Rename session")
+        dialog.setLabelText("New name:")
+        dialog.setTextValue(session.name)
+        if await run_dialog(dialog) and dialog.textValue().strip():
+            await self.sessions.rename(session.id, dialog.textValue())
+        dialog.deleteLater()
+
+    async def _close(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        if await self.confirm(
+            "Close this session?",
+            f"Archive “{session.name}”? Its queued work is cancelled. It stays in the database "
+            "and can be shown again with View → Show archived sessions.",
+        ):
+            await self.sessions.close(session.id)
+
+    async def _new_child(self) -> None:
+        parent = self.session
+        if parent is None:
+            return
+        dialog = QInputDialog(self.window)
+        dialog.setWindowTitle("New sub-agent")
+        dialog.setLabelText(f"Task for a sub-agent of “{parent.name}”:")
+        if await run_dialog(dialog) and dialog.textValue().strip():
+            task = dialog.textValue().strip()
+            child = await self.sessions.create_child(
+                parent.id,
+                name=task.splitlines()[0][:60],
+                mode=SessionMode.ONE_OFF,
+                first_message=task,
+                permission_mode=parent.permission_mode,
+            )
+            self.owner.start(child.id)
+        dialog.deleteLater()
+
+    async def _confirm(self, title: str, text: str) -> bool:
+        box = QMessageBox(
+            QMessageBox.Icon.Question,
+            title,
+            text,
+            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+            self.window,
+        )
+        box.setDefaultButton(QMessageBox.StandardButton.No)
+        try:
+            return await run_dialog(box) == QMessageBox.StandardButton.Yes.value
+        finally:
+            box.deleteLater()

@@ -1,0 +1,98 @@
+"""Paints a session row: name, a state badge, queued and approval counts, busy and unread marks."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
+from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
+from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
+
+from fxdesk.domain.model import SessionState
+from fxdesk.gui.sessions.model import (
+    KIND_SESSION,
+    ROLE_APPROVALS,
+    ROLE_BUSY,
+    ROLE_KIND,
+    ROLE_LAST_FAILED,
+    ROLE_QUEUED,
+    ROLE_STATE,
+    ROLE_UNREAD,
+    STATE_LABELS,
+)
+from fxdesk.gui.theme import Role, color
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+
+BADGE_ROLES = {
+    SessionState.IDLE: Role.STATE_IDLE,
+    SessionState.QUEUED: Role.STATE_QUEUED,
+    SessionState.RUNNING: Role.STATE_RUNNING,
+    SessionState.AWAITING_APPROVAL: Role.STATE_AWAITING_APPROVAL,
+    SessionState.INTERRUPTED: Role.STATE_INTERRUPTED,
+    SessionState.COMPLETED: Role.STATE_COMPLETED,
+    SessionState.FAILED: Role.STATE_FAILED,
+    SessionState.CANCELLED: Role.STATE_CANCELLED,
+    SessionState.ARCHIVED: Role.STATE_ARCHIVED,
+}
+
+
+class SessionDelegate(QStyledItemDelegate):
+    def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
+        size = super().sizeHint(option, index)
+        return QSize(size.width(), max(size.height(), QFontMetrics(option.font).height() + 10))
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        if index.data(ROLE_KIND) != KIND_SESSION:
+            super().paint(painter, option, index)
+            return
+        opt = QStyleOptionViewItem(option)
+        self.initStyleOption(opt, index)
+        state = SessionState(index.data(ROLE_STATE))
+        badges = self._badges(index, state)
+        small = QFont(opt.font)
+        small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
+        metrics = QFontMetrics(small)
+        widths = [metrics.horizontalAdvance(text) + 12 for text, _ in badges]
+        reserved = sum(widths) + 6 * len(widths) + 12
+        opt.text = QFontMetrics(opt.font).elidedText(
+            opt.text, Qt.TextElideMode.ElideRight, max(opt.rect.width() - reserved - 24, 20)
+        )
+        style = opt.widget.style() if opt.widget else None
+        if style is not None:
+            style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setFont(small)
+        right = opt.rect.right() - 6
+        height = metrics.height() + 4
+        top = opt.rect.top() + (opt.rect.height() - height) / 2
+        for (text, role), width in zip(reversed(badges), reversed(widths), strict=True):
+            rect = QRectF(right - width, top, width, height)
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color(role))
+            painter.drawRoundedRect(rect, height / 2, height / 2)
+            painter.setPen(color(Role.BADGE_TEXT))
+            painter.drawText(rect, int(Qt.AlignmentFlag.AlignCenter), text)
+            right -= width + 6
+        if index.data(ROLE_UNREAD):
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(opt.palette.color(QPalette.ColorRole.Highlight))
+            painter.drawEllipse(QRectF(opt.rect.left() - 10, opt.rect.center().y() - 3, 6, 6))
+        painter.restore()
+
+    @staticmethod
+    def _badges(index: AnyIndex, state: SessionState) -> list[tuple[str, Role]]:
+        badges: list[tuple[str, Role]] = []
+        if index.data(ROLE_BUSY):
+            badges.append(("in use elsewhere", Role.BADGE_BUSY))
+        approvals = int(index.data(ROLE_APPROVALS) or 0)
+        if approvals:
+            badges.append((f"{approvals} to approve", Role.BADGE_APPROVALS))
+        queued = int(index.data(ROLE_QUEUED) or 0)
+        if queued:
+            badges.append((f"{queued} queued", Role.BADGE_QUEUED))
+        if state == SessionState.IDLE and index.data(ROLE_LAST_FAILED):
+            # A persistent session is idle again after a failure (spec §3.2); say it failed.
+            badges.append(("last turn failed", BADGE_ROLES[SessionState.FAILED]))
+        elif state != SessionState.IDLE or not badges:
+            badges.append((STATE_LABELS[state], BADGE_ROLES[state]))
+        return badges

@@ -1,0 +1,143 @@
+"""The "New session" dialog (a workspace folder, a name, a model profile and a permission mode)
+and ``ask_new_session``, the flow that creates the session from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QWidget,
+)
+
+from fxdesk import notify
+from fxdesk.domain.model import PermissionMode
+from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.sessions import InvalidWorkspace, SessionService
+from fxdesk.gui.tasks import run_dialog
+from fxdesk.store import StoreError
+
+MODE_LABELS = {
+    PermissionMode.ASK: "Ask: every change asks first",
+    PermissionMode.AUTO: "Auto: edits inside the folder allowed, commands by rules",
+    PermissionMode.YOLO: "Yolo: everything allowed except deny rules",
+}
+
+
+class NewSessionDialog(QDialog):
+    """Asks where and how to start a session. ``values()`` after ``accepted``."""
+
+    def __init__(
+        self,
+        parent: QWidget | None = None,
+        *,
+        folder: str = "",
+        mode: PermissionMode = PermissionMode.ASK,
+        profiles: list[str] | None = None,
+        default_profile: str | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("New session")
+        self.setMinimumWidth(560)
+        form = QFormLayout(self)
+        row = QHBoxLayout()
+        self.folder_edit = QLineEdit(folder)
+        self.folder_edit.setPlaceholderText("/path/to/your/project")
+        self.folder_edit.setAccessibleName("Workspace folder")
+        self.folder_edit.textChanged.connect(self._validate)
+        row.addWidget(self.folder_edit, 1)
+        browse = QPushButton("&Browse…")
+        browse.clicked.connect(self._on_browse_clicked)
+        row.addWidget(browse)
+        form.addRow("&Workspace folder:", row)
+        self.name_edit = QLineEdit()
+        self.name_edit.setPlaceholderText("New session")
+        self.name_edit.setAccessibleName("Session name")
+        form.addRow("&Name:", self.name_edit)
+        self.profile_combo = QComboBox()
+        self.profile_combo.setAccessibleName("Model profile")
+        default_label = f"Default profile ({default_profile})" if default_profile else "Default"
+        self.profile_combo.addItem(default_label, "")
+        for name in profiles or []:
+            self.profile_combo.addItem(name, name)
+        form.addRow("&Model profile:", self.profile_combo)
+        self.mode_combo = QComboBox()
+        self.mode_combo.setAccessibleName("Permission mode")
+        for value, label in MODE_LABELS.items():
+            self.mode_combo.addItem(label, value.value)
+        self.mode_combo.setCurrentIndex(list(MODE_LABELS).index(mode))
+        form.addRow("&Permissions:", self.mode_combo)
+        self.problem = QLabel()
+        self.problem.setWordWrap(True)
+        form.addRow(self.problem)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel
+        )
+        ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
+        ok.setText("Start session")
+        self.buttons.accepted.connect(self.accept)
+        self.buttons.rejected.connect(self.reject)
+        form.addRow(self.buttons)
+        self._validate()
+
+    def values(self) -> tuple[str, str, PermissionMode, str | None]:
+        """Folder, name, permission mode, and profile name (None: the default profile)."""
+        return (
+            self.folder_edit.text().strip(),
+            self.name_edit.text().strip(),
+            PermissionMode(self.mode_combo.currentData()),
+            self.profile_combo.currentData() or None,
+        )
+
+    def show_problem(self, text: str) -> None:
+        self.problem.setText(text)
+
+    @Slot()
+    def _validate(self) -> None:
+        text = self.folder_edit.text().strip()
+        ok = bool(text) and Path(text).expanduser().is_dir()
+        self.problem.setText("" if ok or not text else "That folder does not exist.")
+        self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
+
+    @Slot()
+    def _on_browse_clicked(self) -> None:
+        folder = QFileDialog.getExistingDirectory(
+            self, "Choose the project folder", self.folder_edit.text() or str(Path.home())
+        )
+        if folder:
+            self.folder_edit.setText(folder)
+
+
+async def ask_new_session(
+    parent: QWidget, profiles: ProfileService, sessions: SessionService
+) -> None:
+    """Ask where and how to start a session (window-modally over ``parent``) and create it; a
+    folder that cannot be a workspace is said in the dialog, which stays open."""
+    dialog = NewSessionDialog(
+        parent,
+        mode=await profiles.default_permission_mode(),
+        profiles=[p.name for p in await profiles.list()],
+        default_profile=await profiles.default_name(),
+    )
+    try:
+        while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
+            folder, name, mode, profile = dialog.values()
+            try:
+                await sessions.create_root(folder, name=name, permission_mode=mode, profile=profile)
+            except InvalidWorkspace as exc:
+                dialog.show_problem(str(exc))
+                continue
+            except StoreError as exc:
+                notify.error(exc.user_message, key="store")
+            return
+    finally:
+        dialog.deleteLater()

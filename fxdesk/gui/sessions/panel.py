@@ -1,0 +1,116 @@
+"""The centre of the window for one session: header, transcript, queued messages, composer.
+
+Signals:
+    cancel_requested(): cancel the session's running and queued work.
+    resume_requested(): resume interrupted work.
+    remove_queued(str): take a queued message (work id) out of the queue.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fxdesk.domain.model import Session, SessionState, WorkKind, WorkStatus
+from fxdesk.domain.work import WorkItem
+from fxdesk.gui.sessions.composer import Composer
+from fxdesk.gui.sessions.model import STATE_LABELS
+from fxdesk.gui.theme import Role, css
+from fxdesk.gui.transcript.model import TranscriptModel
+from fxdesk.gui.transcript.view import TranscriptView
+
+RUNNING_STATES = (SessionState.RUNNING, SessionState.AWAITING_APPROVAL)
+
+
+class SessionPanel(QWidget):
+    cancel_requested = Signal()
+    resume_requested = Signal()
+    remove_queued = Signal(str)
+
+    def __init__(self, model: TranscriptModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.session: Session | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(8, 0, 0, 6)
+        header = QHBoxLayout()
+        self.title = QLabel()
+        self.title.setAccessibleName("Session")
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        header.addWidget(self.title, 1)
+        self.resume = QPushButton("Resume")
+        self.resume.setToolTip("Continue interrupted work from its last saved step")
+        self.resume.clicked.connect(self.resume_requested)
+        header.addWidget(self.resume)
+        self.cancel = QPushButton("Cancel")
+        self.cancel.setToolTip("Cancel the running and queued work (Esc)")
+        self.cancel.clicked.connect(self.cancel_requested)
+        header.addWidget(self.cancel)
+        layout.addLayout(header)
+        self.transcript = TranscriptView(model)
+        layout.addWidget(self.transcript, 1)
+        self.queue = QFrame()
+        self.queue.setObjectName("queue")
+        self.queue_layout = QVBoxLayout(self.queue)
+        self.queue_layout.setContentsMargins(8, 4, 8, 4)
+        self.queue.setStyleSheet("#queue { border-top: 1px solid palette(mid); }")
+        layout.addWidget(self.queue)
+        self.composer = Composer()
+        layout.addWidget(self.composer)
+        self.queued_items: list[WorkItem] = []
+        self.show_session(None)
+
+    def show_session(self, session: Session | None, workspace: str = "") -> None:
+        self.session = session
+        if session is None:
+            self.title.setText("")
+            self.resume.setVisible(False)
+            self.cancel.setVisible(False)
+            return
+        state = STATE_LABELS[session.state]
+        quiet = css(Role.QUIET_TEXT)
+        where = f" <span style='color: {quiet}'>· {_escape(workspace)}</span>" if workspace else ""
+        self.title.setText(f"<b>{_escape(session.name)}</b> — {state}{where}")
+        self.resume.setVisible(session.state == SessionState.INTERRUPTED)
+        running = session.state in RUNNING_STATES or session.state == SessionState.QUEUED
+        self.cancel.setVisible(running)
+        self.composer.set_running(session.state in RUNNING_STATES)
+        self.composer.set_mode(session.permission_mode)
+
+    def show_queue(self, items: list[WorkItem]) -> None:
+        """The messages waiting behind the running turn, each removable."""
+        pending = [i for i in items if i.status == WorkStatus.PENDING]
+        self.queued_items = pending
+        while self.queue_layout.count():
+            child = self.queue_layout.takeAt(0)
+            widget = child.widget() if child is not None else None
+            if widget is not None:
+                widget.deleteLater()
+        for item in pending:
+            row = QWidget()
+            line = QHBoxLayout(row)
+            line.setContentsMargins(0, 0, 0, 0)
+            kind = "Steers the turn at its next step" if item.kind == WorkKind.STEER else "Queued"
+            text = " ".join(item.content.split())
+            quiet = css(Role.QUIET_TEXT)
+            label = QLabel(f"<span style='color: {quiet}'>{kind}:</span> {_escape(text[:160])}")
+            label.setTextFormat(Qt.TextFormat.RichText)
+            line.addWidget(label, 1)
+            remove = QPushButton("Remove")
+            remove.setAccessibleName(f"Remove queued message {text[:40]}")
+            remove.clicked.connect(
+                lambda _=False, work_id=item.id: self.remove_queued.emit(work_id)
+            )
+            line.addWidget(remove)
+            self.queue_layout.addWidget(row)
+        self.queue.setVisible(bool(pending))
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

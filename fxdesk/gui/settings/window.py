@@ -1,0 +1,74 @@
+"""The one Settings window of a run: opened on request, raised again while it is open, deleted
+when it closes. Its signals reach the rest of the window through ``SettingsWindow``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QWidget
+
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.profiles import ProfileService
+from fxdesk.gui.settings.dialog import SettingsDialog
+from fxdesk.gui.settings.rule_editor import Workspaces
+
+
+class SettingsWindow(QObject):
+    """Opens the non-modal ``SettingsDialog`` over ``window``, one at a time.
+
+    Args:
+        profiles: the engine's profiles and settings.
+        data_folder: shown on the Data tab.
+        window: the main window (the dialog's parent).
+        permissions: for the Rules tab.
+        workspaces: workspace id -> folder, so the Rules tab can name workspaces.
+
+    Signals:
+        profiles_changed(): a profile was added, edited or removed, or the default changed.
+        notifications_changed(bool): desktop notifications were turned on or off.
+    """
+
+    profiles_changed = Signal()
+    notifications_changed = Signal(bool)
+
+    def __init__(
+        self,
+        profiles: ProfileService,
+        data_folder: Path,
+        window: QWidget,
+        *,
+        permissions: PermissionService,
+        workspaces: Workspaces,
+    ) -> None:
+        super().__init__(window)
+        self._profiles = profiles
+        self._data_folder = data_folder
+        self._window = window
+        self._permissions = permissions
+        self._workspaces = workspaces
+        self.dialog: SettingsDialog | None = None  # while it is open
+
+    def open(self) -> None:
+        """Show the Settings window (built on first use), raised and active."""
+        if self.dialog is None:
+            self.dialog = SettingsDialog(
+                self._profiles,
+                self._data_folder,
+                self._window,
+                permissions=self._permissions,
+                workspaces=self._workspaces,
+            )
+            self.dialog.profiles_changed.connect(self.profiles_changed)
+            self.dialog.notifications_changed.connect(self.notifications_changed)
+            self.dialog.finished.connect(self._on_dialog_finished)
+        self.dialog.show()
+        self.dialog.raise_()
+        self.dialog.activateWindow()
+
+    @Slot(int)
+    def _on_dialog_finished(self, _code: int) -> None:
+        if self.dialog is not None:
+            self.dialog.deleteLater()
+            self.dialog = None

@@ -1,0 +1,428 @@
+"""Paints the transcript's rows: user messages, Markdown answers, tool cards, notices and turn
+footers.
+
+Each row is laid out once per width and light/dark into documents and hotspots (the buttons a
+click can hit); layouts of the rows in view and heights of every row are cached. The streaming
+answer is rendered in closed pieces plus a growing tail (``markdown.stream_segments``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import (
+    QEvent,
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    QRectF,
+    QSize,
+    Qt,
+)
+from PySide6.QtGui import (
+    QFont,
+    QFontMetrics,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QTextDocument,
+)
+from PySide6.QtWidgets import (
+    QListView,
+    QStyle,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
+)
+
+from fxdesk.gui.diff import color_diff
+from fxdesk.gui.theme import Role, color, is_dark
+from fxdesk.gui.transcript.markdown import code_blocks, plain, render, stream_segments
+from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind
+from fxdesk.gui.widgets import monospace
+
+log = logging.getLogger(__name__)
+
+Trigger = Callable[[int, str, object], None]
+"""Does a row's action: (row, action, payload)."""
+
+AnyIndex = QModelIndex | QPersistentModelIndex
+MARGIN, PAD, GAP = 14, 8, 6
+PREVIEW_LINES = 40
+LAYOUT_CACHE = 400  # laid-out rows kept for painting
+HEIGHT_CACHE = 50_000  # row heights kept for layout passes
+SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
+
+STATUS_MARK = {None: "◌", True: "✓", False: "✗"}
+NOTICE_ROLES = {  # notice level -> (the bar on its left edge, its background)
+    "failed": (Role.NOTICE_FAILED, Role.NOTICE_FAILED_BACKGROUND),
+    "interrupted": (Role.NOTICE_INTERRUPTED, Role.NOTICE_INTERRUPTED_BACKGROUND),
+    "": (Role.NOTICE_OTHER, Role.NOTICE_OTHER_BACKGROUND),
+}
+
+
+@dataclass
+class _Layout:
+    height: int
+    docs: list[tuple[QTextDocument, QRectF]] = field(default_factory=list)
+    hotspots: list[tuple[QRect, str, object]] = field(default_factory=list)
+    header: str = ""
+    footer: str = ""
+
+
+class TranscriptDelegate(QStyledItemDelegate):
+    """Paints user messages, Markdown answers, tool cards, notices and turn footers.
+
+    Args:
+        view: the list it paints for (its width, font and palette).
+        trigger: what a click on a row's button does: ``(row, action, payload)``.
+    """
+
+    def __init__(self, view: QListView, trigger: Trigger) -> None:
+        super().__init__(view)
+        self._view = view
+        self._trigger = trigger
+        # Laid-out documents for painting (rows in view); heights for every row the view lays
+        # out, which it does for all loaded rows whenever rows are inserted.
+        self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+        self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        self.layouts_built = 0
+        # The streaming row changes every frame: one slot for its layout, and its closed
+        # segments rendered once each (see markdown.stream_segments).
+        self._live: tuple[tuple[object, ...], _Layout] | None = None
+        self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
+        self.segments_rendered = 0
+
+    def clear(self) -> None:
+        self._cache.clear()
+        self._heights.clear()
+        self._live = None
+        self._segments.clear()
+
+    def height(self, row: Row) -> int:
+        if row.kind == RowKind.LIVE:
+            return self.layout(row).height
+        key = (row, self._width())
+        height = self._heights.get(key)
+        if height is None:
+            height = self._heights[key] = self.layout(row).height
+            while len(self._heights) > HEIGHT_CACHE:
+                self._heights.popitem(last=False)
+        return height
+
+    def _width(self) -> int:
+        return max(self._view.viewport().width() - 2 * MARGIN, 120)
+
+    def layout(self, row: Row) -> _Layout:
+        width = self._width()
+        dark = is_dark(self._view.palette())
+        key = (row, width, dark)
+        if row.kind == RowKind.LIVE:
+            if self._live is None or self._live[0] != key:
+                self._live = (key, self._build_live(row, width, dark))
+                self.layouts_built += 1
+            return self._live[1]
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._cache.move_to_end(key)
+            return cached
+        built = self._build(row, width, dark)
+        self.layouts_built += 1
+        self._cache[key] = built
+        while len(self._cache) > LAYOUT_CACHE:
+            self._cache.popitem(last=False)
+        return built
+
+    def _build_live(self, row: Row, width: int, dark: bool) -> _Layout:
+        """The streaming answer as a stack of segment documents; only the last is new."""
+        font = self._view.font()
+        small = QFontMetrics(font).height()
+        layout = _Layout(0, footer="streaming…")
+        top = 0.0
+        for segment in stream_segments(row.text or " "):
+            key = (segment, width, dark)
+            doc = self._segments.get(key)
+            if doc is None:
+                doc = render(segment, width, dark=dark, font=font)
+                self.segments_rendered += 1
+                self._segments[key] = doc
+                while len(self._segments) > SEGMENT_CACHE:
+                    self._segments.popitem(last=False)
+            else:
+                self._segments.move_to_end(key)
+            rect = QRectF(0, top, width, doc.size().height())
+            layout.docs.append((doc, rect))
+            for block in code_blocks(doc):
+                button = QRect(
+                    int(block.rect.right()) - 52, int(top + block.rect.top()) + 2, 48, small + 2
+                )
+                layout.hotspots.append((button, "copy", block.text))
+            top = rect.bottom()
+        layout.height = int(top) + GAP + small + 6
+        return layout
+
+    def _build(self, row: Row, width: int, dark: bool) -> _Layout:
+        font = self._view.font()
+        small = QFontMetrics(font).height()
+        if row.kind in (RowKind.USER, RowKind.ASSISTANT):
+            inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
+            doc = render(row.text or " ", inner, dark=dark, font=font)
+            top = small + 4 if row.kind == RowKind.USER else 0
+            left = PAD if row.kind == RowKind.USER else 0
+            rect = QRectF(
+                left, top + (PAD if row.kind == RowKind.USER else 0), inner, doc.size().height()
+            )
+            layout = _Layout(
+                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, [(doc, rect)]
+            )
+            layout.header = (
+                ("You (steering the running turn)" if row.steer else "You")
+                if (row.kind == RowKind.USER)
+                else ""
+            )
+            for block in code_blocks(doc):
+                button = QRect(
+                    int(rect.left() + block.rect.right()) - 52,
+                    int(rect.top() + block.rect.top()) + 2,
+                    48,
+                    small + 2,
+                )
+                layout.hotspots.append((button, "copy", block.text))
+            return layout
+        if row.kind == RowKind.TOOL:
+            return self._tool(row, width, small, dark)
+        if row.kind == RowKind.NOTICE:
+            doc = plain(f"{row.level.capitalize()}: {row.text}", width - 120, font=font)
+            height = int(doc.size().height()) + 2 * PAD
+            layout = _Layout(
+                height + GAP, [(doc, QRectF(PAD + 4, PAD, width - 120, doc.size().height()))]
+            )
+            if row.action:
+                layout.hotspots.append(
+                    (QRect(width - 100, PAD, 96, small + 8), row.action, row.work_id)
+                )
+            return layout
+        return _Layout(small + GAP, footer=_turn_summary(row))
+
+    def _tool(self, row: Row, width: int, small: int, dark: bool) -> _Layout:
+        header_h = small + 2 * PAD
+        layout = _Layout(header_h + GAP)
+        layout.hotspots.append((QRect(0, 0, width, header_h), "toggle", None))
+        if not row.expanded:
+            return layout
+        mono = monospace()
+        body = _tool_body(row)
+        lines = body.splitlines()
+        shown = "\n".join(lines[:PREVIEW_LINES])
+        doc = plain(shown, width - 2 * PAD, font=mono)
+        if row.tool == "edit_file" and row.ok:
+            color_diff(doc, dark=dark)
+        rect = QRectF(PAD, header_h, width - 2 * PAD, doc.size().height())
+        layout.docs.append((doc, rect))
+        bottom = int(rect.bottom()) + PAD
+        more = len(lines) > PREVIEW_LINES or bool(row.full_output)
+        if more:
+            layout.hotspots.append((QRect(PAD, bottom, 200, small + 4), "full_output", row))
+            bottom += small + 6
+        layout.height = bottom + GAP
+        return layout
+
+    # --- Qt --------------------------------------------------------------------------------
+
+    # An exception escaping a Python override called from C++ takes the whole process down
+    # with PySide6 6.11, so the two hot overrides log and fall back instead of raising.
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return QSize(0, 0)
+        try:
+            return QSize(self._width(), self.height(row))
+        except Exception:
+            log.exception("could not lay out transcript row %s", row.key)
+            return QSize(self._width(), QFontMetrics(self._view.font()).height() + GAP)
+
+    def paint(self, painter: QPainter, option: QStyleOptionViewItem, index: AnyIndex) -> None:
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return
+        try:
+            self._paint(painter, option, row)
+        except Exception:
+            log.exception("could not paint transcript row %s", row.key)
+
+    def _paint(self, painter: QPainter, option: QStyleOptionViewItem, row: Row) -> None:
+        layout = self.layout(row)
+        palette = option.palette
+        dark = is_dark(palette)
+        origin = option.rect.topLeft() + QPoint(MARGIN, 0)
+        width = self._width()
+        painter.save()
+        painter.translate(origin)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        card = QRectF(0, 0, width, layout.height - GAP)
+        text_color = palette.color(QPalette.ColorRole.Text)
+        muted = palette.color(QPalette.ColorRole.PlaceholderText)
+        if row.kind == RowKind.USER:
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color(Role.USER_MESSAGE_BACKGROUND, dark=dark))
+            painter.drawRoundedRect(card, 8, 8)
+            painter.setPen(muted)
+            bold = QFont(option.font)
+            bold.setBold(True)
+            painter.setFont(bold)
+            painter.drawText(QRectF(PAD, 4, width - 2 * PAD, 20), layout.header)
+        elif row.kind == RowKind.TOOL:
+            self._paint_tool(painter, row, card, palette, dark)
+        elif row.kind == RowKind.NOTICE:
+            accent, background = NOTICE_ROLES.get(row.level, NOTICE_ROLES[""])
+            painter.setPen(Qt.PenStyle.NoPen)
+            painter.setBrush(color(background, dark=dark))
+            painter.drawRoundedRect(card, 6, 6)
+            painter.setBrush(color(accent, dark=dark))
+            painter.drawRect(QRectF(0, 0, 4, card.height()))
+        elif row.kind == RowKind.TURN:
+            painter.setPen(muted)
+            painter.drawText(
+                card,
+                int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
+                layout.footer,
+            )
+        for doc, area in layout.docs:
+            painter.save()
+            painter.translate(area.topLeft())
+            doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
+            painter.restore()
+        if option.state & QStyle.StateFlag.State_HasFocus and self._view.hasFocus():
+            painter.setPen(palette.color(QPalette.ColorRole.Highlight))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            painter.drawRoundedRect(card.adjusted(-2, -2, 2, 2), 6, 6)
+        if row.kind == RowKind.LIVE:
+            painter.setPen(muted)
+            painter.drawText(QRectF(0, layout.height - GAP - 18, width, 18), layout.footer)
+        for rect, action, _payload in layout.hotspots:
+            label = {
+                "copy": "Copy",
+                "retry": "Retry",
+                "resume": "Resume",
+                "full_output": "Show full output…",
+            }.get(action)
+            if label is None:
+                continue
+            painter.setPen(palette.color(QPalette.ColorRole.Link))
+            painter.setBrush(Qt.BrushStyle.NoBrush)
+            if action in ("retry", "resume"):
+                painter.setPen(text_color)
+                painter.setBrush(palette.color(QPalette.ColorRole.Button))
+                painter.drawRoundedRect(QRectF(rect), 4, 4)
+            painter.drawText(QRectF(rect), int(Qt.AlignmentFlag.AlignCenter), label)
+        painter.restore()
+
+    def _paint_tool(
+        self, painter: QPainter, row: Row, card: QRectF, palette: QPalette, dark: bool
+    ) -> None:
+        painter.setPen(palette.color(QPalette.ColorRole.Mid))
+        painter.setBrush(color(Role.TOOL_CARD_BACKGROUND, dark=dark))
+        painter.drawRoundedRect(card, 6, 6)
+        metrics = QFontMetrics(painter.font())
+        height = metrics.height() + 2 * PAD
+        mark = "?" if row.interrupted else STATUS_MARK[row.ok]
+        status = {True: Role.TOOL_OK, False: Role.TOOL_FAILED, None: Role.TOOL_RUNNING}[
+            row.ok if not row.interrupted else False
+        ]
+        painter.setPen(color(status, dark=dark))
+        painter.drawText(QRectF(PAD, 0, 20, height), int(Qt.AlignmentFlag.AlignVCenter), mark)
+        painter.setPen(palette.color(QPalette.ColorRole.Text))
+        bold = QFont(painter.font())
+        bold.setBold(True)
+        painter.setFont(bold)
+        arrow = "▾" if row.expanded else "▸"
+        name = f"{arrow} {row.tool}"
+        painter.drawText(QRectF(PAD + 20, 0, 200, height), int(Qt.AlignmentFlag.AlignVCenter), name)
+        name_width = QFontMetrics(bold).horizontalAdvance(name) + 12
+        painter.setFont(QFont(painter.font().family(), painter.font().pointSize()))
+        right = _duration(row)
+        right_width = metrics.horizontalAdvance(right) + PAD
+        summary = metrics.elidedText(
+            _summary(row),
+            Qt.TextElideMode.ElideRight,
+            int(card.width() - PAD - 20 - name_width - right_width - 8),
+        )
+        painter.setPen(palette.color(QPalette.ColorRole.PlaceholderText))
+        painter.drawText(
+            QRectF(PAD + 20 + name_width, 0, card.width(), height),
+            int(Qt.AlignmentFlag.AlignVCenter),
+            summary,
+        )
+        painter.drawText(
+            QRectF(0, 0, card.width() - PAD, height),
+            int(Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight),
+            right,
+        )
+
+    def editorEvent(
+        self, event: QEvent, model: object, option: QStyleOptionViewItem, index: AnyIndex
+    ) -> bool:
+        if event.type() != QEvent.Type.MouseButtonRelease or not isinstance(event, QMouseEvent):
+            return False
+        row = index.data(ROLE_ROW)
+        if not isinstance(row, Row):
+            return False
+        local = event.position().toPoint() - option.rect.topLeft() - QPoint(MARGIN, 0)
+        for rect, action, payload in self.layout(row).hotspots:
+            if rect.contains(local):
+                self._trigger(index.row(), action, payload)
+                return True
+        return False
+
+
+def _tool_body(row: Row) -> str:
+    try:
+        arguments = json.dumps(json.loads(row.arguments or "{}"), indent=2, ensure_ascii=False)
+    except json.JSONDecodeError:
+        arguments = row.arguments
+    if row.ok is None:
+        return f"{arguments}\n\n(running…)"
+    return f"{arguments}\n\n{row.output}"
+
+
+def _summary(row: Row) -> str:
+    try:
+        values = json.loads(row.arguments or "{}")
+    except json.JSONDecodeError:
+        return row.arguments
+    if isinstance(values, dict):
+        for key in ("command", "path", "pattern", "text"):
+            if key in values:
+                return " ".join(str(values[key]).split())
+        return ", ".join(f"{k}={v}" for k, v in values.items())
+    return str(values)
+
+
+def _duration(row: Row) -> str:
+    if row.ok is None:
+        return "running…"
+    if row.interrupted:
+        return "outcome unknown"
+    if row.duration_ms is None:
+        return ""
+    return f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
+
+
+def _turn_summary(row: Row) -> str:
+    """ "2 model calls · 1,234 in / 56 out · $0.0123" (whatever the turn_end row recorded)."""
+    parts = []
+    calls = row.data.get("model_calls")
+    if isinstance(calls, int):
+        parts.append(f"{calls} model call{'' if calls == 1 else 's'}")
+    used = row.data.get("usage")
+    if isinstance(used, list | tuple) and len(used) == 2 and all(isinstance(n, int) for n in used):
+        parts.append(f"{used[0]:,} in / {used[1]:,} out")
+    cost = row.data.get("cost_usd")
+    if isinstance(cost, int | float):
+        parts.append(f"${cost:.4f}")
+    return " · ".join(parts) or "Turn finished"

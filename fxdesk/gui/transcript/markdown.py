@@ -1,0 +1,187 @@
+"""Markdown for the transcript: Qt's own Markdown reader, code blocks highlighted with Pygments.
+
+``render`` builds a ``QTextDocument`` laid out for a width; ``code_blocks`` finds each fenced
+code block's rectangle and text, so the view can draw a "Copy" button on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pygments.lexer import Lexer
+from pygments.lexers import TextLexer, get_lexer_by_name
+from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
+from pygments.util import ClassNotFound
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import (
+    QFont,
+    QSyntaxHighlighter,
+    QTextBlockFormat,
+    QTextCharFormat,
+    QTextCursor,
+    QTextDocument,
+    QTextFormat,
+)
+
+from fxdesk.gui.theme import Role, color
+from fxdesk.gui.widgets import monospace
+
+_TOKEN_ROLES = {
+    Keyword: Role.SYNTAX_KEYWORD,
+    Name.Builtin: Role.SYNTAX_NAME,
+    Name.Function: Role.SYNTAX_NAME,
+    Name.Class: Role.SYNTAX_CLASS,
+    String: Role.SYNTAX_STRING,
+    Number: Role.SYNTAX_NUMBER,
+    Comment: Role.SYNTAX_COMMENT,
+    Operator: Role.SYNTAX_OPERATOR,
+    Name.Decorator: Role.SYNTAX_DECORATOR,
+}
+
+
+@lru_cache(maxsize=64)
+def _lexer(language: str) -> Lexer:
+    try:
+        return get_lexer_by_name(language or "text", stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return TextLexer(stripnl=False, ensurenl=False)
+
+
+class CodeHighlighter(QSyntaxHighlighter):
+    """Colours the fenced code blocks of a Markdown document, line by line."""
+
+    def __init__(self, document: QTextDocument, dark: bool) -> None:
+        super().__init__(document)
+        self._formats: dict[object, QTextCharFormat] = {}
+        for token, role in _TOKEN_ROLES.items():
+            fmt = QTextCharFormat()
+            fmt.setForeground(color(role, dark=dark))
+            if token is Comment:
+                fmt.setFontItalic(True)
+            self._formats[token] = fmt
+
+    def _format_for(self, token: object) -> QTextCharFormat | None:
+        while token is not None and token is not Token:
+            found = self._formats.get(token)
+            if found is not None:
+                return found
+            token = getattr(token, "parent", None)
+        return None
+
+    def highlightBlock(self, text: str) -> None:
+        block = self.currentBlock()
+        fmt = block.blockFormat()
+        if not fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
+            return
+        language = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage)
+        position = 0
+        for token, value in _lexer(language.lower()).get_tokens(text):
+            chosen = self._format_for(token)
+            if chosen is not None and value:
+                self.setFormat(position, len(value), chosen)
+            position += len(value)
+
+
+@dataclass(frozen=True)
+class CodeBlock:
+    rect: QRectF
+    text: str
+
+
+def render(text: str, width: float, *, dark: bool, font: QFont | None = None) -> QTextDocument:
+    """A laid-out document for Markdown ``text`` at ``width`` pixels."""
+    document = QTextDocument()
+    # The layout first: created later (by size()), it would re-highlight the whole document.
+    document.documentLayout()
+    if font is not None:
+        document.setDefaultFont(font)
+    document.setDocumentMargin(2)
+    document.setMarkdown(text)
+    _style_code(document, dark)
+    highlighter = CodeHighlighter(document, dark)
+    highlighter.rehighlight()  # now: Qt would do it on a later event, after the first paint
+    document._highlighter = highlighter  # type: ignore[attr-defined]
+    document.setTextWidth(max(width, 40.0))
+    return document
+
+
+def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocument:
+    document = QTextDocument()
+    if font is not None:
+        document.setDefaultFont(font)
+    document.setDocumentMargin(2)
+    document.setPlainText(text)
+    document.setTextWidth(max(width, 40.0))
+    return document
+
+
+def _style_code(document: QTextDocument, dark: bool) -> None:
+    background = color(Role.CODE_BACKGROUND, dark=dark)
+    mono = monospace()
+    block = document.begin()
+    while block.isValid():
+        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+            cursor = QTextCursor(block)
+            fmt = QTextBlockFormat(block.blockFormat())
+            fmt.setBackground(background)
+            fmt.setLeftMargin(6)
+            fmt.setRightMargin(6)
+            cursor.setBlockFormat(fmt)
+            char = QTextCharFormat()
+            char.setFont(mono)
+            cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
+            cursor.mergeCharFormat(char)
+        block = block.next()
+
+
+def code_blocks(document: QTextDocument) -> list[CodeBlock]:
+    """Each fenced code block: where it is in the document, and its text."""
+    found: list[CodeBlock] = []
+    layout = document.documentLayout()
+    block = document.begin()
+    current: list[str] = []
+    rect: QRectF | None = None
+    while block.isValid():
+        fenced = block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence)
+        if fenced:
+            current.append(block.text())
+            box = layout.blockBoundingRect(block)
+            rect = box if rect is None else rect.united(box)
+        elif rect is not None:
+            found.append(CodeBlock(rect, "\n".join(current)))
+            current, rect = [], None
+        block = block.next()
+    if rect is not None:
+        found.append(CodeBlock(rect, "\n".join(current)))
+    return found
+
+
+SEGMENT_CHARS = 1500
+
+
+def stream_segments(text: str, size: int = SEGMENT_CHARS) -> list[str]:
+    """``text`` cut into pieces of about ``size`` characters at paragraph breaks outside code
+    fences, for text that is still streaming in.
+
+    Every piece but the last is closed: more text never changes it (the cuts depend only on the
+    text before them), so its rendering can be kept while the last piece grows.
+    """
+    pieces: list[str] = []
+    start = 0
+    fence = ""
+    position = 0
+    for line in text.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+        elif stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        position += len(line)
+        blank = not line.strip()
+        if blank and not fence and position - start >= size and position < len(text):
+            pieces.append(text[start:position])
+            start = position
+    pieces.append(text[start:])
+    return pieces

@@ -1,0 +1,158 @@
+"""The transcript view: a virtualised list whose delegate (``delegate.TranscriptDelegate``)
+paints each row.
+
+Only rows in view are painted; each keeps a laid-out document in a small cache. Older pages load
+when the person scrolls to the top (the view keeps its place); the view stays pinned to the
+bottom while new rows arrive unless the person scrolled up.
+
+Signals:
+    action(str, object): ``("retry"|"resume", work_id)``, ``("full_output", Row)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QKeyEvent, QKeySequence, QResizeEvent
+from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QWidget
+
+from fxdesk.gui.transcript.delegate import TranscriptDelegate
+from fxdesk.gui.transcript.model import RowKind, TranscriptModel
+
+
+class TranscriptView(QListView):
+    """The transcript list. See the module docstring for its signal."""
+
+    action = Signal(str, object)
+
+    def __init__(self, model: TranscriptModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setModel(model)
+        self.transcript = model
+        self.delegate = TranscriptDelegate(self, self.trigger)
+        self.setItemDelegate(self.delegate)
+        self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
+        self.setUniformItemSizes(False)
+        self.setMouseTracking(False)
+        self.setFrameShape(QListView.Shape.NoFrame)
+        self.setAccessibleName("Transcript")
+        self.setSpacing(0)
+        self.pinned = True
+        self._restore_from_bottom: int | None = None
+        self.verticalScrollBar().valueChanged.connect(self._on_scrollbar_value_changed)
+        self.verticalScrollBar().rangeChanged.connect(self._on_scrollbar_range_changed)
+        model.rowsInserted.connect(self._on_model_changed)
+        model.dataChanged.connect(self._on_model_changed)
+        model.modelReset.connect(self._on_model_reset)
+        self.older_requested: list[Callable[[], None]] = []  # called at the top of the list
+        # One deferred scroll per burst of changes, dropped with the view if it goes first.
+        self._pin_timer = QTimer(self)
+        self._pin_timer.setSingleShot(True)
+        self._pin_timer.setInterval(0)
+        self._pin_timer.timeout.connect(self.scrollToBottom)
+
+    # --- keyboard and context menu -----------------------------------------------------------
+    # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens
+    # a tool card; the Menu key (or a right click) lists every action of the row.
+
+    def row_actions(self, position: int) -> list[tuple[str, str, object]]:
+        """(label, action, payload) for what can be done with one row."""
+        row = self.transcript.row_at(position)
+        found: list[tuple[str, str, object]] = []
+        if row.kind == RowKind.TOOL:
+            found.append(("Collapse" if row.expanded else "Expand", "toggle", None))
+            if row.ok is not None:
+                found.append(("Copy output", "copy", row.full_output or row.output))
+                found.append(("Show full output…", "full_output", row))
+            return found
+        if row.kind == RowKind.NOTICE and row.action:
+            found.append((row.action.capitalize(), row.action, row.work_id))
+        if row.text:
+            found.append(("Copy text", "copy", row.text))
+        for number, (_rect, action, code) in enumerate(
+            (h for h in self.delegate.layout(row).hotspots if h[1] == "copy"), start=1
+        ):
+            found.append((f"Copy code block {number}", action, code))
+        return found
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:
+        index = self.currentIndex()
+        opens = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
+        if opens and index.isValid() and self.transcript.row_at(index.row()).kind == RowKind.TOOL:
+            self.trigger(index.row(), "toggle", None)
+            return
+        if index.isValid() and event.matches(QKeySequence.StandardKey.Copy):
+            actions = [a for a in self.row_actions(index.row()) if a[1] == "copy"]
+            if actions:
+                self.trigger(index.row(), "copy", actions[0][2])
+                return
+        super().keyPressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:
+        if event.reason() == QContextMenuEvent.Reason.Mouse:
+            index = self.indexAt(event.pos())
+        else:
+            index = self.currentIndex()
+        if not index.isValid():
+            return
+        position = index.row()
+        menu = self.context_menu(position)
+        if menu.isEmpty():
+            return
+        where = event.globalPos()
+        if event.reason() != QContextMenuEvent.Reason.Mouse:
+            where = self.viewport().mapToGlobal(self.visualRect(index).topLeft())
+        menu.popup(where)
+
+    def context_menu(self, position: int) -> QMenu:
+        menu = QMenu(self)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        for label, action, payload in self.row_actions(position):
+            item = menu.addAction(label)
+            item.triggered.connect(
+                lambda _checked=False, a=action, p=payload: self.trigger(position, a, p)
+            )
+        return menu
+
+    def trigger(self, row: int, action: str, payload: object) -> None:
+        if action == "toggle":
+            self.transcript.toggle(row)
+        elif action == "copy":
+            QGuiApplication.clipboard().setText(str(payload))
+        else:
+            self.action.emit(action, payload)
+
+    def keep_place_for_prepend(self) -> None:
+        """Call before older rows are inserted at the top: the view will not jump."""
+        bar = self.verticalScrollBar()
+        self._restore_from_bottom = bar.maximum() - bar.value()
+
+    def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
+        bar = self.verticalScrollBar()
+        if self._restore_from_bottom is not None:
+            bar.setValue(high - self._restore_from_bottom)
+            self._restore_from_bottom = None
+        elif self.pinned:
+            bar.setValue(high)
+
+    def _on_scrollbar_value_changed(self, value: int) -> None:
+        bar = self.verticalScrollBar()
+        self.pinned = value >= bar.maximum() - 4
+        if value <= bar.minimum() and not self.transcript.complete:
+            for callback in self.older_requested:
+                callback()
+
+    def _on_model_changed(self, *args: object) -> None:
+        if self.pinned:
+            self._pin_timer.start()
+
+    def _on_model_reset(self) -> None:
+        self.delegate.clear()
+        self.pinned = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self.delegate.clear()
+        self.scheduleDelayedItemsLayout()

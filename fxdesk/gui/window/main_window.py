@@ -1,0 +1,383 @@
+"""The main window: session tree on the left, transcript in the centre, status bar below.
+
+The window renders state and forwards intent through its signals; it holds no engine or store
+reference. ``GuiController`` (``application.py``) connects it to the engine.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QApplication,
+    QDockWidget,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QPushButton,
+    QSplitter,
+    QStackedWidget,
+    QTreeView,
+    QVBoxLayout,
+    QWidget,
+)
+
+from fxdesk import APP_NAME
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import Session
+from fxdesk.gui.sessions.delegate import SessionDelegate
+from fxdesk.gui.sessions.model import (
+    ROLE_SNAPSHOT,
+    SessionFilterModel,
+    SessionTreeModel,
+)
+from fxdesk.gui.sessions.panel import SessionPanel
+from fxdesk.gui.transcript.model import TranscriptModel
+from fxdesk.gui.window.banner import Banner
+
+
+class EmptyState(QWidget):
+    """What the centre shows before the first session: one clear call to action."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        layout = QVBoxLayout(self)
+        layout.addStretch(2)
+        title = QLabel("No sessions yet")
+        font = QFont(title.font())
+        font.setPointSizeF(font.pointSizeF() * 1.6)
+        font.setBold(True)
+        title.setFont(font)
+        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        layout.addWidget(title)
+        text = QLabel(
+            "Point fxdesk at a project folder and start an agent session there.\n"
+            "You will watch it work, answer its permission requests here, and never "
+            "lose a session."
+        )
+        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        text.setWordWrap(True)
+        text.setForegroundRole(text.foregroundRole())
+        layout.addWidget(text)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        self.button = QPushButton("New session…")
+        self.button.setAccessibleName("New session")
+        self.button.setMinimumWidth(180)
+        self.button.setMinimumHeight(36)
+        row.addWidget(self.button)
+        row.addStretch(1)
+        layout.addSpacing(12)
+        layout.addLayout(row)
+        hint = QLabel("or press Ctrl+N")
+        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        hint.setEnabled(False)
+        layout.addWidget(hint)
+        layout.addStretch(3)
+
+
+class MainWindow(QMainWindow):
+    """fxdesk's main window.
+
+    Signals:
+        new_session_requested(): the person asked for a new session.
+        quit_requested(): the person asked to quit (Ctrl+Q or closing the window).
+        session_selected(str): a session was selected in the tree ("" for none).
+    """
+
+    new_session_requested = Signal()
+    quit_requested = Signal()
+    session_selected = Signal(str)
+    session_action = Signal(str, str)  # (action, session id): see SESSION_ACTIONS
+    settings_requested = Signal()
+
+    PAGE_EMPTY, PAGE_SELECT, PAGE_SESSION = range(3)
+
+    def __init__(
+        self,
+        model: SessionTreeModel,
+        transcript: TranscriptModel | None = None,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.transcript_model = transcript or TranscriptModel(_no_history, self)
+        self.setWindowTitle(APP_NAME)
+        self.resize(1200, 760)
+        self.allow_close = False
+        self.model = model
+        self.proxy = SessionFilterModel(self)
+        self.proxy.setSourceModel(model)
+        self._build_actions()
+        self._build_central()
+        self.status_info = QLabel("")
+        self.status_info.setAccessibleName("Data folder")
+        self.statusBar().addPermanentWidget(self.status_info)
+        self.statusBar().setSizeGripEnabled(False)
+        for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
+            signal.connect(self._update_pages)
+        self._update_pages()
+
+    # --- construction ---------------------------------------------------------------------
+
+    def _build_actions(self) -> None:
+        self.new_action = QAction("&New session…", self)
+        self.new_action.setShortcut(QKeySequence("Ctrl+N"))
+        self.new_action.triggered.connect(self.new_session_requested)
+        self.quit_action = QAction("&Quit", self)
+        self.quit_action.setShortcut(
+            QKeySequence("Ctrl+Q")
+        )  # StandardKey.Quit is empty on some themes
+        self.quit_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        self.quit_action.triggered.connect(self.quit_requested)
+        self.filter_action = QAction("&Filter sessions", self)
+        self.filter_action.setShortcut(QKeySequence("Ctrl+K"))
+        self.filter_action.triggered.connect(self._on_filter_action_triggered)
+        self.archived_action = QAction("Show &archived sessions", self, checkable=True)
+        self.archived_action.toggled.connect(self.proxy.set_show_archived)
+        self.settings_action = QAction("&Settings…", self)
+        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        self.settings_action.triggered.connect(self.settings_requested)
+        self.cancel_action = QAction("&Cancel running work…", self)
+        self.cancel_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
+        self.cancel_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        self.cancel_action.triggered.connect(lambda: self._emit_action("cancel"))
+        self.session_actions: dict[str, QAction] = {}
+        for action, label in SESSION_ACTIONS:
+            item = QAction(label, self)
+            item.setShortcut(QKeySequence(SESSION_SHORTCUTS[action]))
+            item.triggered.connect(lambda _=False, a=action: self._emit_action(a))
+            self.session_actions[action] = item
+        session_menu = self.menuBar().addMenu("&Session")
+        session_menu.addAction(self.new_action)
+        for action, _label in SESSION_ACTIONS:
+            session_menu.addAction(self.session_actions[action])
+        session_menu.addAction(self.cancel_action)
+        session_menu.addSeparator()
+        session_menu.addAction(self.settings_action)
+        session_menu.addSeparator()
+        session_menu.addAction(self.quit_action)
+        view_menu = self.menuBar().addMenu("&View")
+        view_menu.addAction(self.filter_action)
+        view_menu.addAction(self.archived_action)
+        self.view_menu = view_menu
+        self.addAction(self.cancel_action)
+
+    def add_approvals_dock(self, dock: QDockWidget) -> None:
+        """The approvals inbox, docked on the right; View → Approvals (Ctrl+Shift+A) toggles it."""
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
+        toggle = dock.toggleViewAction()
+        toggle.setText("&Approvals")
+        toggle.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.view_menu.addSeparator()
+        self.view_menu.addAction(toggle)
+        self.approvals_action = toggle
+
+    def _build_central(self) -> None:
+        central = QWidget(self)
+        outer = QVBoxLayout(central)
+        outer.setContentsMargins(6, 6, 6, 0)
+        self.banner_area = QVBoxLayout()
+        outer.addLayout(self.banner_area)
+        splitter = QSplitter(Qt.Orientation.Horizontal, central)
+        splitter.setChildrenCollapsible(False)
+        splitter.addWidget(self._build_sessions_panel())
+        splitter.addWidget(self._build_centre())
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([340, 900])
+        outer.addWidget(splitter, 1)
+        self.setCentralWidget(central)
+
+    def _build_sessions_panel(self) -> QWidget:
+        panel = QWidget()
+        layout = QVBoxLayout(panel)
+        layout.setContentsMargins(0, 0, 0, 0)
+        top = QHBoxLayout()
+        self.filter_edit = QLineEdit()
+        self.filter_edit.setPlaceholderText("Filter sessions (Ctrl+K)")
+        self.filter_edit.setAccessibleName("Filter sessions")
+        self.filter_edit.setClearButtonEnabled(True)
+        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        top.addWidget(self.filter_edit, 1)
+        self.new_button = QPushButton("New")
+        self.new_button.setToolTip("New session (Ctrl+N)")
+        self.new_button.setAccessibleName("New session")
+        self.new_button.clicked.connect(self.new_session_requested)
+        top.addWidget(self.new_button)
+        layout.addLayout(top)
+        self.tree_stack = QStackedWidget()
+        self.tree = QTreeView()
+        self.tree.setModel(self.proxy)
+        self.tree.setHeaderHidden(True)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAccessibleName("Sessions")
+        self.tree.setStyleSheet("QTreeView::item { padding: 3px 0; }")
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.tree.setItemDelegate(SessionDelegate(self.tree))
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
+        self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
+        self.tree_stack.addWidget(self.tree)
+        self.tree_empty = QLabel("No sessions yet")
+        self.tree_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.tree_empty.setEnabled(False)
+        self.tree_stack.addWidget(self.tree_empty)
+        layout.addWidget(self.tree_stack, 1)
+        return panel
+
+    def _build_centre(self) -> QWidget:
+        self.centre = QStackedWidget()
+        self.empty_state = EmptyState()
+        self.empty_state.button.clicked.connect(self.new_session_requested)
+        self.centre.addWidget(self.empty_state)
+        select = QLabel("Select a session to see its transcript")
+        select.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        select.setEnabled(False)
+        self.centre.addWidget(select)
+        self.panel = SessionPanel(self.transcript_model)
+        self.centre.addWidget(self.panel)
+        return self.centre
+
+    # --- state ----------------------------------------------------------------------------
+
+    def add_banner(self, text: str, *, kind: str = "info") -> Banner:
+        banner = Banner(text, self, kind=kind)
+        self.banner_area.addWidget(banner)
+        return banner
+
+    def bring_to_front(self) -> None:
+        """Show, raise and activate the window (from the tray or a notification)."""
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def toggle_from_tray(self) -> None:
+        """A click on the tray icon: tuck the window away if it is in front, else bring it."""
+        if self.isActiveWindow() and not self.isMinimized():
+            # Minimized rather than hidden: a hidden window is lost if the tray goes away.
+            self.showMinimized()
+        else:
+            self.bring_to_front()
+
+    def is_looked_at(self) -> bool:
+        """True while this window, or a dialog of it, is the active window."""
+        widget = QApplication.activeWindow()
+        while widget is not None:
+            if widget is self:
+                return True
+            widget = widget.parentWidget()
+        return False
+
+    def select_session(self, session_id: str) -> None:
+        source = self.model.session_index(session_id)
+        index = self.proxy.mapFromSource(source)
+        if index.isValid():
+            self.tree.setCurrentIndex(index)
+            self.tree.scrollTo(index)
+
+    def selected_session(self) -> Session | None:
+        index = self.tree.currentIndex()
+        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
+        return snapshot if isinstance(snapshot, Session) else None
+
+    @Slot()
+    def _update_pages(self) -> None:
+        has_sessions = self.model.session_count > 0
+        self.tree_stack.setCurrentWidget(self.tree if self.model.rowCount() else self.tree_empty)
+        if not has_sessions:
+            self.centre.setCurrentIndex(self.PAGE_EMPTY)
+        elif self.selected_session() is None:
+            self.centre.setCurrentIndex(self.PAGE_SELECT)
+        self.tree.expandAll()
+
+    @Slot(QItemSelection, QItemSelection)
+    def _on_tree_selection_changed(
+        self, selected: QItemSelection, deselected: QItemSelection
+    ) -> None:
+        indexes = selected.indexes()
+        index: QModelIndex = indexes[0] if indexes else QModelIndex()
+        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
+        if isinstance(snapshot, Session):
+            self.show_session(snapshot)
+            self.centre.setCurrentIndex(self.PAGE_SESSION)
+            self.session_selected.emit(snapshot.id)
+        else:
+            self._update_pages()
+            self.session_selected.emit("")
+
+    def show_session(self, session: Session) -> None:
+        """Refresh the header for ``session`` (selected or changed)."""
+        workspace = self.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+        self.panel.show_session(session, workspace.path if workspace is not None else "")
+        self._update_session_actions(session)
+
+    def _update_session_actions(self, session: Session | None) -> None:
+        from fxdesk.domain.model import SessionState
+
+        active = session is not None and session.state in (
+            SessionState.RUNNING,
+            SessionState.AWAITING_APPROVAL,
+            SessionState.QUEUED,
+        )
+        enabled = {
+            "new_child": session is not None and session.state != SessionState.ARCHIVED,
+            "rename": session is not None,
+            "resume": session is not None and session.state == SessionState.INTERRUPTED,
+            "close": session is not None and session.state != SessionState.ARCHIVED,
+        }
+        for action, item in self.session_actions.items():
+            item.setEnabled(enabled.get(action, False))
+        self.cancel_action.setEnabled(active)
+
+    def _emit_action(self, action: str) -> None:
+        session = self.selected_session()
+        if session is not None:
+            self.session_action.emit(action, session.id)
+
+    @Slot(QPoint)
+    def _on_tree_context_menu_requested(self, position: QPoint) -> None:
+        menu = QMenu(self.tree)
+        menu.addAction(self.new_action)
+        if self.selected_session() is not None:
+            menu.addSeparator()
+            for action, _label in SESSION_ACTIONS:
+                menu.addAction(self.session_actions[action])
+            menu.addAction(self.cancel_action)
+        menu.addSeparator()
+        menu.addAction(self.archived_action)
+        menu.popup(self.tree.viewport().mapToGlobal(position))
+
+    @Slot()
+    def _on_filter_action_triggered(self) -> None:
+        self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
+        self.filter_edit.selectAll()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Closing asks for an orderly quit; the controller closes for real when done."""
+        if self.allow_close:
+            event.accept()
+            return
+        event.ignore()
+        self.quit_requested.emit()
+
+
+SESSION_ACTIONS = [
+    ("new_child", "New sub-agent…"),
+    ("rename", "Rename…"),
+    ("resume", "Resume"),
+    ("close", "Close (archive)…"),
+]
+SESSION_SHORTCUTS = {
+    "new_child": "Ctrl+Shift+N",
+    "rename": "F2",
+    "resume": "Ctrl+R",
+    "close": "Ctrl+W",
+}
+
+
+async def _no_history(session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:
+    return []

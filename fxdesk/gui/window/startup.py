@@ -1,0 +1,128 @@
+"""What the window says at start-up: a data folder it cannot use, work the last run left
+interrupted (or another fxdesk holds), crash logs of the last run, and where the data lives.
+
+Each function puts one thing on the main window; ``GuiController`` calls them in order while it
+starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from PySide6.QtWidgets import QMessageBox
+
+from fxdesk import APP_NAME, notify
+from fxdesk.domain.model import Session
+from fxdesk.engine.events import RecoveryReport
+from fxdesk.engine.owner import SessionOwner
+from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.window.banner import Banner
+from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.gui.window.messages import ErrorDetailsDialog, MessagePresenter
+from fxdesk.logs import CrashLog
+
+
+async def show_data_error(window: MainWindow, text: str, quit_event: asyncio.Event) -> None:
+    """Say why the data folder cannot be used; returns when the box is closed or on quit."""
+    box = QMessageBox(
+        QMessageBox.Icon.Critical, APP_NAME, text, QMessageBox.StandardButton.Close, window
+    )
+    dialog = asyncio.ensure_future(run_dialog(box))
+    quit_wait = asyncio.ensure_future(quit_event.wait())
+    await asyncio.wait({dialog, quit_wait}, return_when=asyncio.FIRST_COMPLETED)
+    for pending in (dialog, quit_wait):
+        pending.cancel()
+    box.close()
+
+
+def offer_recovery(
+    window: MainWindow,
+    report: RecoveryReport | None,
+    sessions: list[Session],
+    owner: SessionOwner,
+) -> Banner | None:
+    """A banner about work the last run left interrupted (with "Resume all" and "Review") and
+    sessions another fxdesk holds; None when there is nothing to say."""
+    if report is None or (not report.work_interrupted and not report.busy_sessions):
+        return None
+    names = {s.id: s.name for s in sessions}
+    parts = []
+    if report.work_interrupted:
+        count = report.work_interrupted
+        parts.append(
+            f"{count} work item{'s were' if count != 1 else ' was'} interrupted when fxdesk "
+            "last stopped; nothing has been re-run."
+        )
+    if report.busy_sessions:
+        busy = ", ".join(f"“{names.get(i, i)}”" for i in report.busy_sessions[:3])
+        more = len(report.busy_sessions) - 3
+        parts.append(f"In use by another fxdesk: {busy}{f' and {more} more' if more > 0 else ''}.")
+    banner = window.add_banner(" ".join(parts), kind="warning")
+    banner.setObjectName("recovery_banner")
+    interrupted = list(report.interrupted_sessions)
+    if interrupted:
+
+        def resume_all() -> None:
+            for session_id in interrupted:
+                owner.start(session_id, retry=True)
+            banner.hide()
+
+        def review() -> None:
+            window.select_session(interrupted[0])
+
+        banner.add_action("Resume all", resume_all)
+        banner.add_action("Review", review)
+    return banner
+
+
+def offer_crash_logs(
+    window: MainWindow, crash_log: CrashLog, messages: MessagePresenter, tasks: TaskGroup
+) -> Banner | None:
+    """A banner offering the crash logs the last run left (the newest one is shown on request;
+    dismissing the banner marks them all seen); None when there are none."""
+    reports = list(crash_log.previous)
+    if not reports:
+        return None
+    count = "a crash log" if len(reports) == 1 else f"{len(reports)} crash logs"
+    banner = window.add_banner(
+        f"fxdesk stopped unexpectedly last time and left {count}.", kind="warning"
+    )
+
+    def show() -> None:
+        tasks.spawn(show_crash_log(reports[-1], window, messages), "show-crash-log")
+
+    def dismiss() -> None:
+        for report in reports:
+            crash_log.mark_seen(report)
+
+    banner.add_action("Show crash log", show)
+    banner.dismissed.connect(dismiss)
+    return banner
+
+
+async def show_crash_log(path: Path, window: MainWindow, messages: MessagePresenter) -> None:
+    """The crash log at ``path`` in a non-modal details window."""
+    text = await asyncio.get_running_loop().run_in_executor(
+        None, lambda: path.read_text(encoding="utf-8", errors="replace")
+    )
+    dialog = ErrorDetailsDialog(
+        notify.Message(notify.Level.ERROR, f"Crash log {path.name}:", details=text), window
+    )
+    dialog.setWindowTitle("fxdesk: crash log")
+    messages.dialogs.append(dialog)
+    dialog.show()
+
+
+def show_data_folder(window: MainWindow, root: Path, database: Path, schema: int) -> None:
+    """The data folder and schema version at the right of the status bar."""
+    window.status_info.setText(f"{_short(root)} · schema {schema}")
+    window.status_info.setToolTip(str(database))
+
+
+def _short(path: Path) -> str:
+    home = Path.home()
+    try:
+        return "~/" + str(path.relative_to(home))
+    except ValueError:
+        return str(path)

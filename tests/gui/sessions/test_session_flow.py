@@ -1,0 +1,419 @@
+"""The whole window driven the way a person drives it, against the scripted provider.
+
+The real App (SQLite file, engine, bus) runs under the GUI controller on a qasync loop; only the
+model provider is scripted. Assertions are on what the window renders: transcript rows, the queue
+strip, header buttons, the recovery banner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QInputDialog, QLabel
+
+from fxdesk.app import App
+from fxdesk.domain.approvals import Choice
+from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
+from fxdesk.engine.providers import FixedResolver
+from fxdesk.gui.application import GuiController
+from fxdesk.gui.sessions.model import (
+    ROLE_APPROVALS,
+    ROLE_BUSY,
+    ROLE_ID,
+    ROLE_LAST_FAILED,
+    ROLE_SNAPSHOT,
+)
+from fxdesk.gui.transcript.model import RowKind, TranscriptModel
+from fxdesk.gui.window.banner import Banner
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
+from fxdesk.store.locks import InstanceLock, SessionLock
+
+ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
+
+
+async def until(condition: Callable[[], object], within: float = 20.0) -> object:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (value := condition()):
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+    return value
+
+
+class Window:
+    """One run of the app with the window up; ``stop`` quits it the orderly way."""
+
+    def __init__(self, paths: DataPaths, provider: ScriptedProvider) -> None:
+        self.provider = provider
+        self.app = App(paths, providers=FixedResolver(provider))
+        self.controller = GuiController(self.app)
+        self.task = asyncio.ensure_future(self.controller.main())
+        self.confirmations: list[str] = []
+
+    async def started(self) -> Window:
+        await until(lambda: self.controller.ready.is_set() or self.task.done())
+        assert self.controller.sessions is not None
+
+        async def confirm(title: str, _text: str) -> bool:
+            self.confirmations.append(title)
+            return True
+
+        self.controller.sessions.confirm = confirm
+        return self
+
+    async def stop(self) -> int:
+        self.controller.request_quit()
+        return await asyncio.wait_for(self.task, 30)
+
+    @property
+    def panel(self):  # type: ignore[no-untyped-def]
+        return self.controller.window.panel
+
+    @property
+    def transcript(self) -> TranscriptModel:
+        return self.controller.transcript
+
+    def rows(self, kind: RowKind) -> list[str]:
+        model = self.transcript
+        return [
+            model.row_at(i).text for i in range(model.rowCount()) if model.row_at(i).kind == kind
+        ]
+
+    def type_and_send(self, text: str) -> None:
+        edit = self.panel.composer.edit
+        edit.setFocus()
+        QTest.keyClicks(edit, text)
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+
+    def state(self, session_id: str) -> SessionState | None:
+        session = self.panel.session
+        return session.state if session is not None and session.id == session_id else None
+
+
+async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply(ANSWER, chunk=6, delay_s=0.02), Stall()], when_done="error")
+    run = await Window(data_paths, provider).started()
+    try:
+        session = await run.app.sessions.create_root(
+            project, name="Parser", permission_mode=PermissionMode.AUTO
+        )
+        await until(lambda: run.panel.session is not None)
+
+        run.type_and_send("Plan the parser work")
+        # The answer streams: a live row grows before the committed answer replaces it.
+        partial = await until(
+            lambda: next((t for t in run.rows(RowKind.LIVE) if t and len(t) < len(ANSWER)), None)
+        )
+        assert ANSWER.startswith(str(partial))
+        await until(lambda: run.rows(RowKind.ASSISTANT) == [ANSWER])
+        assert run.rows(RowKind.USER) == ["Plan the parser work"]
+        assert run.rows(RowKind.LIVE) == []
+        await until(lambda: run.rows(RowKind.TURN))  # usage footer under the turn
+
+        # The second message starts a turn that never answers; a third waits in the queue.
+        run.type_and_send("Now write the tests")
+        await until(lambda: run.state(session.id) == SessionState.RUNNING)
+        assert run.panel.cancel.isVisible()
+        assert run.panel.composer.send.text() == "Queue"
+        run.type_and_send("And update the docs")
+        await until(lambda: run.panel.queue.isVisible())
+        labels = [w.text() for w in run.panel.queue.findChildren(QLabel)]
+        assert any("Queued" in text and "And update the docs" in text for text in labels)
+        assert "And update the docs" not in run.rows(RowKind.USER)
+
+        # Esc cancels the running turn (after the confirmation), like the Cancel button.
+        window = run.controller.window
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(run.panel.composer.edit, Qt.Key.Key_Escape)
+        await until(lambda: run.state(session.id) not in (SessionState.RUNNING, None))
+        assert run.confirmations == ["Cancel the running work?"]
+        await until(lambda: not run.panel.queue.isVisible())
+        notices = await until(lambda: run.rows(RowKind.NOTICE))
+        assert len(notices) == 1  # the running turn; the queued message never ran
+        assert provider.calls == 2  # the queued message was cancelled, not run
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first = await Window(data_paths, ScriptedProvider([Stall()])).started()
+    session = await first.app.sessions.create_root(project, name="Long job")
+    await until(lambda: first.panel.session is not None)
+    first.type_and_send("Refactor everything")
+    await until(lambda: first.provider.calls == 1)
+    await until(lambda: first.state(session.id) == SessionState.RUNNING)
+    assert await first.stop() == 0  # quitting mid-turn: the turn is interrupted, not lost
+
+    provider = ScriptedProvider([Reply("Picked up where we left off.")])
+    second = await Window(data_paths, provider).started()
+    try:
+        window = second.controller.window
+        banner = window.findChild(Banner, "recovery_banner")
+        assert banner is not None and banner.isVisible()
+        assert "1 work item was interrupted" in banner.text()
+        assert provider.calls == 0  # nothing re-ran by itself
+
+        # The last session comes back selected, with the interruption explained in place.
+        await until(lambda: second.state(session.id) == SessionState.INTERRUPTED)
+        await until(lambda: second.rows(RowKind.USER) == ["Refactor everything"])
+        notices = await until(lambda: second.rows(RowKind.NOTICE))
+        assert len(notices) == 1
+        assert second.panel.resume.isVisible()
+
+        second.panel.resume.click()
+        await until(lambda: "Picked up where we left off." in second.rows(RowKind.ASSISTANT))
+        await until(lambda: not second.rows(RowKind.NOTICE))
+        await until(lambda: second.state(session.id) == SessionState.IDLE)
+        assert provider.calls == 1
+        # The resumed call carried the original request, not a second copy of it.
+        sent = [m.content for m in provider.requests[0].messages if m.role == "user"]
+        assert sent.count("Refactor everything") == 1
+    finally:
+        assert await second.stop() == 0
+
+
+async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Fault("rate_limited", "rate limited by the provider (HTTP 429): slow down"),
+            Reply("Done on the second try."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    try:
+        session = await run.app.sessions.create_root(project, name="Flaky")
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Upgrade the dependencies")
+        notices = await until(lambda: run.rows(RowKind.NOTICE))
+        assert notices == [
+            "The provider is rate limiting requests. Wait a minute, then Retry. "
+            "(rate limited by the provider (HTTP 429): slow down)"
+        ]
+        tree = run.controller.model
+        await until(lambda: tree.mark(session.id, ROLE_LAST_FAILED))
+        assert await run.app.sessions.last_failed() == {session.id}
+
+        # Retry, as the notice's button does.
+        notice = next(
+            run.transcript.row_at(i)
+            for i in range(run.transcript.rowCount())
+            if run.transcript.row_at(i).kind == RowKind.NOTICE
+        )
+        assert notice.action == "retry"
+        run.panel.transcript.action.emit("retry", notice.work_id)
+        await until(lambda: "Done on the second try." in run.rows(RowKind.ASSISTANT))
+        await until(lambda: not tree.mark(session.id, ROLE_LAST_FAILED))
+        assert await run.app.sessions.last_failed() == set()
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_rename_add_a_sub_agent_and_close_from_the_keyboard(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply("Sub-task done.")])
+    run = await Window(data_paths, provider).started()
+    window = run.controller.window
+    tree = run.controller.model
+    try:
+        session = await run.app.sessions.create_root(project, name="Draft")
+        await until(lambda: run.panel.session is not None)
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+
+        QTest.keyClick(window.tree, Qt.Key.Key_F2)
+        rename = await until(lambda: _dialog(QInputDialog))
+        assert isinstance(rename, QInputDialog) and rename.textValue() == "Draft"
+        rename.setTextValue("Release notes")
+        rename.accept()
+        await until(lambda: "Release notes" in run.panel.title.text())
+
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(window.tree, Qt.Key.Key_N, _CTRL | Qt.KeyboardModifier.ShiftModifier)
+        task = await until(lambda: _dialog(QInputDialog))
+        assert isinstance(task, QInputDialog)
+        task.setTextValue("Collect the merged pull requests")
+        task.accept()
+        parent = tree.session_index(session.id)
+        await until(lambda: tree.rowCount(tree.session_index(session.id)) == 1)
+        child_index = tree.index(0, 0, tree.session_index(session.id))
+        child_id = child_index.data(ROLE_ID)
+        child = await until(lambda: _settled(run, child_id))
+        assert isinstance(child, Session) and parent.isValid()
+        assert child.parent_id == session.id and child.name.startswith("Collect the merged")
+        assert provider.calls == 1
+
+        window.select_session(session.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == session.id)
+        window.activateWindow()
+        await until(lambda: QApplication.activeWindow() is window)
+        QTest.keyClick(window.tree, Qt.Key.Key_W, _CTRL)
+        await until(lambda: "Close this session?" in run.confirmations)
+        await until(
+            lambda: window.proxy.mapFromSource(tree.session_index(session.id)).isValid() is False
+        )
+        archived = await run.app.sessions.get(session.id)
+        assert archived is not None and archived.state == SessionState.ARCHIVED
+        window.archived_action.setChecked(True)  # View → Show archived sessions
+        assert window.proxy.mapFromSource(tree.session_index(session.id)).isValid()
+    finally:
+        assert await run.stop() == 0
+
+
+_CTRL = Qt.KeyboardModifier.ControlModifier
+
+
+def _dialog(kind: type) -> object:
+    return next(
+        (w for w in QApplication.topLevelWidgets() if isinstance(w, kind) and w.isVisible()), None
+    )
+
+
+def _settled(run: Window, session_id: str) -> object:
+    """The child's snapshot in the tree once its one-off task completed."""
+    snapshot = run.controller.model.session_index(session_id).data(ROLE_SNAPSHOT)
+    done = isinstance(snapshot, Session) and snapshot.state == SessionState.COMPLETED
+    return snapshot if done else None
+
+
+async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    first = await Window(data_paths, ScriptedProvider([])).started()
+    session = await first.app.sessions.create_root(project, name="Held elsewhere")
+    await first.app.sessions.send(session.id, "Running in the other fxdesk")
+    assert await first.stop() == 0
+    # The other process admitted it and is running it now.
+    with sqlite3.connect(data_paths.database) as db:
+        db.execute("UPDATE work_item SET status = 'running' WHERE session_id = ?", (session.id,))
+
+    # Another fxdesk process holds the session (flock: a second open file conflicts even in
+    # one process, as it would across processes).
+    other_instance = InstanceLock(data_paths.locks)
+    other_instance.hold_shared()
+    other = SessionLock(data_paths.locks, session.id)
+    other.acquire()
+    try:
+        run = await Window(data_paths, ScriptedProvider([])).started()
+        try:
+            banner = run.controller.window.findChild(Banner, "recovery_banner")
+            assert banner is not None and banner.isVisible()
+            assert banner.text() == "In use by another fxdesk: “Held elsewhere”."
+            (item,) = await run.app.sessions.items(session.id)
+            assert item.status == WorkStatus.RUNNING  # the other process's work is left alone
+            index = run.controller.model.session_index(session.id)
+            assert index.data(ROLE_BUSY) is True
+        finally:
+            assert await run.stop() == 0
+    finally:
+        other.release()
+        other_instance.release()
+
+
+async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Reply(
+                "Writing the notes.",
+                tool_calls=(ScriptedCall("write_file", {"path": "notes.md", "content": "# N"}),),
+            ),
+            Reply("Written."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    try:
+        assert controller.approvals_dock.isHidden()  # nothing waits: out of the way
+        session = await run.app.sessions.create_root(
+            project, name="Careful", permission_mode=PermissionMode.ASK
+        )
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write notes")
+        dialog = controller.approval_dialog
+        await until(lambda: dialog.isVisible() and dialog.count == 1)
+        current = dialog.current
+        assert current is not None and current.label == str((project / "notes.md").resolve())
+        assert controller.approvals_dock.count == 1 and controller.approvals_dock.isVisible()
+        tree = controller.model
+        await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 1)
+        await until(lambda: run.state(session.id) == SessionState.AWAITING_APPROVAL)
+        assert not (project / "notes.md").exists()
+
+        dialog.activateWindow()  # as the person clicking into it: keys reach the active window
+        await until(dialog.isActiveWindow)
+        QTest.keyClick(dialog, Qt.Key.Key_Return)  # a stray Enter approves nothing
+        await asyncio.sleep(0.2)
+        assert not (project / "notes.md").exists() and dialog.count == 1
+
+        QTest.keyClick(dialog, Qt.Key.Key_1)  # allow once
+        await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
+        assert (project / "notes.md").read_text() == "# N"
+        await until(lambda: dialog.count == 0 and not dialog.isVisible())
+        await until(lambda: controller.approvals_dock.count == 0)
+        await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after
+        await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
+    finally:
+        assert await run.stop() == 0
+
+
+async def test_the_approvals_dock_the_person_opened_stays_open(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Reply(
+                "Writing.",
+                tool_calls=(ScriptedCall("write_file", {"path": "a.md", "content": "a"}),),
+            ),
+            Reply("Done."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    dock = controller.approvals_dock
+    try:
+        controller.window.approvals_action.trigger()  # View → Approvals
+        assert dock.isVisible()
+        await run.app.sessions.create_root(project, name="Mine", permission_mode=PermissionMode.ASK)
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write it")
+        await until(lambda: dock.count == 1)
+        # The dock's own button: keys need the dialog to be the active window (tested above).
+        dock.view.setCurrentIndex(dock.model.index(0, 0))
+        dock.buttons[Choice.ONCE].click()
+        await until(lambda: "Done." in run.rows(RowKind.ASSISTANT))
+        await until(lambda: dock.count == 0)
+        assert dock.isVisible()  # opened by the person: not closed behind their back
+    finally:
+        assert await run.stop() == 0

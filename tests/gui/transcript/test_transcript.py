@@ -1,0 +1,476 @@
+"""The transcript: its list model, the delegate that paints it, paging through long histories."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PySide6.QtCore import QModelIndex, QPoint, Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtTest import QTest
+
+from fxdesk.app import App
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
+from fxdesk.domain.work import WorkItem
+from fxdesk.gui.transcript.markdown import stream_segments
+from fxdesk.gui.transcript.model import PAGE_SIZE, ROLE_ROW, Row, RowKind, TranscriptModel
+from fxdesk.gui.transcript.view import TranscriptView
+from fxdesk.paths import DataPaths
+from fxdesk.store.schema import HistoryEntryRow
+
+CODE_ANSWER = "Run this:\n\n```python\nprint('hello')\n```\n\nThen **check** the output."
+
+
+class FakeHistory:
+    """History pages from a list, newest last; records every page it was asked for."""
+
+    def __init__(self, entries: list[HistoryEntry]) -> None:
+        self.entries = entries
+        self.asked: list[tuple[str, int | None, int]] = []
+
+    async def __call__(self, session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:
+        self.asked.append((session_id, before, limit))
+        older = [e for e in self.entries if before is None or e.seq < before]
+        return older[-limit:]
+
+
+def entry(seq: int, kind: EntryKind, content: str = "", **fields: Any) -> HistoryEntry:
+    return HistoryEntry("s1", seq, kind, content=content, id=seq, **fields)
+
+
+def one_turn(start: int = 1, work: str = "w1") -> list[HistoryEntry]:
+    return [
+        entry(start, EntryKind.USER, "Show me", work_id=work),
+        entry(start + 1, EntryKind.ASSISTANT, CODE_ANSWER, work_id=work),
+        entry(
+            start + 2,
+            EntryKind.TOOL_CALL,
+            '{"path": "a.py"}',
+            work_id=work,
+            call_id="c1",
+            tool_name="edit_file",
+        ),
+        entry(
+            start + 3,
+            EntryKind.TOOL_RESULT,
+            "--- a.py\n+++ a.py\n-old\n+new",
+            work_id=work,
+            call_id="c1",
+            tool_name="edit_file",
+            data={"ok": True, "duration_ms": 12},
+        ),
+        entry(
+            start + 4,
+            EntryKind.TURN_END,
+            work_id=work,
+            data={"usage": [1234, 15], "model_calls": 2, "cost_usd": 0.0123},
+        ),
+    ]
+
+
+def kinds(model: TranscriptModel) -> list[RowKind]:
+    return [model.row_at(i).kind for i in range(model.rowCount())]
+
+
+def item(work_id: str, status: WorkStatus) -> WorkItem:
+    return WorkItem(
+        id=work_id,
+        session_id="s1",
+        position=1,
+        source_id="person",
+        kind=WorkKind.PROMPT,
+        content="Show me",
+        status=status,
+        reason=None,
+        created_at_ms=1,
+        updated_at_ms=1,
+    )
+
+
+class Changes:
+    """Which rows a model said changed."""
+
+    def __init__(self, model: TranscriptModel) -> None:
+        self.inserted: list[tuple[int, int]] = []
+        self.removed: list[tuple[int, int]] = []
+        self.changed: list[tuple[int, int]] = []
+        self.resets = 0
+        model.rowsInserted.connect(lambda _p, a, b: self.inserted.append((a, b)))
+        model.rowsRemoved.connect(lambda _p, a, b: self.removed.append((a, b)))
+        model.dataChanged.connect(lambda a, b, *_: self.changed.append((a.row(), b.row())))
+        model.modelReset.connect(self._reset)
+
+    def _reset(self) -> None:
+        self.resets += 1
+
+
+async def test_model_with_every_kind_of_row_passes_modeltester(qtmodeltester: Any) -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    model.set_live_text("streaming…")
+    model.apply_items([(item("w1", WorkStatus.FAILED), "the provider was unreachable")])
+    assert kinds(model) == [
+        RowKind.USER,
+        RowKind.ASSISTANT,
+        RowKind.TOOL,
+        RowKind.TURN,
+        RowKind.NOTICE,
+        RowKind.LIVE,
+    ]
+    qtmodeltester.check(model, force_py=True)
+    assert model.index(0, 0).data(Qt.ItemDataRole.AccessibleTextRole) == "You: Show me"
+
+
+async def test_a_call_and_its_result_make_one_tool_card() -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    card = model.row_at(2)
+    assert (card.tool, card.arguments, card.ok, card.duration_ms) == (
+        "edit_file",
+        '{"path": "a.py"}',
+        True,
+        12,
+    )
+    assert "+new" in card.output
+
+
+async def test_live_updates_touch_exactly_the_rows_that_changed() -> None:
+    history = one_turn()
+    model = TranscriptModel(FakeHistory(history))
+    await model.load_latest("s1")
+    changes = Changes(model)
+
+    model.set_live_text("Hel")
+    assert changes.inserted == [(4, 4)]
+    model.set_live_text("Hello")
+    assert changes.changed == [(4, 4)]
+    model.set_live_text("Hello")  # nothing new: no signal
+    assert changes.changed == [(4, 4)]
+
+    # A tool call commits before the live row, then its result updates that one card.
+    call = entry(6, EntryKind.TOOL_CALL, "{}", work_id="w2", call_id="c9", tool_name="run_command")
+    model.append_entries((call,))
+    assert changes.inserted[-1] == (4, 4) and model.row_at(5).kind == RowKind.LIVE
+    result = entry(
+        7,
+        EntryKind.TOOL_RESULT,
+        "ok",
+        work_id="w2",
+        call_id="c9",
+        tool_name="run_command",
+        data={"ok": True},
+    )
+    model.append_entries((result,))
+    assert changes.changed[-1] == (4, 4) and model.row_at(4).ok is True
+
+    # The committed answer replaces the live row.
+    model.append_entries((entry(8, EntryKind.ASSISTANT, "Hello there", work_id="w2"),))
+    assert changes.removed == [(5, 5)]
+    assert model.row_at(model.rowCount() - 1).text == "Hello there"
+    assert RowKind.LIVE not in kinds(model)
+    assert changes.resets == 0
+
+
+async def test_notices_follow_the_work_they_explain_and_go_when_it_recovers() -> None:
+    model = TranscriptModel(FakeHistory(one_turn()[:2]))  # a turn that never finished
+    await model.load_latest("s1")
+    model.apply_items([(item("w1", WorkStatus.INTERRUPTED), None)])
+    notice = model.row_at(2)
+    assert (notice.kind, notice.level, notice.action, notice.work_id) == (
+        RowKind.NOTICE,
+        "interrupted",
+        "resume",
+        "w1",
+    )
+    model.apply_items([(item("w1", WorkStatus.FAILED), "rate limited; try again in a minute")])
+    assert model.rowCount() == 3
+    assert (model.row_at(2).level, model.row_at(2).action) == ("failed", "retry")
+    assert "rate limited" in model.row_at(2).text
+    model.apply_items([(item("w1", WorkStatus.COMPLETED), None)])
+    assert RowKind.NOTICE not in kinds(model)
+    # Work with nothing in the transcript (a queued message never run) gets no notice.
+    model.apply_items([(item("other", WorkStatus.CANCELLED), None)])
+    assert RowKind.NOTICE not in kinds(model)
+
+
+async def test_a_tool_result_on_the_newer_page_joins_its_call_on_the_older_page() -> None:
+    filler = [entry(seq, EntryKind.USER, f"m{seq}") for seq in range(1, PAGE_SIZE)]
+    call = entry(
+        PAGE_SIZE, EntryKind.TOOL_CALL, '{"q": 1}', work_id="w", call_id="c", tool_name="grep"
+    )
+    result = entry(
+        PAGE_SIZE + 1,
+        EntryKind.TOOL_RESULT,
+        "3 matches",
+        work_id="w",
+        call_id="c",
+        tool_name="grep",
+        data={"ok": True},
+    )
+    later = [
+        entry(seq, EntryKind.USER, f"m{seq}") for seq in range(PAGE_SIZE + 2, 2 * PAGE_SIZE + 1)
+    ]
+    model = TranscriptModel(FakeHistory([*filler, call, result, *later]))
+    await model.load_latest("s1")
+    assert model.row_at(0).output == "3 matches" and model.row_at(0).arguments == ""
+    await model.load_older()
+    rows = [model.row_at(i) for i in range(model.rowCount())]
+    cards = [row for row in rows if row.kind == RowKind.TOOL]
+    assert len(cards) == 1
+    assert (cards[0].arguments, cards[0].output) == ('{"q": 1}', "3 matches")
+
+
+async def test_the_view_lays_out_and_paints_every_kind_of_row(
+    qtbot: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    model.set_live_text("still **typing**")
+    model.apply_items([(item("w1", WorkStatus.FAILED), "the provider was unreachable")])
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    await asyncio.sleep(0.05)
+    with caplog.at_level(logging.ERROR):
+        image = view.grab()
+    assert not image.isNull()
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
+    for position in range(model.rowCount()):
+        assert view.visualRect(model.index(position, 0)).height() > 10
+
+    # The tool card opens on a click on its header, showing the diff.
+    tool = model.index(2, 0)
+    closed = view.visualRect(tool)
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=closed.center())
+    assert model.row_at(2).expanded
+    await until(lambda: view.visualRect(model.index(2, 0)).height() > closed.height() + 40)
+    card = view.delegate.layout(model.row_at(2))
+    assert "+new" in card.docs[0][0].toPlainText()
+
+    # The turn footer gives calls, tokens and cost.
+    footer = view.delegate.layout(model.row_at(3)).footer
+    assert footer == "2 model calls · 1,234 in / 15 out · $0.0123"
+
+    # The code block's Copy button puts exactly the code on the clipboard.
+    answer = model.index(1, 0)
+    row = answer.data(ROLE_ROW)
+    assert isinstance(row, Row)
+    hotspots = [h for h in view.delegate.layout(row).hotspots if h[1] == "copy"]
+    assert len(hotspots) == 1
+    rect, _, code = hotspots[0]
+    click = view.visualRect(answer).topLeft() + QPoint(8, 0) + rect.center()
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=click)
+    assert QGuiApplication.clipboard().text() == code == "print('hello')"
+
+    # The failure notice's Retry button asks for a retry of that work item.
+    asked: list[tuple[str, object]] = []
+    view.action.connect(lambda action, payload: asked.append((action, payload)))
+    notice_index = model.index(kinds(model).index(RowKind.NOTICE), 0)
+    notice = notice_index.data(ROLE_ROW)
+    (retry,) = [h for h in view.delegate.layout(notice).hotspots if h[1] == "retry"]
+    click = view.visualRect(notice_index).topLeft() + QPoint(8, 0) + retry[0].center()
+    QTest.mouseClick(view.viewport(), Qt.MouseButton.LeftButton, pos=click)
+    assert asked == [("retry", "w1")]
+
+
+async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up(
+    qtbot: Any,
+) -> None:
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model = TranscriptModel(FakeHistory(history))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    await model.load_latest("s1")
+    bar = view.verticalScrollBar()
+    await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+
+    before = bar.maximum()
+    model.set_live_text("new text\n\nmore lines\n\nand more")
+    await until(lambda: bar.maximum() > before and bar.value() == bar.maximum())
+    assert view.pinned
+
+    bar.setValue(bar.maximum() // 2)
+    assert not view.pinned
+    held = bar.value()
+    model.set_live_text("new text\n\nmore lines\n\nand more\n\neven more\n\nand again")
+    model.append_entries((entry(61, EntryKind.USER, "another"),))
+    await asyncio.sleep(0.1)
+    assert bar.value() == held
+
+
+async def until(condition: Callable[[], object], within: float = 20.0) -> object:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not (value := condition()):
+        if loop.time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+    return value
+
+
+MESSAGES = 10_000
+
+
+async def test_a_10000_message_session_opens_and_scrolls_without_loading_it_all(
+    qtbot: Any, data_paths: DataPaths, tmp_path: Path
+) -> None:
+    app = App(data_paths)
+    await app.start()
+    try:
+        (tmp_path / "p").mkdir()
+        session = await app.sessions.create_root(tmp_path / "p", name="long")
+
+        def seed() -> None:
+            rows = [
+                {
+                    "session": session.id,
+                    "seq": seq,
+                    "kind": "user" if seq % 2 else "assistant",
+                    "content": f"message {seq} " + "lorem ipsum " * (seq % 7),
+                    "created_at_ms": seq,
+                }
+                for seq in range(1, MESSAGES + 1)
+            ]
+            for start in range(0, len(rows), 500):
+                HistoryEntryRow.insert_many(rows[start : start + 500]).execute()
+
+        await app.store.write(seed, label="seed")
+        model = TranscriptModel(app.sessions.history_page)
+        view = TranscriptView(model)
+        view.older_requested.append(lambda: asyncio.ensure_future(_load_older(view, model)))
+        qtbot.addWidget(view)
+        view.resize(800, 600)
+        view.show()
+
+        await model.load_latest(session.id)
+        assert model.fetched == PAGE_SIZE
+        assert model.rowCount() == PAGE_SIZE
+        last = model.row_at(model.rowCount() - 1)
+        assert last.text.startswith(f"message {MESSAGES} ")
+        bar = view.verticalScrollBar()
+        await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+
+        # Scrolling to the top fetches one more page, and the view keeps its place.
+        for pages in (2, 3, 4):
+            anchor = model.row_at(0)
+            bar.setValue(bar.minimum())
+            await until(lambda pages=pages: model.fetched == pages * PAGE_SIZE)
+            await until(lambda: bar.value() > bar.minimum())
+            top = view.indexAt(QPoint(10, 10))
+            assert top.data(ROLE_ROW) is not None
+            assert model.row_at(PAGE_SIZE) == anchor  # the old first row, one page down
+            shown = view.indexAt(QPoint(10, 10)).row()
+            assert PAGE_SIZE - 5 <= shown <= PAGE_SIZE + 5
+        assert model.fetched == 4 * PAGE_SIZE < MESSAGES
+        assert view.delegate.layouts_built <= model.rowCount() * 2
+        assert (
+            model.index(0, 0)
+            .data(ROLE_ROW)
+            .text.startswith(f"message {MESSAGES - 4 * PAGE_SIZE + 1} ")
+        )
+        assert model.index(0, 0) != QModelIndex()
+    finally:
+        await app.stop()
+
+
+async def _load_older(view: TranscriptView, model: TranscriptModel) -> None:
+    view.keep_place_for_prepend()
+    await model.load_older()
+
+
+async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    model.apply_items([(item("w1", WorkStatus.FAILED), "the provider was unreachable")])
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    view.setFocus()
+    asked: list[tuple[str, object]] = []
+    view.action.connect(lambda action, payload: asked.append((action, payload)))
+
+    # Arrow keys walk the rows; Enter opens the tool card under the cursor.
+    view.setCurrentIndex(model.index(0, 0))
+    QTest.keyClick(view, Qt.Key.Key_Down)
+    QTest.keyClick(view, Qt.Key.Key_Down)
+    assert view.currentIndex().row() == 2
+    QTest.keyClick(view, Qt.Key.Key_Return)
+    assert model.row_at(2).expanded
+    QTest.keyClick(view, Qt.Key.Key_Space)
+    assert not model.row_at(2).expanded
+
+    # Ctrl+C copies the current row's text.
+    QTest.keyClick(view, Qt.Key.Key_Up)
+    QTest.keyClick(view, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == CODE_ANSWER
+
+    # The context menu (Menu key) lists everything the mouse can do.
+    labels = [label for label, _, _ in view.row_actions(1)]
+    assert labels == ["Copy text", "Copy code block 1"]
+    assert [label for label, _, _ in view.row_actions(2)] == [
+        "Expand",
+        "Copy output",
+        "Show full output…",
+    ]
+    notice = kinds(model).index(RowKind.NOTICE)
+    menu = view.context_menu(notice)
+    assert [a.text() for a in menu.actions()] == ["Retry", "Copy text"]
+    menu.actions()[0].trigger()
+    assert asked == [("retry", "w1")]
+    menu.close()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(["para one two three", "", "```python", "```", "- item", "x" * 40]),
+        max_size=80,
+    ),
+    st.integers(min_value=0, max_value=4000),
+    st.integers(min_value=10, max_value=200),
+)
+def test_streaming_segments_are_stable_as_text_grows(lines: list[str], cut: int, size: int) -> None:
+    text = "\n".join(lines)
+    prefix = text[: min(cut, len(text))]
+    whole = stream_segments(text, size)
+    early = stream_segments(prefix, size)
+    assert "".join(whole) == text and "".join(early) == prefix
+    # Every closed piece of the shorter text is a piece of the longer one, unchanged.
+    assert whole[: len(early) - 1] == early[:-1]
+    # Cuts fall only on blank lines outside code fences.
+    for piece in whole[:-1]:
+        assert piece.endswith("\n") and not piece.splitlines()[-1].strip()
+        assert piece.count("```") % 2 == 0
+
+
+async def test_a_long_streaming_answer_renders_only_its_newest_piece(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory([]))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    view.show()
+    paragraph = "A sentence about the parser, long enough to matter. " * 6 + "\n\n"
+    text = ""
+    for _ in range(60):  # about 20,000 characters, in 60 frames
+        text += paragraph
+        model.set_live_text(text)
+        view.delegate.layout(model.row_at(0))
+    pieces = len(stream_segments(text))
+    assert pieces > 10
+    # Each frame renders the growing last piece, plus each closed piece once.
+    assert view.delegate.segments_rendered <= 60 + pieces
+    layout = view.delegate.layout(model.row_at(0))
+    assert len(layout.docs) == pieces
+    assert "".join(doc.toPlainText() for doc, _ in layout.docs).count("parser") == 360

@@ -1,0 +1,128 @@
+"""The main window on its own: empty state, selection, shortcuts, and close asking to quit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import QApplication, QWidget
+
+from fxdesk.domain.model import SessionState
+from fxdesk.gui.sessions.model import SessionTreeModel
+from fxdesk.gui.window.main_window import MainWindow
+from tests.gui.sessions.test_session_model import populated, session, workspace
+
+
+def focus_chain(window: QWidget) -> list[QWidget]:
+    """The widgets Tab visits in ``window``, in order."""
+    chain: list[QWidget] = []
+    widget = window.nextInFocusChain()
+    while widget is not window and widget not in chain:
+        if widget.focusPolicy() & Qt.FocusPolicy.TabFocus and widget.isVisible():
+            chain.append(widget)
+        widget = widget.nextInFocusChain()
+    return chain
+
+
+def make_window(qtbot: Any, model: SessionTreeModel | None = None) -> MainWindow:
+    window = MainWindow(model or SessionTreeModel())
+    window.allow_close = True  # let the fixture's cleanup close it
+    qtbot.addWidget(window)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
+def test_empty_state_offers_a_new_session(qtbot: Any) -> None:
+    window = make_window(qtbot)
+    assert window.centre.currentWidget() is window.empty_state
+    assert window.tree_stack.currentWidget() is window.tree_empty
+    assert window.empty_state.button.text() == "New session…"
+    with qtbot.waitSignal(window.new_session_requested, timeout=5000):
+        qtbot.mouseClick(window.empty_state.button, Qt.MouseButton.LeftButton)
+    with qtbot.waitSignal(window.new_session_requested, timeout=5000):
+        qtbot.mouseClick(window.new_button, Qt.MouseButton.LeftButton)
+
+
+def test_sessions_replace_the_empty_state_and_can_be_selected(qtbot: Any) -> None:
+    model = SessionTreeModel()
+    window = make_window(qtbot, model)
+    model.load([workspace(1, "alpha")], [])
+    assert window.centre.currentWidget() is window.empty_state  # a workspace is not a session
+    model.upsert_session(session("r1", name="Fix the parser", state=SessionState.RUNNING))
+    assert window.centre.currentIndex() == window.PAGE_SELECT
+    assert window.tree_stack.currentWidget() is window.tree
+    with qtbot.waitSignal(window.session_selected, timeout=5000) as selected:
+        window.select_session("r1")
+    assert selected.args == ["r1"]
+    assert window.centre.currentIndex() == window.PAGE_SESSION
+    assert "Fix the parser" in window.panel.title.text()
+    assert "running" in window.panel.title.text()
+    assert window.selected_session() is not None
+
+
+def test_closing_the_window_asks_for_an_orderly_quit(qtbot: Any) -> None:
+    window = make_window(qtbot)
+    window.allow_close = False
+    with qtbot.waitSignal(window.quit_requested, timeout=5000):
+        window.close()
+    assert window.isVisible()  # the controller closes it after shutdown
+    window.allow_close = True
+
+
+def test_keyboard_shortcuts(qtbot: Any) -> None:
+    window = make_window(qtbot, populated())
+    assert window.quit_action.shortcut() == QKeySequence("Ctrl+Q")
+    assert window.new_action.shortcut() == QKeySequence("Ctrl+N")
+    window.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is window, timeout=5000)
+    with qtbot.waitSignal(window.quit_requested, timeout=5000):
+        qtbot.keyClick(window.tree, Qt.Key.Key_Q, Qt.KeyboardModifier.ControlModifier)
+    with qtbot.waitSignal(window.new_session_requested, timeout=5000):
+        qtbot.keyClick(window.tree, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+    window.tree.setFocus()
+    qtbot.keyClick(window.tree, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+    qtbot.waitUntil(window.filter_edit.hasFocus, timeout=5000)
+
+
+def test_filter_box_filters_the_tree(qtbot: Any) -> None:
+    window = make_window(qtbot, populated())
+    qtbot.keyClicks(window.filter_edit, "r2")
+    assert window.proxy.rowCount() == 1
+    assert window.proxy.index(0, 0).data() == "zeta"
+
+
+def test_controls_have_accessible_names(qtbot: Any) -> None:
+    window = make_window(qtbot)
+    for widget in (window.filter_edit, window.new_button, window.tree, window.empty_state.button):
+        assert widget.accessibleName(), widget
+
+
+def test_the_application_icon_ships_with_the_package(qapp: QApplication) -> None:
+    from fxdesk.gui.application import app_icon
+
+    icon = app_icon()
+    assert not icon.isNull()
+    assert not icon.pixmap(32, 32).isNull()
+
+
+def test_tab_goes_from_the_sessions_to_the_transcript_to_the_composer(qtbot: Any) -> None:
+    window = make_window(qtbot, populated())
+    window.select_session("r1")
+    qtbot.waitUntil(lambda: window.panel.session is not None, timeout=5000)
+    panel = window.panel
+    expected = [
+        window.filter_edit,
+        window.new_button,
+        window.tree,
+        panel.transcript,
+        panel.composer.edit,
+        panel.composer.profile,
+        panel.composer.mode,
+        panel.composer.send,
+    ]
+    chain = [w for w in focus_chain(window) if w in expected]
+    assert chain == expected
+    for widget in expected:
+        assert widget.accessibleName(), widget
