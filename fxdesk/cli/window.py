@@ -35,7 +35,7 @@ def _probe_qt(args: argparse.Namespace, paths: DataPaths | None) -> int:
 def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None = None) -> int:
     """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window."""
     from fxdesk.app import App
-    from fxdesk.gui.application import run
+    from fxdesk.gui.application import Outcome, run
 
     try:
         paths.ensure()
@@ -51,7 +51,7 @@ def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | No
     app.crash_log.arm()
     undo_hooks = install_exception_hooks()
     try:
-        code = run(app, argv if argv is not None else sys.argv)
+        outcome = run(app, argv if argv is not None else sys.argv)
     except BaseException as exc:
         report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
         log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)
@@ -59,5 +59,6 @@ def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | No
     finally:
         undo_hooks()
         app.crash_log.disarm()
+    code = ExitCode.DATA if outcome is Outcome.DATA_UNUSABLE else ExitCode.OK
     log.info("fxdesk exited with code %d", code)
     return code

@@ -32,7 +32,7 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.errors import EngineError, ErrorCode
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
-from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.permissions import PermissionService, suggested_rules
 from fxdesk.engine.profiles import ProfileError, ProfileService
 from fxdesk.engine.sessions import Catalog, InvalidWorkspace, SessionError, SessionService
 from fxdesk.store import Store, control, history
@@ -47,12 +47,14 @@ __all__ = [
     "ErrorCode",
     "InvalidWorkspace",
     "ProfileError",
+    "ProfileService",
     "Result",
     "SecretsUnavailable",
     "SessionError",
     "StartResult",
     "StoreError",
     "Transcript",
+    "suggested_rules",
 ]
 
 E = TypeVar("E")
@@ -320,6 +322,10 @@ class Engine:
     async def last_failed(self) -> set[str]:
         """Sessions whose newest work item failed."""
         return await self._sessions.last_failed()
+
+    def database(self) -> tuple[Path, int]:
+        """The database file and its schema version (shown in the window's status bar)."""
+        return self._store.path, self._store.schema_version
 
     async def profile(self, name: str | None = None) -> Profile | None:
         """The named profile, or the default one."""

@@ -11,6 +11,7 @@ stops every subsystem through ``App.stop`` (each step logged) and returns exit c
 from __future__ import annotations
 
 import asyncio
+import enum
 import gc
 import importlib.resources
 import logging
@@ -26,6 +27,7 @@ from fxdesk import APP_ID, APP_NAME, __version__, notify
 from fxdesk.app import App
 from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.engine.facade import Engine, StoreError
 from fxdesk.gui.approvals.dialog import ApprovalDialog
 from fxdesk.gui.approvals.dock import ApprovalsDock
 from fxdesk.gui.approvals.inbox import ApprovalsInbox
@@ -56,11 +58,17 @@ from fxdesk.gui.window.startup import (
     show_data_folder,
 )
 from fxdesk.logs import loop_exception_handler
-from fxdesk.store import StoreError
 
 log = logging.getLogger(__name__)
 
-EXIT_DATA = 5
+
+class Outcome(enum.Enum):
+    """How the window's run ended; the launcher turns it into the process exit code."""
+
+    CLOSED = "closed"  # the person quit (or a signal asked to)
+    DATA_UNUSABLE = "data_unusable"  # the database could not be opened; the window said why
+
+
 _QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -116,7 +124,7 @@ class GuiController(QObject):
         self.first_run: FirstRun | None = None
         self.quit_event = asyncio.Event()
         self.ready = asyncio.Event()  # set once the window shows the data
-        self.exit_code = 0
+        self.outcome = Outcome.CLOSED
         self.window.quit_requested.connect(self.request_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
         self.window.settings_requested.connect(self._on_window_settings_requested)
@@ -149,7 +157,7 @@ class GuiController(QObject):
     async def _fetch_history(
         self, session_id: str, before: int | None, limit: int
     ) -> list[HistoryEntry]:
-        return await self.app.sessions.history_page(session_id, before, limit)
+        return await self.app.engine.history_page(session_id, before, limit)
 
     @Slot()
     def request_quit(self) -> None:
@@ -161,7 +169,7 @@ class GuiController(QObject):
         log.info("received %s; quitting", signal.Signals(signum).name)
         self.request_quit()
 
-    async def main(self) -> int:
+    async def main(self) -> Outcome:
         loop = asyncio.get_running_loop()
         for signum in _QUIT_SIGNALS:
             loop.add_signal_handler(signum, self._on_signal, signum)
@@ -173,75 +181,69 @@ class GuiController(QObject):
                 await self.quit_event.wait()
         finally:
             await self._shutdown(loop)
-        return self.exit_code
+        return self.outcome
 
     async def _start(self) -> bool:
         try:
             await self.app.start()
             qapp = QApplication.instance()
             if isinstance(qapp, QApplication):
-                apply_appearance(qapp, await self.app.profiles.appearance())
-            self.notifications.set_enabled(await self.app.profiles.notifications_enabled())
+                apply_appearance(qapp, await self.app.engine.profiles.appearance())
+            self.notifications.set_enabled(await self.app.engine.profiles.notifications_enabled())
         except StoreError as exc:
             log.error("cannot start: %s", exc.user_message)
-            self.exit_code = EXIT_DATA
+            self.outcome = Outcome.DATA_UNUSABLE
             await show_data_error(self.window, exc.user_message, self.quit_event)
             return False
-        approvals = self._compose()
-        catalog = await self.app.sessions.catalog()
+        engine = self.app.engine
+        approvals = self._compose(engine)
+        catalog = await engine.catalog()
         self.model.load(catalog.workspaces, catalog.sessions)
         self.notifications.seed(catalog.sessions)
-        counts = await self.app.sessions.counts()
+        counts = await engine.counts()
         for session_id, (queued, _open) in counts.items():
             self.model.set_mark(session_id, ROLE_QUEUED, queued)
-        for session_id, waiting in (await self.app.permissions.counts()).items():
+        for session_id, waiting in (await engine.approval_counts()).items():
             self.model.set_mark(session_id, ROLE_APPROVALS, waiting)
         await approvals.presenter.reload()
-        for session_id in await self.app.sessions.last_failed():
+        for session_id in await engine.last_failed():
             self.model.set_mark(session_id, ROLE_LAST_FAILED, True)
-        for session_id in self.app.owner.busy_elsewhere:
+        for session_id in engine.busy_elsewhere():
             self.model.set_mark(session_id, ROLE_BUSY, True)
-        offer_recovery(self.window, self.app.recovery, catalog.sessions, self.app.owner)
-        last = await self.app.profiles.last_session()
+        offer_recovery(self.window, engine.recovery, catalog.sessions, engine)
+        last = await engine.profiles.last_session()
         if last and any(s.id == last for s in catalog.sessions):
             self.window.select_session(last)
-        store = self.app.store
-        show_data_folder(self.window, self.app.paths.root, store.path, store.schema_version)
+        database, schema = engine.database()
+        show_data_folder(self.window, self.app.paths.root, database, schema)
         offer_crash_logs(self.window, self.app.crash_log, self.messages, self.tasks)
         self.ready.set()
         notify.info("Ready")
-        if self.app.providers is None and not await self.app.profiles.list():
+        if self.app.providers is None and not await engine.profiles.list():
             self.tasks.spawn(self._first_run(), "first-run")
         return True
 
-    def _compose(self) -> ApprovalsInbox:
-        """Build the features that need the started App's services, and connect them."""
-        app = self.app
-        self.bridge = bridge = EngineBridge(
-            app.bus, self.model, self.transcript, app.sessions, self, permissions=app.permissions
-        )
-        self.approvals = approvals = ApprovalsInbox(
-            app.permissions, self._where, self.window, self.tasks
-        )
+    def _compose(self, engine: Engine) -> ApprovalsInbox:
+        """Build the features that need the started engine, and connect them."""
+        self.bridge = bridge = EngineBridge(engine, self.model, self.transcript, self)
+        self.approvals = approvals = ApprovalsInbox(engine, self._where, self.window, self.tasks)
         bridge.approvals_changed.connect(approvals.presenter.request_reload)
         approvals.presenter.loaded.connect(self._on_approvals_loaded)
         self.desktop.approvals_requested.connect(approvals.show_all)
         self.desktop.session_opened.connect(approvals.show_session)
         bridge.session_added.connect(self.window.select_session)
         bridge.session_changed.connect(self.notifications.session_changed)
-        self.sessions = SessionController(
-            self.window, bridge, app.sessions, app.owner, app.profiles, self.tasks
-        )
+        self.sessions = SessionController(self.window, bridge, engine, self.tasks)
         self.settings_window = SettingsWindow(
-            app.profiles,
-            app.paths.root,
+            engine.profiles,
+            self.app.paths.root,
             self.window,
-            permissions=app.permissions,
+            permissions=engine,
             workspaces=self.model.workspace_folders,
         )
         self.settings_window.profiles_changed.connect(self._on_settings_profiles_changed)
         self.settings_window.notifications_changed.connect(self.notifications.set_enabled)
-        self.first_run = FirstRun(app.profiles, self.window)
+        self.first_run = FirstRun(engine.profiles, self.window)
         return approvals
 
     def _where(self, approval: Approval) -> tuple[str, str]:
@@ -281,7 +283,7 @@ class GuiController(QObject):
     @Slot()
     def _on_window_new_session_requested(self) -> None:
         if self.app.started:
-            new_session = ask_new_session(self.window, self.app.profiles, self.app.sessions)
+            new_session = ask_new_session(self.window, self.app.engine)
             self.tasks.spawn(new_session, "new-session")
 
     @Slot()
@@ -346,7 +348,7 @@ class MainThreadGarbageCollector(QObject):
             )
 
 
-def run(app: App, argv: list[str]) -> int:
+def run(app: App, argv: list[str]) -> Outcome:
     """Open the window and run until quit. Returns the process exit code."""
     qapp = create_qapplication(argv)
     loop = qasync.QEventLoop(qapp)
@@ -357,8 +359,8 @@ def run(app: App, argv: list[str]) -> int:
     controller = GuiController(app)
     try:
         with loop:
-            code: int = loop.run_until_complete(controller.main())
+            outcome: Outcome = loop.run_until_complete(controller.main())
     finally:
         collector.stop()
         asyncio.set_event_loop(None)
-    return code
+    return outcome

@@ -18,7 +18,6 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from fxdesk.domain.model import WorkStatus
-from fxdesk.engine.bus import EventBus
 from fxdesk.engine.events import (
     ApprovalChanged,
     BusyElsewhere,
@@ -29,8 +28,7 @@ from fxdesk.engine.events import (
     WorkChanged,
     WorkspaceAdded,
 )
-from fxdesk.engine.permissions import PermissionService
-from fxdesk.engine.sessions import SessionService
+from fxdesk.engine.facade import Engine
 from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
@@ -55,18 +53,15 @@ class EngineBridge(QObject):
 
     def __init__(
         self,
-        bus: EventBus,
+        engine: Engine,
         tree: SessionTreeModel,
         transcript: TranscriptModel | None = None,
-        sessions: SessionService | None = None,
         parent: QObject | None = None,
-        permissions: PermissionService | None = None,
     ) -> None:
         super().__init__(parent)
+        self._engine = engine
         self._tree = tree
         self._transcript = transcript
-        self._sessions = sessions
-        self._permissions = permissions
         self._tasks = TaskGroup()
         self._live: dict[str, list[str]] = {}
         self._dirty_live: set[str] = set()
@@ -80,14 +75,14 @@ class EngineBridge(QObject):
         self._counts.setInterval(100)
         self._counts.timeout.connect(self._on_counts_timeout)
         self._unsubscribe: list[Callable[[], None]] = [
-            bus.subscribe(WorkspaceAdded, self._on_workspace_added),
-            bus.subscribe(SessionAdded, self._on_session_added),
-            bus.subscribe(SessionChanged, self._on_session_changed),
-            bus.subscribe(WorkChanged, self._on_work_changed),
-            bus.subscribe(HistoryAppended, self._on_history_appended),
-            bus.subscribe(TextStreamed, self._on_text_streamed),
-            bus.subscribe(BusyElsewhere, self._on_busy_elsewhere),
-            bus.subscribe(ApprovalChanged, self._on_approval_changed),
+            engine.subscribe(WorkspaceAdded, self._on_workspace_added),
+            engine.subscribe(SessionAdded, self._on_session_added),
+            engine.subscribe(SessionChanged, self._on_session_changed),
+            engine.subscribe(WorkChanged, self._on_work_changed),
+            engine.subscribe(HistoryAppended, self._on_history_appended),
+            engine.subscribe(TextStreamed, self._on_text_streamed),
+            engine.subscribe(BusyElsewhere, self._on_busy_elsewhere),
+            engine.subscribe(ApprovalChanged, self._on_approval_changed),
         ]
 
     async def close(self) -> None:
@@ -138,23 +133,21 @@ class EngineBridge(QObject):
             self._counts.start()
 
     def _on_counts_timeout(self) -> None:
-        if self._sessions is not None:
+        if self._transcript is not None:
             self._tasks.spawn(self._refresh_counts(set(self._dirty_counts)), "refresh-counts")
         self._dirty_counts.clear()
 
     async def _refresh_counts(self, session_ids: set[str]) -> None:
-        assert self._sessions is not None
-        counts = await self._sessions.counts()
+        counts = await self._engine.counts()
         for session_id in session_ids:
             self._tree.set_mark(session_id, ROLE_QUEUED, counts.get(session_id, (0, 0))[0])
-        if self._permissions is not None:
-            waiting = await self._permissions.counts()
-            for session_id in session_ids | set(waiting):
-                self._tree.set_mark(session_id, ROLE_APPROVALS, waiting.get(session_id, 0))
-            self.approvals_changed.emit()  # a cancel or restart may have settled some
+        waiting = await self._engine.approval_counts()
+        for session_id in session_ids | set(waiting):
+            self._tree.set_mark(session_id, ROLE_APPROVALS, waiting.get(session_id, 0))
+        self.approvals_changed.emit()  # a cancel or restart may have settled some
         current = self.current
         if current is not None and current in session_ids and self._transcript is not None:
-            queue = await self._sessions.queue(current)
+            queue = await self._engine.queue(current)
             if self.current == current:
                 self._transcript.apply_items(queue)
                 self.queue_changed.emit(current, [item for item, _ in queue])

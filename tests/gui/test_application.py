@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 from fxdesk import notify
 from fxdesk.app import App
 from fxdesk.domain.model import KeySource, PermissionMode, Profile, SessionState
-from fxdesk.gui.application import EXIT_DATA, GuiController
+from fxdesk.gui.application import GuiController, Outcome
 from fxdesk.gui.sessions.new_session import NewSessionDialog
 from fxdesk.gui.settings.dialog import SettingsDialog
 from fxdesk.gui.settings.setup_dialog import SetupDialog
@@ -47,7 +47,7 @@ class Running:
         await until(lambda: self.controller.ready.is_set() or self.task.done())
         return self.controller
 
-    async def stop(self) -> int:
+    async def stop(self) -> Outcome:
         self.controller.request_quit()
         return await asyncio.wait_for(self.task, 30)
 
@@ -59,7 +59,7 @@ async def test_starts_shows_the_empty_state_and_quits_cleanly(data_paths: DataPa
     assert window.isVisible()
     assert window.centre.currentWidget() is window.empty_state
     assert "schema" in window.status_info.text()
-    assert await run.stop() == 0
+    assert await run.stop() == Outcome.CLOSED
     assert run.app.started is False
     assert not shiboken6.isValid(window) or not window.isVisible()
 
@@ -81,7 +81,7 @@ async def test_a_new_session_appears_in_the_tree_and_is_selected(
         assert controller.window.selected_session() == session
         assert "Refactor" in controller.window.panel.title.text()
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
     # durable: a second start shows it from the database
     again = Running(data_paths)
     controller = await again.started()
@@ -90,7 +90,7 @@ async def test_a_new_session_appears_in_the_tree_and_is_selected(
         index = controller.model.session_index(session.id)
         assert index.data() == "Refactor"
     finally:
-        assert await again.stop() == 0
+        assert await again.stop() == Outcome.CLOSED
 
 
 async def test_the_new_session_dialog_creates_a_session(
@@ -125,7 +125,7 @@ async def test_the_new_session_dialog_creates_a_session(
         assert created.permission_mode == PermissionMode.YOLO
         assert created.state == SessionState.IDLE
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_a_newer_database_is_explained_and_exits_with_the_data_code(
@@ -144,7 +144,7 @@ async def test_a_newer_database_is_explained_and_exits_with_the_data_code(
     )
     assert isinstance(box, QMessageBox)
     assert "created by a newer fxdesk (schema 42)" in box.text()
-    assert await run.stop() == EXIT_DATA
+    assert await run.stop() == Outcome.DATA_UNUSABLE
 
 
 async def test_crash_logs_of_the_last_run_are_offered(data_paths: DataPaths) -> None:
@@ -164,7 +164,7 @@ async def test_crash_logs_of_the_last_run_are_offered(data_paths: DataPaths) -> 
         banner.dismiss_button.click()
         assert report.with_suffix(".seen").exists() and not report.exists()
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_unexpected_errors_open_details_that_can_be_copied(data_paths: DataPaths) -> None:
@@ -181,7 +181,7 @@ async def test_unexpected_errors_open_details_that_can_be_copied(data_paths: Dat
         assert "Something broke" in controller.window.statusBar().currentMessage()
         dialog.close()
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 @pytest.mark.parametrize("trigger", ["close", "ctrl_q"])
@@ -193,7 +193,7 @@ async def test_every_quit_path_shuts_down_in_order(data_paths: DataPaths, trigge
         controller.window.close()
     else:
         controller.window.quit_action.trigger()
-    assert await asyncio.wait_for(run.task, 30) == 0
+    assert await asyncio.wait_for(run.task, 30) == Outcome.CLOSED
     assert store.closed
 
 
@@ -213,12 +213,12 @@ async def test_first_run_asks_for_a_model_and_the_demo_becomes_the_default(
         assert await run.app.profiles.default_name() == "demo"
 
         # Later runs do not ask again.
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
         again = Running(data_paths)
         second = await again.started()
         await asyncio.sleep(0.2)
         assert second.setup is None
-        assert await again.stop() == 0
+        assert await again.stop() == Outcome.CLOSED
     finally:
         if not run.task.done():
             await run.stop()
@@ -258,7 +258,7 @@ async def test_settings_open_once_and_profile_changes_reach_the_composer(
         settings.close()
         await until(lambda: controller.settings is None)
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_a_new_session_can_pick_its_profile(data_paths: DataPaths, tmp_path: Path) -> None:
@@ -290,4 +290,4 @@ async def test_a_new_session_can_pick_its_profile(data_paths: DataPaths, tmp_pat
         created = controller.window.selected_session()
         assert created is not None and created.profile == "demo"
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope
-from fxdesk.engine.permissions import suggested_rules
+from fxdesk.engine.facade import suggested_rules
 from fxdesk.gui.settings.rule_editor import EXPLANATION, RuleEditor, match_combo_box
 from fxdesk.gui.tasks import alive, run_dialog
 from fxdesk.gui.widgets import bold_label, hint_label, monospace, select_data

@@ -1,5 +1,5 @@
 """Approvals on the main window: the presenter, the approval dialog and the Approvals dock, built
-and connected to each other and to the engine's ``PermissionService``.
+and connected to each other and to the engine.
 
 Approvals that arrive open the dialog without taking the keyboard (digits typed into the
 composer must not answer them) and open the dock; the tray and a clicked notification ask for
@@ -12,7 +12,7 @@ from PySide6.QtCore import QObject, Slot
 
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.permissions import PermissionRule
-from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.facade import Engine
 from fxdesk.gui.approvals.dialog import ApprovalDialog
 from fxdesk.gui.approvals.dock import ApprovalsDock
 from fxdesk.gui.approvals.presenter import ApprovalsPresenter, Describe
@@ -24,7 +24,7 @@ class ApprovalsInbox(QObject):
     """The approvals of every session in the window: one queue, two views.
 
     Args:
-        permissions: the engine's approvals and rules.
+        engine: the engine (its approvals).
         describe: (session name, workspace folder) of an approval.
         window: the main window; the dock docks on its right, the dialog floats over it.
         tasks: where reloads run (cancelled at shutdown).
@@ -35,16 +35,16 @@ class ApprovalsInbox(QObject):
 
     def __init__(
         self,
-        permissions: PermissionService,
+        engine: Engine,
         describe: Describe,
         window: MainWindow,
         tasks: TaskGroup,
     ) -> None:
         super().__init__(window)
-        self.permissions = permissions
+        self.engine = engine
         self.window = window
         self.presenter = ApprovalsPresenter(
-            self._answer, describe, load=permissions.pending, tasks=tasks, parent=self
+            self._answer, describe, load=engine.pending_approvals, tasks=tasks, parent=self
         )
         self.dialog = ApprovalDialog(self.presenter, window)
         self.dock = ApprovalsDock(self.presenter, window)
@@ -56,7 +56,7 @@ class ApprovalsInbox(QObject):
     async def _answer(
         self, approval: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
     ) -> None:
-        await self.permissions.resolve(approval.id, choice, reason=reason, rules=rules)
+        await self.engine.answer_approval(approval.id, choice, reason=reason, rules=rules)
 
     def show_all(self) -> None:
         """The dock, raised, and the dialog when something waits (the tray's "Approvals…")."""

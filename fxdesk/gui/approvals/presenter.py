@@ -21,9 +21,9 @@ from PySide6.QtWidgets import QWidget
 from fxdesk import notify
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import PermissionRule
+from fxdesk.engine.facade import StoreError
 from fxdesk.gui.approvals.always_allow import choose_rules
 from fxdesk.gui.tasks import TaskGroup, alive
-from fxdesk.store import StoreError
 
 Answer = Callable[[Approval, Choice, str, list[PermissionRule] | None], Awaitable[None]]
 """Resolves an approval: (approval, choice, deny reason, edited rules or None); raises

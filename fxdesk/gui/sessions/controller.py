@@ -9,18 +9,15 @@ from PySide6.QtCore import QObject, Slot
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from fxdesk import notify
-from fxdesk.domain.model import PermissionMode, Session, SessionMode, WorkStatus
+from fxdesk.domain.model import PermissionMode, Session, WorkStatus
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine.owner import SessionOwner
-from fxdesk.engine.profiles import ProfileService
-from fxdesk.engine.sessions import SessionError, SessionService
+from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.model import ROLE_UNREAD
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.transcript.model import Row
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog
-from fxdesk.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -34,17 +31,14 @@ class SessionController(QObject):
         self,
         window: MainWindow,
         bridge: EngineBridge,
-        sessions: SessionService,
-        owner: SessionOwner,
-        profiles: ProfileService,
+        engine: Engine,
         tasks: TaskGroup,
     ) -> None:
         super().__init__(window)
         self.window = window
         self.bridge = bridge
-        self.sessions = sessions
-        self.owner = owner
-        self.profiles = profiles
+        self.engine = engine
+        self.profiles = engine.profiles
         self.tasks = tasks
         self.confirm: Confirm = self._confirm
         panel = window.panel
@@ -97,13 +91,13 @@ class SessionController(QObject):
         await model.load_latest(session_id)
         if model.session_id != session_id:
             return
-        queue = await self.sessions.queue(session_id)
+        queue = await self.engine.queue(session_id)
         if model.session_id != session_id:
             return
         model.apply_items(queue)
         self.window.panel.show_queue([item for item, _ in queue])
         live = self.bridge.live_text(session_id)
-        if live and self.owner.is_running(session_id):
+        if live and self.engine.is_running(session_id):
             model.set_live_text(live)
         if self.session is not None and self.session.id == session_id:
             await self.refresh_profiles()
@@ -140,29 +134,28 @@ class SessionController(QObject):
             self._spawn(self.submit(session.id, text, steer), "send")
 
     async def submit(self, session_id: str, text: str, steer: bool = False) -> None:
-        if steer and self.owner.is_running(session_id):
-            await self.sessions.steer(session_id, text)
+        if steer:
+            await self.engine.steer(session_id, text)
         else:
-            await self.sessions.send(session_id, text)
-        self.owner.start(session_id)
+            await self.engine.send(session_id, text)
 
     @Slot(str)
     def _on_composer_profile_chosen(self, name: str) -> None:
         if self.session is not None:
-            self._spawn(self.sessions.configure(self.session.id, profile=name), "configure")
+            self._spawn(self.engine.configure(self.session.id, profile=name), "configure")
 
     @Slot(str)
     def _on_composer_mode_chosen(self, mode: str) -> None:
         if self.session is not None:
             self._spawn(
-                self.sessions.configure(self.session.id, permission_mode=PermissionMode(mode)),
+                self.engine.configure(self.session.id, permission_mode=PermissionMode(mode)),
                 "configure",
             )
 
     @Slot(str)
     def _on_panel_remove_queued(self, work_id: str) -> None:
         if self.session is not None:
-            self._spawn(self.sessions.remove_pending(self.session.id, work_id), "remove-queued")
+            self._spawn(self.engine.remove_queued(self.session.id, work_id), "remove-queued")
 
     # --- actions ---------------------------------------------------------------------------
 
@@ -175,13 +168,13 @@ class SessionController(QObject):
             f"Cancel what “{session.name}” is doing and everything queued behind it?",
         ):
             return
-        count = await self.owner.cancel(session.id, "cancelled by the person")
+        count = await self.engine.cancel(session.id, "cancelled by the person")
         notify.info(f"Cancelled {count} work item(s) of “{session.name}”.")
 
     async def resume(self, session_id: str | None = None) -> None:
         target = session_id or (self.session.id if self.session else None)
         if target is not None:
-            self.owner.start(target, retry=True)
+            self.engine.resume(target)
 
     @Slot(str, object)
     def _on_transcript_action(self, action: str, payload: object) -> None:
@@ -196,7 +189,7 @@ class SessionController(QObject):
         session = self.session
         if session is None:
             return
-        items = await self.sessions.items(session.id)
+        items = await self.engine.items(session.id)
         failed = next((i for i in items if i.id == work_id), None)
         if failed is not None and failed.status == WorkStatus.FAILED:
             await self.submit(session.id, failed.content)
@@ -232,7 +225,7 @@ class SessionController(QObject):
         dialog.setLabelText("New name:")
         dialog.setTextValue(session.name)
         if await run_dialog(dialog) and dialog.textValue().strip():
-            await self.sessions.rename(session.id, dialog.textValue())
+            await self.engine.rename(session.id, dialog.textValue())
         dialog.deleteLater()
 
     async def _close(self) -> None:
@@ -244,7 +237,7 @@ class SessionController(QObject):
             f"Archive “{session.name}”? Its queued work is cancelled. It stays in the database "
             "and can be shown again with View → Show archived sessions.",
         ):
-            await self.sessions.close(session.id)
+            await self.engine.close(session.id)
 
     async def _new_child(self) -> None:
         parent = self.session
@@ -255,14 +248,7 @@ class SessionController(QObject):
         dialog.setLabelText(f"Task for a sub-agent of “{parent.name}”:")
         if await run_dialog(dialog) and dialog.textValue().strip():
             task = dialog.textValue().strip()
-            child = await self.sessions.create_child(
-                parent.id,
-                name=task.splitlines()[0][:60],
-                mode=SessionMode.ONE_OFF,
-                first_message=task,
-                permission_mode=parent.permission_mode,
-            )
-            self.owner.start(child.id)
+            await self.engine.create_child(parent.id, task, permission_mode=parent.permission_mode)
         dialog.deleteLater()
 
     async def _confirm(self, title: str, text: str) -> bool:

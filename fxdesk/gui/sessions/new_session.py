@@ -21,10 +21,8 @@ from PySide6.QtWidgets import (
 
 from fxdesk import notify
 from fxdesk.domain.model import PermissionMode
-from fxdesk.engine.profiles import ProfileService
-from fxdesk.engine.sessions import InvalidWorkspace, SessionService
+from fxdesk.engine.facade import Engine, InvalidWorkspace, StoreError
 from fxdesk.gui.tasks import run_dialog
-from fxdesk.store import StoreError
 
 MODE_LABELS = {
     PermissionMode.ASK: "Ask: every change asks first",
@@ -117,11 +115,10 @@ class NewSessionDialog(QDialog):
             self.folder_edit.setText(folder)
 
 
-async def ask_new_session(
-    parent: QWidget, profiles: ProfileService, sessions: SessionService
-) -> None:
+async def ask_new_session(parent: QWidget, engine: Engine) -> None:
     """Ask where and how to start a session (window-modally over ``parent``) and create it; a
     folder that cannot be a workspace is said in the dialog, which stays open."""
+    profiles = engine.profiles
     dialog = NewSessionDialog(
         parent,
         mode=await profiles.default_permission_mode(),
@@ -132,7 +129,9 @@ async def ask_new_session(
         while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
             folder, name, mode, profile = dialog.values()
             try:
-                await sessions.create_root(folder, name=name, permission_mode=mode, profile=profile)
+                await engine.create_session(
+                    folder, name=name, permission_mode=mode, profile=profile
+                )
             except InvalidWorkspace as exc:
                 dialog.show_problem(str(exc))
                 continue

@@ -1,5 +1,5 @@
 """The Settings window: model profiles, defaults for new sessions, appearance, notifications, the
-data folder, and (given a ``PermissionService``) the permission rules.
+data folder, and (given a ``RuleBook``) the permission rules.
 
 It is non-modal and reads everything through ``ProfileService`` after it is built (``load``,
 started on first show). Changes are stored as they are made; there is no OK button to forget.
@@ -35,17 +35,15 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
-from fxdesk.engine.permissions import PermissionService
-from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.facade import ProfileService, StoreError
 from fxdesk.gui.sessions.new_session import MODE_LABELS
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
-from fxdesk.gui.settings.rules_page import RulesPage
+from fxdesk.gui.settings.rules_page import RuleBook, RulesPage
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.widgets import confirm, hint_label, push_button, show_outcome
 from fxdesk.providers.demo import DEMO_SCRIPT
-from fxdesk.store import StoreError
 
 APPEARANCE_LABELS = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
 MODES = list(MODE_LABELS)
@@ -90,7 +88,7 @@ class SettingsDialog(QDialog):
         data_folder: Path,
         parent: QWidget | None = None,
         *,
-        permissions: PermissionService | None = None,
+        permissions: RuleBook | None = None,
         workspaces: Workspaces | None = None,
     ) -> None:
         super().__init__(parent)

@@ -8,7 +8,7 @@ from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QVBoxLayout, QWidget
 
 from fxdesk.domain.model import Profile
-from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.facade import ProfileService
 from fxdesk.gui.settings.profile_form import ProfileForm
 from fxdesk.gui.settings.setup_dialog import save_profile
 from fxdesk.gui.tasks import WidgetTasks, alive

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import KeySource, Profile
-from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.facade import ProfileService
 from fxdesk.gui.tasks import WidgetTasks, alive
 from fxdesk.gui.widgets import hint_label, problem_label, show_outcome, show_problem
 from fxdesk.providers.demo import DEMO_SCRIPT

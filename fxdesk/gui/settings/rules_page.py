@@ -1,13 +1,15 @@
 """The Rules page of Settings: every stored permission rule, with Add…, Edit… and Delete (one
 rule is edited in ``rule_editor.RuleDialog``).
 
-Everything is read and written through ``PermissionService`` (``rules``, ``add_rule``,
-``remove_rule``). The page re-reads the rules when it is first shown, after each change made here,
-and when ``reload`` is called (the main window does when rules change elsewhere: an approval
-answered with "always", ``fxdesk rules`` in a terminal).
+Everything is read and written through a ``RuleBook`` (``rules``, ``add_rule``, ``remove_rule``;
+the engine facade is one). The page re-reads the rules when it is first shown, after each change
+made here, and when ``reload`` is called (the main window does when rules change elsewhere: an
+approval answered with "always", ``fxdesk rules`` in a terminal).
 """
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
@@ -24,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.permissions import PermissionRule, Scope, Verdict
-from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.facade import StoreError
 from fxdesk.gui.settings.rule_editor import (
     ACTION_LABELS,
     EXPLANATION,
@@ -37,11 +39,20 @@ from fxdesk.gui.settings.rule_editor import (
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import Role, color
 from fxdesk.gui.widgets import confirm, fit_columns, push_button, show_outcome
-from fxdesk.store import StoreError
 
 COL_ACTION, COL_TOOL, COL_PATTERN, COL_MATCH, COL_SCOPE = range(5)
 HEADERS = ("Action", "Tool", "Pattern", "Match", "Scope")
 ROLE_RULE = Qt.ItemDataRole.UserRole  # the PermissionRule of a row (on COL_ACTION)
+
+
+class RuleBook(Protocol):
+    """Where the page reads and writes rules: the engine facade (or, in tests, the service)."""
+
+    async def rules(self, scope: Scope | None = None) -> list[PermissionRule]: ...
+
+    async def add_rule(self, rule: PermissionRule, note: str = "") -> PermissionRule: ...
+
+    async def remove_rule(self, rule_id: int) -> bool: ...
 
 
 class RulesPage(QWidget):
@@ -55,7 +66,7 @@ class RulesPage(QWidget):
 
     def __init__(
         self,
-        service: PermissionService,
+        service: RuleBook,
         *,
         workspaces: Workspaces | None = None,
         parent: QWidget | None = None,

@@ -17,12 +17,10 @@ from PySide6.QtWidgets import (
 
 from fxdesk import notify
 from fxdesk.domain.model import KeySource, Profile
-from fxdesk.engine.profiles import ProfileError, ProfileService
+from fxdesk.engine.facade import ProfileError, ProfileService, SecretsUnavailable, StoreError
 from fxdesk.gui.settings.profile_form import ProfileForm
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.providers.demo import DEMO_SCRIPT
-from fxdesk.store import StoreError
-from fxdesk.store.secrets import SecretsUnavailable
 
 INTRO = (
     "fxdesk's agents need an AI model to work with: connect an OpenAI-compatible or Anthropic "

@@ -9,10 +9,10 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from fxdesk.engine.permissions import PermissionService
-from fxdesk.engine.profiles import ProfileService
+from fxdesk.engine.facade import ProfileService
 from fxdesk.gui.settings.dialog import SettingsDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
+from fxdesk.gui.settings.rules_page import RuleBook
 
 
 class SettingsWindow(QObject):
@@ -39,7 +39,7 @@ class SettingsWindow(QObject):
         data_folder: Path,
         window: QWidget,
         *,
-        permissions: PermissionService,
+        permissions: RuleBook,
         workspaces: Workspaces,
     ) -> None:
         super().__init__(window)

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QMessageBox
 from fxdesk import APP_NAME, notify
 from fxdesk.domain.model import Session
 from fxdesk.engine.events import RecoveryReport
-from fxdesk.engine.owner import SessionOwner
+from fxdesk.engine.facade import Engine
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.window.banner import Banner
 from fxdesk.gui.window.main_window import MainWindow
@@ -40,7 +40,7 @@ def offer_recovery(
     window: MainWindow,
     report: RecoveryReport | None,
     sessions: list[Session],
-    owner: SessionOwner,
+    engine: Engine,
 ) -> Banner | None:
     """A banner about work the last run left interrupted (with "Resume all" and "Review") and
     sessions another fxdesk holds; None when there is nothing to say."""
@@ -65,7 +65,7 @@ def offer_recovery(
 
         def resume_all() -> None:
             for session_id in interrupted:
-                owner.start(session_id, retry=True)
+                engine.resume(session_id)
             banner.hide()
 
         def review() -> None:

@@ -23,7 +23,7 @@ from fxdesk.domain.approvals import Approval
 from fxdesk.domain.model import PermissionMode, Session, SessionState
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController, app_icon
+from fxdesk.gui.application import GuiController, Outcome, app_icon
 from fxdesk.gui.desktop.notifications import NotificationCenter, approval_text
 from fxdesk.gui.desktop.tray import Tray, TrayState, TrayStatus, state_icon
 from fxdesk.gui.sessions.model import ROLE_SNAPSHOT
@@ -392,7 +392,7 @@ async def test_a_finished_turn_is_told_once_while_the_window_is_inactive(
         elsewhere.close()
         elsewhere.deleteLater()
         controller.request_quit()
-        assert await asyncio.wait_for(task, 30) == 0
+        assert await asyncio.wait_for(task, 30) == Outcome.CLOSED
 
 
 def _state(controller: GuiController, session_id: str) -> SessionState | None:
@@ -445,7 +445,7 @@ async def test_the_window_reads_the_setting_and_follows_changes(data_paths: Data
         settings.close()
     finally:
         controller.request_quit()
-        assert await asyncio.wait_for(task, 30) == 0
+        assert await asyncio.wait_for(task, 30) == Outcome.CLOSED
     # The next start reads it.
     app = App(data_paths)
     controller = GuiController(app, notifier=Recorder())
@@ -455,7 +455,7 @@ async def test_the_window_reads_the_setting_and_follows_changes(data_paths: Data
         assert not controller.notifications.enabled
     finally:
         controller.request_quit()
-        assert await asyncio.wait_for(task, 30) == 0
+        assert await asyncio.wait_for(task, 30) == Outcome.CLOSED
 
 
 async def test_the_tray_menu_opens_the_approvals_dock_and_quits(data_paths: DataPaths) -> None:
@@ -469,4 +469,4 @@ async def test_the_tray_menu_opens_the_approvals_dock_and_quits(data_paths: Data
     await until(lambda: controller.approvals_dock.isVisible())
     assert not controller.approval_dialog.isVisible()  # nothing is waiting
     controller.tray.quit_action.trigger()
-    assert await asyncio.wait_for(task, 30) == 0
+    assert await asyncio.wait_for(task, 30) == Outcome.CLOSED

@@ -20,7 +20,7 @@ from fxdesk.app import App
 from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController
+from fxdesk.gui.application import GuiController, Outcome
 from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
@@ -144,7 +144,7 @@ async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
         assert len(notices) == 1  # the running turn; the queued message never ran
         assert provider.calls == 2  # the queued message was cancelled, not run
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
@@ -158,7 +158,9 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
     first.type_and_send("Refactor everything")
     await until(lambda: first.provider.calls == 1)
     await until(lambda: first.state(session.id) == SessionState.RUNNING)
-    assert await first.stop() == 0  # quitting mid-turn: the turn is interrupted, not lost
+    assert (
+        await first.stop() == Outcome.CLOSED
+    )  # quitting mid-turn: the turn is interrupted, not lost
 
     provider = ScriptedProvider([Reply("Picked up where we left off.")])
     second = await Window(data_paths, provider).started()
@@ -185,7 +187,7 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
         sent = [m.content for m in provider.requests[0].messages if m.role == "user"]
         assert sent.count("Refactor everything") == 1
     finally:
-        assert await second.stop() == 0
+        assert await second.stop() == Outcome.CLOSED
 
 
 async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
@@ -225,7 +227,7 @@ async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
         await until(lambda: not tree.mark(session.id, ROLE_LAST_FAILED))
         assert await run.app.sessions.last_failed() == set()
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_rename_add_a_sub_agent_and_close_from_the_keyboard(
@@ -280,7 +282,7 @@ async def test_rename_add_a_sub_agent_and_close_from_the_keyboard(
         window.archived_action.setChecked(True)  # View → Show archived sessions
         assert window.proxy.mapFromSource(tree.session_index(session.id)).isValid()
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 _CTRL = Qt.KeyboardModifier.ControlModifier
@@ -307,7 +309,7 @@ async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
     first = await Window(data_paths, ScriptedProvider([])).started()
     session = await first.app.sessions.create_root(project, name="Held elsewhere")
     await first.app.sessions.send(session.id, "Running in the other fxdesk")
-    assert await first.stop() == 0
+    assert await first.stop() == Outcome.CLOSED
     # The other process admitted it and is running it now.
     with sqlite3.connect(data_paths.database) as db:
         db.execute("UPDATE work_item SET status = 'running' WHERE session_id = ?", (session.id,))
@@ -329,7 +331,7 @@ async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
             index = run.controller.model.session_index(session.id)
             assert index.data(ROLE_BUSY) is True
         finally:
-            assert await run.stop() == 0
+            assert await run.stop() == Outcome.CLOSED
     finally:
         other.release()
         other_instance.release()
@@ -382,7 +384,7 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
 
 
 async def test_the_approvals_dock_the_person_opened_stays_open(
@@ -416,4 +418,4 @@ async def test_the_approvals_dock_the_person_opened_stays_open(
         await until(lambda: dock.count == 0)
         assert dock.isVisible()  # opened by the person: not closed behind their back
     finally:
-        assert await run.stop() == 0
+        assert await run.stop() == Outcome.CLOSED
