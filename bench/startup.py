@@ -28,7 +28,7 @@ def once(data: Path) -> tuple[float, float]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        while not (log.exists() and "fxdesk.notify: Ready" in log.read_text()):
+        while not (log.exists() and "fxdesk.messages: Ready" in log.read_text()):
             if time.perf_counter() - began > 60:
                 raise TimeoutError("fxdesk did not become ready")
             time.sleep(0.005)

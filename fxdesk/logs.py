@@ -9,7 +9,7 @@
   and kept out of the environment of the agent's commands (``environment_without_secrets``).
 - ``install_exception_hooks`` feeds ``sys.excepthook``, ``threading.excepthook`` and the asyncio
   loop's exception handler into one Qt-free function that logs, and tells the person through
-  ``notify.error`` with the traceback as details.
+  ``messages.error`` with the traceback as details.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from fxdesk import __version__, notify
+from fxdesk import __version__, messages
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def report_unexpected(exc_info: ExcInfo, where: str) -> None:
     text = format_exception(exc_info)
     log.error("unexpected error in %s:\n%s", where, text)
     details = f"fxdesk {__version__}, Python {sys.version.split()[0]}\nin {where}\n\n{text}"
-    notify.error(
+    messages.error(
         f"Something went wrong ({exc_info[0].__name__} in {where}). "
         "This is a bug in fxdesk; the details can be copied into a report.",
         key=f"bug:{exc_info[0].__name__}:{where}",

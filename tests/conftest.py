@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.paths import DataPaths
 from fxdesk.store import Store
 from tests.llmock_server import llmock, llmock_server  # noqa: F401 - shared fixtures
@@ -35,7 +35,7 @@ def isolated_home(
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.setenv("FXDESK_HOME", str(home / "fxdesk-data"))
     monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
-    notify.hub.reset()
+    messages.hub.reset()
     return home
 
 

@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
 from tests.helpers import child_env
 
@@ -69,8 +69,8 @@ def test_empty_logs_of_dead_runs_are_cleaned_up(tmp_path: Path) -> None:
 
 def test_uncaught_exceptions_in_threads_reach_the_person(tmp_path: Path) -> None:
     setup_logging(tmp_path / "fxdesk.log")
-    received: list[notify.Message] = []
-    notify.hub.attach(received.append)
+    received: list[messages.Message] = []
+    messages.hub.attach(received.append)
     undo = install_exception_hooks()
     try:
         thread = threading.Thread(target=lambda: 1 / 0, name="worker-x")

@@ -21,7 +21,7 @@ import functools
 import logging
 from pathlib import Path
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain import reasons
 from fxdesk.domain import work as reducers
 from fxdesk.domain.live import LiveSnapshot
@@ -202,7 +202,7 @@ class SessionOwner:
                 result = prior
         except Exception as exc:
             log.exception("session %s: worker failed", slot.session_id)
-            notify.error(
+            messages.error(
                 f"fxdesk hit a bug while running session {slot.session_id}.",
                 key=f"worker:{slot.session_id}",
                 details=f"{type(exc).__name__}: {exc}",

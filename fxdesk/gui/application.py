@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
-from fxdesk import APP_ID, APP_NAME, __version__, notify
+from fxdesk import APP_ID, APP_NAME, __version__, messages
 from fxdesk.app import App
 from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
@@ -218,7 +218,7 @@ class GuiController(QObject):
         show_data_folder(self.window, self.app.paths.root, database, schema)
         offer_crash_logs(self.window, self.app.crash_log, self.messages, self.tasks)
         self.ready.set()
-        notify.info("Ready")
+        messages.info("Ready")
         if self.app.providers is None and not await engine.profiles.list():
             self.tasks.spawn(self._first_run(), "first-run")
         return True

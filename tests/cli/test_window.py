@@ -32,7 +32,7 @@ def test_a_signal_quits_cleanly_after_an_orderly_shutdown(tmp_path: Path, signum
     data = tmp_path / "data"
     app = _start(data)
     try:
-        wait_for(lambda: "fxdesk.notify: Ready" in _log(data), 60, what="the window to be ready")
+        wait_for(lambda: "fxdesk.messages: Ready" in _log(data), 60, what="the window to be ready")
         app.send_signal(signum)
         app.wait(timeout=60)
     finally:
@@ -58,7 +58,7 @@ def test_a_crash_leaves_a_log_offered_at_the_next_start(tmp_path: Path) -> None:
     data = tmp_path / "data"
     app = _start(data)
     try:
-        wait_for(lambda: "fxdesk.notify: Ready" in _log(data), 60, what="the window to be ready")
+        wait_for(lambda: "fxdesk.messages: Ready" in _log(data), 60, what="the window to be ready")
         app.send_signal(signal.SIGSEGV)
         app.wait(timeout=60)
     finally:

@@ -11,7 +11,7 @@ import pytest
 import shiboken6
 from PySide6.QtWidgets import QApplication, QMessageBox, QPushButton
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.app import App
 from fxdesk.domain.model import KeySource, PermissionMode, Profile, SessionState
 from fxdesk.gui.application import GuiController, Outcome
@@ -171,7 +171,7 @@ async def test_unexpected_errors_open_details_that_can_be_copied(data_paths: Dat
     run = Running(data_paths)
     controller = await run.started()
     try:
-        notify.error("Something broke", details="Traceback: line 1")
+        messages.error("Something broke", details="Traceback: line 1")
         dialogs = await until(lambda: controller.messages.dialogs)
         dialog = dialogs[0]
         assert isinstance(dialog, ErrorDetailsDialog) and dialog.isVisible()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import PermissionRule
 from fxdesk.engine.facade import StoreError
@@ -279,7 +279,7 @@ class ApprovalsPresenter(QObject):
             if fresh:
                 self.arrived.emit(fresh[0].id)
                 count = len(pending)
-                notify.warning(
+                messages.warning(
                     f"{count} approval{'s' if count != 1 else ''} waiting for you "
                     "(View → Approvals, Ctrl+Shift+A).",
                     key="approvals",

@@ -9,7 +9,7 @@
    The call runs in a worker thread, so a slow or hung bus never stalls the window; the first
    failure (no bus, no notification server) is logged once and every later notification goes
    straight to the fallback.
-3. ``WindowNotifier``: a status-bar message through ``fxdesk.notify`` plus a taskbar alert.
+3. ``WindowNotifier``: a status-bar message through ``fxdesk.messages`` plus a taskbar alert.
 
 Clicking a tray balloon opens its session. Clicking a D-Bus notification does nothing yet: that
 needs a connection kept open to hear ``ActionInvoked``, which this module does not do.
@@ -27,7 +27,7 @@ from typing import Protocol
 
 from PySide6.QtWidgets import QApplication, QWidget
 
-from fxdesk import APP_ID, APP_NAME, notify
+from fxdesk import APP_ID, APP_NAME, messages
 from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
 
@@ -51,7 +51,7 @@ class WindowNotifier:
 
     def notify(self, title: str, body: str, session_id: str | None) -> None:
         text = title if not body else f"{title}: {'; '.join(body.splitlines())}"
-        notify.info(text, key="desktop-notification")
+        messages.info(text, key="desktop-notification")
         if self._window is not None:
             QApplication.alert(self._window)
 

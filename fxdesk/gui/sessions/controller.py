@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from PySide6.QtCore import QObject, Slot
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.model import PermissionMode, Session, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
@@ -71,9 +71,9 @@ class SessionController(QObject):
         try:
             await coro
         except StoreError as exc:
-            notify.error(exc.user_message, key="store")
+            messages.error(exc.user_message, key="store")
         except SessionError as exc:
-            notify.warning(str(exc), key="session")
+            messages.warning(str(exc), key="session")
 
     # --- selection -------------------------------------------------------------------------
 
@@ -169,7 +169,7 @@ class SessionController(QObject):
         ):
             return
         count = await self.engine.cancel(session.id, "cancelled by the person")
-        notify.info(f"Cancelled {count} work item(s) of “{session.name}”.")
+        messages.info(f"Cancelled {count} work item(s) of “{session.name}”.")
 
     async def resume(self, session_id: str | None = None) -> None:
         target = session_id or (self.session.id if self.session else None)
@@ -197,7 +197,7 @@ class SessionController(QObject):
     def _show_full_output(self, row: Row) -> None:
         text = row.full_output or row.output
         dialog = ErrorDetailsDialog(
-            notify.Message(notify.Level.INFO, f"Full output of {row.tool}", details=text),
+            messages.Message(messages.Level.INFO, f"Full output of {row.tool}", details=text),
             self.window,
         )
         dialog.setWindowTitle(f"fxdesk: {row.tool} output")

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.model import PermissionMode
 from fxdesk.engine.facade import Engine, InvalidWorkspace, StoreError
 from fxdesk.gui.tasks import run_dialog
@@ -136,7 +136,7 @@ async def ask_new_session(parent: QWidget, engine: Engine) -> None:
                 dialog.show_problem(str(exc))
                 continue
             except StoreError as exc:
-                notify.error(exc.user_message, key="store")
+                messages.error(exc.user_message, key="store")
             return
     finally:
         dialog.deleteLater()

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.facade import ProfileError, ProfileService, SecretsUnavailable, StoreError
 from fxdesk.gui.settings.profile_form import ProfileForm
@@ -172,7 +172,9 @@ class FirstRun:
         dialog = self.dialog = SetupDialog(self.service, self.window)
         try:
             if await run_dialog(dialog) == SetupDialog.DialogCode.Accepted:
-                notify.info(f"Profile “{dialog.saved_name}” is ready; start a session with Ctrl+N.")
+                messages.info(
+                    f"Profile “{dialog.saved_name}” is ready; start a session with Ctrl+N."
+                )
                 return True
             return False
         finally:

@@ -1,4 +1,4 @@
-"""Shows ``fxdesk.notify`` messages: the status bar, and a details dialog for bugs.
+"""Shows ``fxdesk.messages`` messages: the status bar, and a details dialog for bugs.
 
 ``MessagePresenter`` attaches to the message hub. The hub may call it from any thread; it re-emits
 through a Qt signal, which Qt queues onto the GUI thread. Expected failures appear as one sentence
@@ -23,16 +23,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.gui.widgets import monospace
 
-_TIMEOUT_MS = {notify.Level.INFO: 6000, notify.Level.WARNING: 15000, notify.Level.ERROR: 0}
+_TIMEOUT_MS = {messages.Level.INFO: 6000, messages.Level.WARNING: 15000, messages.Level.ERROR: 0}
 
 
 class ErrorDetailsDialog(QDialog):
     """A non-modal window with the debug details of an unexpected error."""
 
-    def __init__(self, message: notify.Message, parent: QWidget | None = None) -> None:
+    def __init__(self, message: messages.Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle("fxdesk: unexpected error")
         self.setModal(False)
@@ -63,7 +63,7 @@ class MessagePresenter(QObject):
     """Puts messages in the status bar; opens details for bugs.
 
     Signals:
-        posted(object): a ``notify.Message``, re-emitted on the GUI thread.
+        posted(object): a ``messages.Message``, re-emitted on the GUI thread.
     """
 
     posted = Signal(object)
@@ -73,13 +73,13 @@ class MessagePresenter(QObject):
         self._status_bar = status_bar
         self._window = window
         self._current_key: str | None = None
-        self.shown: list[notify.Message] = []
+        self.shown: list[messages.Message] = []
         self.dialogs: list[ErrorDetailsDialog] = []
         self._detach: Callable[[], None] | None = None
         self.posted.connect(self._on_hub_posted)
 
     def attach(self) -> None:
-        self._detach = notify.hub.attach(self.posted.emit)
+        self._detach = messages.hub.attach(self.posted.emit)
 
     def detach(self) -> None:
         if self._detach is not None:
@@ -87,9 +87,9 @@ class MessagePresenter(QObject):
             self._detach = None
 
     @Slot(object)
-    def _on_hub_posted(self, message: notify.Message) -> None:
+    def _on_hub_posted(self, message: messages.Message) -> None:
         self.shown.append(message)
-        prefix = {notify.Level.WARNING: "⚠ ", notify.Level.ERROR: "✖ "}.get(message.level, "")
+        prefix = {messages.Level.WARNING: "⚠ ", messages.Level.ERROR: "✖ "}.get(message.level, "")
         self._status_bar.showMessage(prefix + message.text, _TIMEOUT_MS[message.level])
         self._current_key = message.key
         if message.details:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QMessageBox
 
-from fxdesk import APP_NAME, notify
+from fxdesk import APP_NAME, messages
 from fxdesk.domain.model import Session
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.facade import Engine
@@ -77,7 +77,7 @@ def offer_recovery(
 
 
 def offer_crash_logs(
-    window: MainWindow, crash_log: CrashLog, messages: MessagePresenter, tasks: TaskGroup
+    window: MainWindow, crash_log: CrashLog, presenter: MessagePresenter, tasks: TaskGroup
 ) -> Banner | None:
     """A banner offering the crash logs the last run left (the newest one is shown on request;
     dismissing the banner marks them all seen); None when there are none."""
@@ -90,7 +90,7 @@ def offer_crash_logs(
     )
 
     def show() -> None:
-        tasks.spawn(show_crash_log(reports[-1], window, messages), "show-crash-log")
+        tasks.spawn(show_crash_log(reports[-1], window, presenter), "show-crash-log")
 
     def dismiss() -> None:
         for report in reports:
@@ -101,16 +101,16 @@ def offer_crash_logs(
     return banner
 
 
-async def show_crash_log(path: Path, window: MainWindow, messages: MessagePresenter) -> None:
+async def show_crash_log(path: Path, window: MainWindow, presenter: MessagePresenter) -> None:
     """The crash log at ``path`` in a non-modal details window."""
     text = await asyncio.get_running_loop().run_in_executor(
         None, lambda: path.read_text(encoding="utf-8", errors="replace")
     )
     dialog = ErrorDetailsDialog(
-        notify.Message(notify.Level.ERROR, f"Crash log {path.name}:", details=text), window
+        messages.Message(messages.Level.ERROR, f"Crash log {path.name}:", details=text), window
     )
     dialog.setWindowTitle("fxdesk: crash log")
-    messages.dialogs.append(dialog)
+    presenter.dialogs.append(dialog)
     dialog.show()
 
 

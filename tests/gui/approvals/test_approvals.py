@@ -18,7 +18,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QDialog, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.gui.approvals.always_allow import AlwaysAllowDialog
@@ -124,11 +124,11 @@ def keep_running(qapp: QApplication) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def no_bugs() -> Iterator[None]:
     """Fails the test if a task the widgets started ended in an unexpected error."""
-    seen: list[notify.Message] = []
-    detach = notify.hub.attach(seen.append)
+    seen: list[messages.Message] = []
+    detach = messages.hub.attach(seen.append)
     yield
     detach()
-    errors = [m.text for m in seen if m.level == notify.Level.ERROR]
+    errors = [m.text for m in seen if m.level == messages.Level.ERROR]
     assert not errors, errors
 
 

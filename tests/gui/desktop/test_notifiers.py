@@ -14,7 +14,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QWidget
 from pytestqt.qtbot import QtBot
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.gui.desktop.notifiers import DbusNotifier, TrayNotifier, WindowNotifier, build_notifier
 from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
@@ -33,8 +33,8 @@ def test_the_tray_notifier_falls_back_when_no_tray_is_shown(qtbot: QtBot) -> Non
 
 
 def test_the_window_notifier_puts_it_in_the_status_bar(qtbot: QtBot) -> None:
-    seen: list[notify.Message] = []
-    detach = notify.hub.attach(seen.append)
+    seen: list[messages.Message] = []
+    detach = messages.hub.attach(seen.append)
     try:
         WindowNotifier().notify("2 sessions finished", "Finished: A, B", None)
     finally:
@@ -50,8 +50,8 @@ async def test_dbus_without_a_bus_falls_back_once_without_raising(
         monkeypatch.delenv("DBUS_SESSION_BUS_ADDRESS", raising=False)
     fallback = Recorder()
     tasks = TaskGroup()
-    seen: list[notify.Message] = []
-    detach = notify.hub.attach(seen.append)  # an unexpected task error would land here
+    seen: list[messages.Message] = []
+    detach = messages.hub.attach(seen.append)  # an unexpected task error would land here
     try:
         notifier = DbusNotifier(fallback, tasks, bus="SESSION" if bus == "no-variable" else bus)
         notifier.notify("Parser finished", "Ready", "s1")

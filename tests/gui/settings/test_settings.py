@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk import notify
+from fxdesk import messages
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.gui.settings.dialog import ProfileDialog, SettingsDialog
@@ -80,13 +80,13 @@ def keep_running(qapp: QApplication) -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def no_bugs() -> Iterator[list[notify.Message]]:
+def no_bugs() -> Iterator[list[messages.Message]]:
     """Fails the test if a task the dialogs started ended in an unexpected error."""
-    seen: list[notify.Message] = []
-    detach = notify.hub.attach(seen.append)
+    seen: list[messages.Message] = []
+    detach = messages.hub.attach(seen.append)
     yield seen
     detach()
-    errors = [m.text for m in seen if m.level == notify.Level.ERROR]
+    errors = [m.text for m in seen if m.level == messages.Level.ERROR]
     assert not errors, errors
 
 

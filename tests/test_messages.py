@@ -7,36 +7,36 @@ import threading
 
 import pytest
 
-from fxdesk import notify
+from fxdesk import messages
 
 
 def test_messages_wait_for_a_sink_then_arrive_in_order() -> None:
-    notify.info("one")
-    notify.warning("two")
-    received: list[notify.Message] = []
-    detach = notify.hub.attach(received.append)
-    notify.error("three")
+    messages.info("one")
+    messages.warning("two")
+    received: list[messages.Message] = []
+    detach = messages.hub.attach(received.append)
+    messages.error("three")
     assert [m.text for m in received] == ["one", "two", "three"]
     assert [m.level for m in received] == [
-        notify.Level.INFO,
-        notify.Level.WARNING,
-        notify.Level.ERROR,
+        messages.Level.INFO,
+        messages.Level.WARNING,
+        messages.Level.ERROR,
     ]
     detach()
-    notify.info("four")
+    messages.info("four")
     assert len(received) == 3
 
 
 def test_same_key_and_text_is_shown_once_but_logged_each_time(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    received: list[notify.Message] = []
-    notify.hub.attach(received.append)
-    with caplog.at_level(logging.WARNING, logger="fxdesk.notify"):
+    received: list[messages.Message] = []
+    messages.hub.attach(received.append)
+    with caplog.at_level(logging.WARNING, logger="fxdesk.messages"):
         for _ in range(5):
-            notify.warning("The provider is rate limited; retrying.", key="rate")
-    notify.warning("The provider is rate limited again.", key="rate")  # new text: shown
-    notify.warning("The provider is rate limited; retrying.")  # no key: never de-duplicated
+            messages.warning("The provider is rate limited; retrying.", key="rate")
+    messages.warning("The provider is rate limited again.", key="rate")  # new text: shown
+    messages.warning("The provider is rate limited; retrying.")  # no key: never de-duplicated
     assert [m.text for m in received] == [
         "The provider is rate limited; retrying.",
         "The provider is rate limited again.",
@@ -46,29 +46,29 @@ def test_same_key_and_text_is_shown_once_but_logged_each_time(
 
 
 def test_details_travel_with_errors() -> None:
-    received: list[notify.Message] = []
-    notify.hub.attach(received.append)
-    notify.error("Bug", details="Traceback ...")
+    received: list[messages.Message] = []
+    messages.hub.attach(received.append)
+    messages.error("Bug", details="Traceback ...")
     assert received[0].details == "Traceback ..."
 
 
 def test_a_failing_sink_does_not_stop_the_others() -> None:
     received: list[str] = []
 
-    def broken(message: notify.Message) -> None:
+    def broken(message: messages.Message) -> None:
         raise RuntimeError("sink broke")
 
-    notify.hub.attach(broken)
-    notify.hub.attach(lambda m: received.append(m.text))
-    notify.info("still delivered")
+    messages.hub.attach(broken)
+    messages.hub.attach(lambda m: received.append(m.text))
+    messages.info("still delivered")
     assert received == ["still delivered"]
 
 
 def test_posting_from_many_threads_loses_nothing() -> None:
-    received: list[notify.Message] = []
-    notify.hub.attach(received.append)
+    received: list[messages.Message] = []
+    messages.hub.attach(received.append)
     threads = [
-        threading.Thread(target=lambda n=n: [notify.info(f"{n}-{i}") for i in range(100)])
+        threading.Thread(target=lambda n=n: [messages.info(f"{n}-{i}") for i in range(100)])
         for n in range(8)
     ]
     for thread in threads:

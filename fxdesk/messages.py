@@ -1,4 +1,7 @@
-"""One message API for every layer: ``notify.error/warning/info(text, key=...)``.
+"""One message API for every layer: ``messages.error/warning/info(text, key=...)``.
+
+Messages are sentences for the person (status bar, stderr). They are not desktop notifications
+(``gui/desktop``) nor the reports a child session sends its parent (``engine/report_*``).
 
 A message is logged at once. Until a sink (the GUI's status bar, the CLI's stderr) attaches,
 messages wait in a small buffer, so nothing said during start-up is lost. Messages with the same
