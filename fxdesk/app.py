@@ -195,6 +195,7 @@ class App:
             self.permissions,
             self.profiles,
             lock_dir=self.paths.locks,
+            clock=self.clock,
             owner=owner,
             recovery=self.recovery,
         )

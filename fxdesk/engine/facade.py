@@ -24,11 +24,11 @@ from typing import TypeVar
 
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.live import LiveSnapshot
-from fxdesk.domain.model import PermissionMode, Profile, Session, SessionMode, Workspace
+from fxdesk.domain.model import PermissionMode, Session, SessionMode, Workspace
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import EngineError, ErrorCode
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
@@ -79,7 +79,6 @@ class Engine:
 
     Attributes:
         profiles: model profiles and app settings (an engine service of its own).
-        permissions: rules and approvals; clients use the methods here for approvals.
         recovery: what start-up recovery did, if it ran.
     """
 
@@ -92,31 +91,27 @@ class Engine:
         profiles: ProfileService,
         *,
         lock_dir: Path,
+        clock: Clock,
         owner: SessionOwner | None = None,
         recovery: RecoveryReport | None = None,
     ) -> None:
         self._store = store
         self._lock_dir = lock_dir
+        self._clock = clock
         self._bus = bus
         self._sessions = sessions
         self._owner = owner
-        self.permissions = permissions
+        self._permissions = permissions
         self.profiles = profiles
         self.recovery = recovery
-
-    @property
-    def runs_work(self) -> bool:
-        """True when this engine can run sessions (not a read-only client)."""
-        return self._owner is not None
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for each published event of ``event_type``; returns the undo."""
         return self._bus.subscribe(event_type, handler)
 
-    @property
-    def bus(self) -> EventBus:
-        """The engine's event bus, for adapters that listen to many kinds (the GUI bridge)."""
-        return self._bus
+    def now_ms(self) -> int:
+        """The engine's time (its one clock): what approvals' and items' times are read against."""
+        return self._clock.now_ms()
 
     # --- the catalog -------------------------------------------------------------------------
 
@@ -282,9 +277,6 @@ class Engine:
         """The pid of another process holding the session's lock right now (or None)."""
         return is_locked_elsewhere(self._lock_dir, session_id)
 
-    def live_snapshot(self, session_id: str) -> LiveSnapshot | None:
-        return self._owner.live_snapshot(session_id) if self._owner is not None else None
-
     async def history_page(
         self, session_id: str, before_seq: int | None = None, limit: int = 200
     ) -> list[HistoryEntry]:
@@ -327,18 +319,13 @@ class Engine:
         """The database file and its schema version (shown in the window's status bar)."""
         return self._store.path, self._store.schema_version
 
-    async def profile(self, name: str | None = None) -> Profile | None:
-        """The named profile, or the default one."""
-        chosen = name or await self.profiles.default_name()
-        return await self.profiles.get(chosen) if chosen else None
-
     # --- approvals and rules -----------------------------------------------------------------
 
     async def pending_approvals(self, session_id: str | None = None) -> list[Approval]:
-        return await self.permissions.pending(session_id)
+        return await self._permissions.pending(session_id)
 
     async def find_approval(self, prefix: str) -> Approval | None:
-        return await self.permissions.find(prefix)
+        return await self._permissions.find(prefix)
 
     async def answer_approval(
         self,
@@ -349,20 +336,20 @@ class Engine:
         rules: list[PermissionRule] | None = None,
     ) -> Approval:
         """Answer an approval (raises ``ApprovalNotPending`` if it was answered already)."""
-        return await self.permissions.resolve(approval_id, choice, reason=reason, rules=rules)
+        return await self._permissions.resolve(approval_id, choice, reason=reason, rules=rules)
 
     async def approval_counts(self) -> dict[str, int]:
         """Per session: approvals waiting."""
-        return await self.permissions.counts()
+        return await self._permissions.counts()
 
     async def rules(self, scope: Scope | None = None) -> list[PermissionRule]:
-        return await self.permissions.rules(scope)
+        return await self._permissions.rules(scope)
 
     async def add_rule(self, rule: PermissionRule, note: str = "") -> PermissionRule:
-        return await self.permissions.add_rule(rule, note)
+        return await self._permissions.add_rule(rule, note)
 
     async def remove_rule(self, rule_id: int) -> bool:
-        return await self.permissions.remove_rule(rule_id)
+        return await self._permissions.remove_rule(rule_id)
 
     def _running(self) -> SessionOwner:
         if self._owner is None:

@@ -11,7 +11,6 @@ themselves (View → Approvals): then it stays so.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -83,17 +82,13 @@ def _wrapped(text: str, width: int = TOOLTIP_WIDTH) -> str:
     return "\n".join(lines)
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
 class ApprovalsModel(QAbstractTableModel):
     """Pending approvals as rows of snapshots, in the order given."""
 
     def __init__(
         self,
         describe: Describe,
-        now_ms: Callable[[], int] = _now_ms,
+        now_ms: Callable[[], int],
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
@@ -208,7 +203,7 @@ class ApprovalsDock(QDockWidget):
     Args:
         presenter: the pending approvals, shared with the approval dialog; it answers them.
         parent: the main window.
-        now_ms: the clock the ages are computed with (tests give a fixed one).
+        now_ms: the engine's clock, which the ages are computed with (tests give a fixed one).
 
     Signals:
         open_requested(str): show this approval (its id) in the approval dialog.
@@ -221,7 +216,7 @@ class ApprovalsDock(QDockWidget):
         presenter: ApprovalsPresenter,
         parent: QWidget | None = None,
         *,
-        now_ms: Callable[[], int] = _now_ms,
+        now_ms: Callable[[], int],
     ) -> None:
         super().__init__("Approvals", parent)
         self.setObjectName("approvals-dock")

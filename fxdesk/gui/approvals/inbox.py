@@ -47,7 +47,7 @@ class ApprovalsInbox(QObject):
             self._answer, describe, load=engine.pending_approvals, tasks=tasks, parent=self
         )
         self.dialog = ApprovalDialog(self.presenter, window)
-        self.dock = ApprovalsDock(self.presenter, window)
+        self.dock = ApprovalsDock(self.presenter, window, now_ms=engine.now_ms)
         window.add_approvals_dock(self.dock)
         self.dock.hide()  # out of the way until something waits
         self.dock.open_requested.connect(self.dialog.present)
