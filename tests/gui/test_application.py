@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,7 @@ from fxdesk.gui.window.banner import Banner
 from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.paths import DataPaths
 from fxdesk.store import migrations
-
-
-async def until(condition: Callable[[], object], within: float = 20.0) -> object:
-    """Wait on the loop (never nested event processing) until ``condition`` holds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not (value := condition()):
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
-    return value
+from tests.gui.waiting import until
 
 
 class Running:

@@ -35,7 +35,7 @@ from fxdesk.gui.approvals.dock import (
 from fxdesk.gui.approvals.presenter import NOT_PENDING, ApprovalsPresenter
 from fxdesk.gui.widgets import monospace
 from tests.gui.settings.test_settings import focus_chain, unnamed_controls
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 
 NOW_MS = 1_700_000_000_000
 WORKSPACE = "/home/me/project"

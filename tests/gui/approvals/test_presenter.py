@@ -30,7 +30,7 @@ from tests.gui.approvals.test_approvals import (  # noqa: F401 (keep_running, no
     no_bugs,
     shown,
 )
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 
 
 def views(answers: Answers) -> tuple[ApprovalsPresenter, ApprovalDialog, ApprovalsDock]:

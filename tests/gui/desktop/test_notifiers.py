@@ -19,7 +19,7 @@ from fxdesk.gui.desktop.notifiers import DbusNotifier, TrayNotifier, WindowNotif
 from fxdesk.gui.desktop.tray import Tray
 from fxdesk.gui.tasks import TaskGroup
 from tests.gui.desktop.test_tray import Recorder
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 
 MISSING_BUS = "unix:path=/nonexistent/fxdesk-test/bus"
 

@@ -32,7 +32,7 @@ from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
 from tests.gui.sessions.test_session_model import session
 from tests.gui.settings.test_settings import eventually, profile_service, shown
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 
 
 @dataclass

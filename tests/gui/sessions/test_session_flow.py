@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt
@@ -33,18 +32,9 @@ from fxdesk.gui.window.banner import Banner
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
 from fxdesk.store.locks import InstanceLock, SessionLock
+from tests.gui.waiting import until
 
 ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
-
-
-async def until(condition: Callable[[], object], within: float = 20.0) -> object:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not (value := condition()):
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
-    return value
 
 
 class Window:

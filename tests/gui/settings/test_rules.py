@@ -29,7 +29,7 @@ from tests.gui.approvals.test_approvals import (  # noqa: F401 (keep_running, no
     shown,
 )
 from tests.gui.settings.test_settings import answer_message_box, unnamed_controls
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 
 
 @contextlib.asynccontextmanager

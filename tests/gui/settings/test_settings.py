@@ -36,7 +36,7 @@ from fxdesk.gui.theme import apply_appearance, current_appearance
 from fxdesk.providers.demo import DEMO_SCRIPT
 from fxdesk.store import Store
 from fxdesk.store.secrets import NO_BACKEND_HELP
-from tests.gui.test_application import until
+from tests.gui.waiting import until
 from tests.llmock_server import LLMock
 
 SECRET = "sk-test-settings-4b1d9e-do-not-leak"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from fxdesk.gui.transcript.model import PAGE_SIZE, ROLE_ROW, Row, RowKind, Trans
 from fxdesk.gui.transcript.view import TranscriptView
 from fxdesk.paths import DataPaths
 from fxdesk.store.schema import HistoryEntryRow
+from tests.gui.waiting import until
 
 CODE_ANSWER = "Run this:\n\n```python\nprint('hello')\n```\n\nThen **check** the output."
 
@@ -306,16 +306,6 @@ async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up
     model.append_entries((entry(61, EntryKind.USER, "another"),))
     await asyncio.sleep(0.1)
     assert bar.value() == held
-
-
-async def until(condition: Callable[[], object], within: float = 20.0) -> object:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not (value := condition()):
-        if loop.time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
-    return value
 
 
 MESSAGES = 10_000
