@@ -163,6 +163,7 @@ class Engine:
     ) -> Session:
         """A root session in ``workspace``; its first message, if any, starts running unless
         ``start`` is False (a client that must listen first starts it itself)."""
+        owner = self._running() if first_message and start else None  # refuse before writing
         session = await self._sessions.create_root(
             workspace,
             name=name,
@@ -171,8 +172,8 @@ class Engine:
             model=model,
             first_message=first_message,
         )
-        if first_message and start:
-            self._running().start(session.id)
+        if owner is not None:
+            owner.start(session.id)
         return session
 
     async def create_child(
@@ -186,7 +187,11 @@ class Engine:
         profile: str | None = None,
     ) -> Session:
         """A sub-agent under ``parent_id`` with ``task`` as its first message, started at once.
-        It runs in its parent's permission mode unless told otherwise."""
+        It runs in its parent's permission mode unless told otherwise, and is named after the
+        task's first line unless given a name."""
+        owner = self._running()  # refuse before writing
+        if not task.strip():
+            raise SessionError("the task is empty", code=ErrorCode.INVALID_ARGUMENT)
         if permission_mode is None:
             parent = await self._sessions.get(parent_id)
             if parent is None:
@@ -194,20 +199,21 @@ class Engine:
             permission_mode = parent.permission_mode
         child = await self._sessions.create_child(
             parent_id,
-            name=name or task.splitlines()[0][:60],
+            name=name or task.strip().splitlines()[0][:60],
             mode=mode,
             first_message=task,
             permission_mode=permission_mode,
             profile=profile,
         )
-        self._running().start(child.id)
+        owner.start(child.id)
         return child
 
     async def send(self, session_id: str, text: str, *, start: bool = True) -> WorkItem:
         """Queue a message and start the session (it runs after what is already queued)."""
+        owner = self._running() if start else None  # refuse before writing
         item = await self._sessions.send(session_id, text)
-        if start:
-            self._running().start(session_id)
+        if owner is not None:
+            owner.start(session_id)
         return item
 
     async def steer(self, session_id: str, text: str) -> WorkItem:
