@@ -59,22 +59,45 @@ def test_scenario_1_live_presentation_is_bounded_copied_and_cleared() -> None:
     assert live.snapshot() is None and live.revision > revision
 
 
-def test_scenario_2_an_exception_building_a_snapshot_leaves_nothing_half_built() -> None:
-    """Scenario 2 (intent): snapshots are built whole or not at all; a failing append leaves
-    the live view as it was."""
+def test_scenario_2_an_exception_building_a_snapshot_leaves_nothing_half_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scenario 2: an append that cannot get memory drops what it carried, sets that part's
+    truncation flag and returns (so the turn carries on: tests/engine/test_live_view.py); a
+    snapshot whose building fails leaves nothing half-built, and the next one is whole."""
     live = LivePresentation()
     live.begin("w")
     live.append_text("kept")
+    live.append_tool("read_file", "started")
     before = live.snapshot()
+    assert before is not None
 
-    class Exploding(LiveEvent):
+    class NoMemoryEvent(LiveEvent):
         @property
         def cost(self) -> int:
             raise MemoryError("no room")
 
-    with pytest.raises(MemoryError):
-        live.append_event(Exploding("status", "x"))
-    assert live.snapshot() == before
+    class NoMemoryText(str):
+        def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+            raise MemoryError("no room")
+
+    live.append_event(NoMemoryEvent("status", "x"))
+    live.append_text(NoMemoryText(" more"))
+    live.append_tool(NoMemoryText("grep"), "started")
+    after = live.snapshot()
+    assert after is not None
+    assert (after.text, after.tools, after.events) == (before.text, before.tools, before.events)
+    assert after.text_truncated and after.tools_truncated and after.events_truncated
+    assert after.revision != before.revision  # a viewer redraws to show the flags
+
+    def no_memory(*args: object, **kwargs: object) -> None:
+        raise MemoryError("no room")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("fxdesk.domain.live.LiveSnapshot", no_memory)
+        with pytest.raises(MemoryError):
+            live.snapshot()
+    assert live.snapshot() == after
 
 
 async def test_scenario_5_admission_snapshot_is_a_copy_with_the_configured_mode(
