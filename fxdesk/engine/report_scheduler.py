@@ -4,6 +4,15 @@
 until the earliest one (or until woken by a change), then polls every due pair through a
 ``Poller``; the poller decides what to report and returns when to look again. The clock is
 injectable so tests drive time exactly.
+
+A poll that fails is classified (``classify``): a *transient* failure (a busy or locked database,
+a full disk, an I/O error, a commit that failed or whose outcome is unknown, out of memory) keeps
+the schedule and retries; a *permanent* one (a damaged, foreign, newer or read-only database, a
+closed store, a bug in the poller) stops that schedule and logs why, since waiting cannot fix it.
+Retries come 25 ms apart for the first ``FAST_RETRIES`` (the spec's rhythm: a busy lock clears
+within them), then the delay doubles up to ``RETRY_MAX_DELAY_MS``, so a disk that stays full is
+asked every few seconds rather than 40 times a second, forever. A successful poll or a new
+registration starts the count again.
 """
 
 from __future__ import annotations
@@ -16,11 +25,13 @@ import logging
 from dataclasses import dataclass
 
 from fxdesk.engine.clock import Clock
-from fxdesk.store import StoreError
+from fxdesk.store.errors import is_transient
 
 log = logging.getLogger(__name__)
 
 RETRY_DELAY_MS = 25
+FAST_RETRIES = 4
+RETRY_MAX_DELAY_MS = 5_000
 MAX_TIME_MS = 2**63 - 1
 
 
@@ -42,6 +53,26 @@ class RetryablePollError(Exception):
     """Try again shortly (lock busy, store unavailable, commit indeterminate)."""
 
 
+class PollFailure(enum.Enum):
+    TRANSIENT = "transient"  # keep the schedule, try again
+    PERMANENT = "permanent"  # stop the schedule
+
+
+def classify(exc: BaseException) -> PollFailure:
+    """Whether a failed poll is worth repeating (spec §7.1: retry on out of memory, a busy
+    lock, an unavailable store, an indeterminate commit; stop on what waiting cannot fix,
+    a bug in the poller included)."""
+    if isinstance(exc, RetryablePollError | MemoryError) or is_transient(exc):
+        return PollFailure.TRANSIENT
+    return PollFailure.PERMANENT
+
+
+def retry_delay_ms(failures: int) -> int:
+    """How long to wait after the ``failures``-th failure in a row (1-based) of one schedule."""
+    doublings = min(max(0, failures - FAST_RETRIES), 16)  # 25 ms << 16 is far past the bound
+    return min(RETRY_DELAY_MS << doublings, RETRY_MAX_DELAY_MS)
+
+
 class Poller(abc.ABC):
     @abc.abstractmethod
     async def poll(self, session_id: str, work_id: str, now_ms: int) -> PollOutcome:
@@ -57,12 +88,6 @@ class PollReport:
     retryable_failures: int = 0
 
 
-def _retryable(exc: BaseException) -> bool:
-    """Store trouble (a busy lock, an indeterminate or failed commit, a full disk) passes;
-    anything else is a bug in the poller and stops that schedule."""
-    return isinstance(exc, RetryablePollError | StoreError)
-
-
 class ReportScheduler:
     """Schedules keyed by (session, work); the supervisor polls the due ones."""
 
@@ -71,6 +96,7 @@ class ReportScheduler:
         self.poller = poller
         self.closed = False
         self._schedules: dict[tuple[str, str], int] = {}
+        self._failures: dict[tuple[str, str], int] = {}  # transient failures in a row
         self._changed = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
         self.polls = 0
@@ -88,6 +114,7 @@ class ReportScheduler:
         if not self.enabled or self.closed:
             return False
         self._schedules[(session_id, work_id)] = next_check_ms
+        self._failures.pop((session_id, work_id), None)
         self._changed.set()
         return True
 
@@ -104,6 +131,7 @@ class ReportScheduler:
     def remove_session(self, session_id: str) -> None:
         for key in [k for k in self._schedules if k[0] == session_id]:
             del self._schedules[key]
+            self._failures.pop(key, None)
         self._changed.set()
 
     async def poll_once(self) -> PollReport:
@@ -124,14 +152,9 @@ class ReportScheduler:
             try:
                 outcome = await self.poller.poll(session_id, work_id, now)
             except Exception as exc:
-                if _retryable(exc):
-                    report.retryable_failures += 1
-                    self._schedules[key] = min(now + RETRY_DELAY_MS, MAX_TIME_MS)
-                else:
-                    log.warning("report poll of %s stopped: %s", work_id, exc)
-                    self._schedules.pop(key, None)
-                    report.stopped += 1
+                self._failed(key, exc, now, report)
                 continue
+            self._failures.pop(key, None)
             if outcome.kind == PollKind.PENDING and outcome.next_check_ms is not None:
                 self._schedules[key] = outcome.next_check_ms
             elif outcome.kind == PollKind.EMITTED:
@@ -145,6 +168,24 @@ class ReportScheduler:
                 self._schedules.pop(key, None)
                 report.stopped += 1
         return report
+
+    def _failed(
+        self, key: tuple[str, str], exc: BaseException, now: int, report: PollReport
+    ) -> None:
+        """Retry a transient failure later; stop the schedule on a permanent one."""
+        if classify(exc) == PollFailure.TRANSIENT:
+            failures = self._failures[key] = self._failures.get(key, 0) + 1
+            delay = retry_delay_ms(failures)
+            log.debug(
+                "report poll of %s deferred %d ms (failure %d): %r", key[1], delay, failures, exc
+            )
+            self._schedules[key] = min(now + delay, MAX_TIME_MS)
+            report.retryable_failures += 1
+            return
+        log.warning("report poll of %s stopped: %r", key[1], exc)
+        self._schedules.pop(key, None)
+        self._failures.pop(key, None)
+        report.stopped += 1
 
     # --- the supervisor ----------------------------------------------------------------------
 
