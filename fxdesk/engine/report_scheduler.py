@@ -13,6 +13,21 @@ Retries come 25 ms apart for the first ``FAST_RETRIES`` (the spec's rhythm: a bu
 within them), then the delay doubles up to ``RETRY_MAX_DELAY_MS``, so a disk that stays full is
 asked every few seconds rather than 40 times a second, forever. A successful poll or a new
 registration starts the count again.
+
+After a restart (decided here; spec §7.1 does not say). Schedules live in memory; the ledger's
+running policies (``work_policy``) are what they time. Start-up registers none of them: recovery
+makes running work interrupted, and nothing runs it until the person resumes it (spec §3.7).
+Interval reports are about work in progress, so they wait with the work instead of saying
+"interrupted" every interval (for ever, for a policy without a duration) about work the tree
+already shows as interrupted. Resuming the work resumes its reports: re-admission captures the
+policy again, capture keeps the first admission's (``control.capture_policy``), and the runner
+registers its next check. So the interval is the same and the time window still counts from
+the first admission; the reports missed while no process ran the work collapse into one that
+carries their tick count, and a window that ended meanwhile stops the policy at the first poll.
+Interrupted work ends only by a resume or a close (a cancel leaves it alone, spec §3.6), and a
+close stops the session's running policies durably. (Work that recovery finds *completed* gets
+its terminal report from recovery's reconciliation, but its policy is left running in the
+ledger with nothing timing it: harmless, and recovery's to stop.)
 """
 
 from __future__ import annotations
