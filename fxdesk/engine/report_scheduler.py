@@ -115,6 +115,9 @@ class ReportScheduler:
         self._changed = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
         self.polls = 0
+        # The check time the supervisor sleeps until (None while it polls or has nothing to
+        # time): what a test or a debugger looks at to know the timer is armed.
+        self.sleeping_until: int | None = None
 
     @property
     def enabled(self) -> bool:
@@ -215,12 +218,17 @@ class ReportScheduler:
         while not self.closed:
             self._changed.clear()
             if self._schedules:
-                delay = (min(self._schedules.values()) - self.clock.now_ms()) / 1000
+                earliest = min(self._schedules.values())
+                delay = (earliest - self.clock.now_ms()) / 1000
                 if delay <= 0:
                     await self.poll_once()
                     continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), min(delay, 3600))
+                self.sleeping_until = earliest
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), min(delay, 3600))
+                finally:
+                    self.sleeping_until = None
             else:
                 await self._changed.wait()
 

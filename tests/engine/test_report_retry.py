@@ -8,8 +8,6 @@ newer or read-only database, a closed store, a bug in the poller) stop it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,7 +41,7 @@ from fxdesk.store.errors import (
     StoreClosedError,
 )
 from tests.engine.harness import Engine, say
-from tests.helpers import python_child
+from tests.engine.locking import write_locked_by_another_process
 
 DB = Path("/data/fxdesk.sqlite3")
 
@@ -159,25 +157,6 @@ async def test_re_registering_a_schedule_forgets_its_failures() -> None:
 
 # --- with a real store --------------------------------------------------------------------------
 
-LOCKER = """
-import sqlite3, sys
-conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
-conn.execute("BEGIN IMMEDIATE")
-print("locked", flush=True)
-sys.stdin.readline()
-conn.execute("ROLLBACK")
-"""
-
-
-@contextlib.contextmanager
-def _write_locked_by_another_process(path: Path) -> Iterator[None]:
-    child = python_child(LOCKER.replace("sys.argv[1]", repr(str(path))))
-    try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "locked"
-        yield
-    finally:
-        child.communicate("\n", timeout=30)
-
 
 async def _cancelled_child_with_a_terminal_policy(root: Path) -> tuple[str, str]:
     """A data folder holding a cancelled child whose report policy waits for its next poll."""
@@ -211,7 +190,7 @@ async def test_a_database_another_program_holds_is_retried_until_it_lets_go(
         clock = FakeClock(10)
         scheduler = ReportScheduler(clock, ReportPoller(store, EventBus()))
         scheduler.register(child, work, 10)
-        with _write_locked_by_another_process(path):
+        with write_locked_by_another_process(path):
             report = await scheduler.poll_once()
         assert (report.retryable_failures, report.stopped) == (1, 0)
         assert scheduler.schedules() == {(child, work): 35}

@@ -4,23 +4,25 @@ it resumes its reports on the policy and time window captured at its first admis
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from fxdesk.domain.model import SessionMode, WorkStatus
 from fxdesk.domain.report_policy import DURATION_ELAPSED, TERMINAL, ReportPolicy
 from fxdesk.engine.clock import FakeClock
 from fxdesk.engine.owner import Result
+from fxdesk.providers.scripted import Step
 from fxdesk.store import control
 from tests.engine.harness import Engine, say, wait_until
 
 
 async def _interrupted_reporter(
-    root: Path, policy: ReportPolicy, steps: list[object]
+    root: Path, policy: ReportPolicy, steps: Sequence[Step]
 ) -> tuple[Engine, FakeClock, str, str]:
     """A child admitted at t=0 with ``policy``, its process gone mid-turn, recovered at t=530
     by a new process (returned)."""
     clock = FakeClock(0)
-    first = await Engine.create(root, steps, clock=clock)  # type: ignore[arg-type]
+    first = await Engine.create(root, steps, clock=clock)
     parent = await first.root_session()
     child = await first.sessions.create_child(
         parent.id, name="reporter", mode=SessionMode.ONE_OFF, first_message="task", reports=policy
