@@ -4,6 +4,12 @@ It holds the streamed assistant text (at most 64 KiB), tool activity (at most 32
 to 128 bytes) and worker events (at most 256, costing at most 128 KiB together). Whatever does not
 fit is dropped and a ``*_truncated`` flag set. ``revision`` moves on every accepted append, every
 truncation and the clear, so a viewer redraws only when it changed. Snapshots are immutable copies.
+
+Text is a prefix of the stream: once a chunk did not fit, everything after it is dropped too (a
+later small chunk would leave a hole). Each chunk's ``assistant_text`` event carries only the
+bytes the text kept, so text the cap dropped costs nothing of the event budget (spec §8: "its
+retained bytes"); a chunk dropped whole leaves no event. The view never changes execution: an
+append that cannot get memory drops what it carried and sets its flag, and the turn carries on.
 """
 
 from __future__ import annotations
@@ -107,24 +113,35 @@ class LivePresentation:
             self._bump()
 
     def append_text(self, text: str) -> None:
-        """Streamed assistant text; it also becomes an ``assistant_text`` event."""
+        """Streamed assistant text; the part the text cap kept also becomes an event."""
         if self.work_id is None or not text:
             return
+        try:
+            kept = self._keep_text(text)
+        except MemoryError:  # presentation only: the turn carries on (spec §8)
+            self.text_truncated = True
+            self._bump()
+            return
+        if kept:
+            self.append_event(LiveEvent("assistant_text", kept))
+
+    def _keep_text(self, text: str) -> str:
+        """Append what fits of ``text``; returns that part. State changes only at the end, so
+        a ``MemoryError`` on the way leaves the view as it was."""
+        if self.text_truncated:
+            return ""  # the stream already lost a piece: later text would follow a hole
         room = TEXT_CAP_BYTES - self._text_bytes
         size = len(text.encode())
-        if size <= room:
-            self._text.append(text)
-            self._text_bytes += size
-            self._bump()
-        else:
-            kept = truncate_utf8(text, room)
-            if kept:
-                self._text.append(kept)
-                self._text_bytes += len(kept.encode())
-            if not self.text_truncated:
-                self.text_truncated = True
-            self._bump()
-        self.append_event(LiveEvent("assistant_text", text))
+        cut = size > room
+        kept = truncate_utf8(text, room) if cut else text
+        total = self._text_bytes + (len(kept.encode()) if cut else size)
+        if kept:
+            self._text.append(kept)
+        self._text_bytes = total
+        if cut:
+            self.text_truncated = True
+        self._bump()
+        return kept
 
     def append_tool(self, name: str, phase: str, call_id: str = "") -> None:
         if self.work_id is None:
@@ -133,19 +150,30 @@ class LivePresentation:
             self.tools_truncated = True
             self._bump()
             return
-        self._tools.append(LiveTool(truncate_utf8(name, TOOL_NAME_CAP_BYTES), phase, call_id))
+        try:
+            self._tools.append(LiveTool(truncate_utf8(name, TOOL_NAME_CAP_BYTES), phase, call_id))
+        except MemoryError:
+            self.tools_truncated = True
+            self._bump()
+            return
         self._bump()
 
     def append_event(self, event: LiveEvent) -> None:
         if self.work_id is None or event.kind not in _RETAINED:
             return
-        cost = event.cost
-        if len(self._events) >= EVENTS_CAP or self._events_cost + cost > EVENTS_BUDGET_BYTES:
+        try:
+            cost = event.cost
+            total = self._events_cost + cost
+            if len(self._events) >= EVENTS_CAP or total > EVENTS_BUDGET_BYTES:
+                self.events_truncated = True
+                self._bump()
+                return
+            self._events.append(event)
+        except MemoryError:
             self.events_truncated = True
             self._bump()
             return
-        self._events.append(event)
-        self._events_cost += cost
+        self._events_cost = total
         self._bump()
 
     def snapshot(self) -> LiveSnapshot | None:

@@ -4,6 +4,30 @@
 until the earliest one (or until woken by a change), then polls every due pair through a
 ``Poller``; the poller decides what to report and returns when to look again. The clock is
 injectable so tests drive time exactly.
+
+A poll that fails is classified (``classify``): a *transient* failure (a busy or locked database,
+a full disk, an I/O error, a commit that failed or whose outcome is unknown, out of memory) keeps
+the schedule and retries; a *permanent* one (a damaged, foreign, newer or read-only database, a
+closed store, a bug in the poller) stops that schedule and logs why, since waiting cannot fix it.
+Retries come 25 ms apart for the first ``FAST_RETRIES`` (the spec's rhythm: a busy lock clears
+within them), then the delay doubles up to ``RETRY_MAX_DELAY_MS``, so a disk that stays full is
+asked every few seconds rather than 40 times a second, forever. A successful poll or a new
+registration starts the count again.
+
+After a restart (decided here; spec §7.1 does not say). Schedules live in memory; the ledger's
+running policies (``work_policy``) are what they time. Start-up registers none of them: recovery
+makes running work interrupted, and nothing runs it until the person resumes it (spec §3.7).
+Interval reports are about work in progress, so they wait with the work instead of saying
+"interrupted" every interval (for ever, for a policy without a duration) about work the tree
+already shows as interrupted. Resuming the work resumes its reports: re-admission captures the
+policy again, capture keeps the first admission's (``control.capture_policy``), and the runner
+registers its next check. So the interval is the same and the time window still counts from
+the first admission; the reports missed while no process ran the work collapse into one that
+carries their tick count, and a window that ended meanwhile stops the policy at the first poll.
+Interrupted work ends only by a resume or a close (a cancel leaves it alone, spec §3.6), and a
+close stops the session's running policies durably. (Work that recovery finds *completed* gets
+its terminal report from recovery's reconciliation, but its policy is left running in the
+ledger with nothing timing it: harmless, and recovery's to stop.)
 """
 
 from __future__ import annotations
@@ -16,11 +40,13 @@ import logging
 from dataclasses import dataclass
 
 from fxdesk.engine.clock import Clock
-from fxdesk.store import StoreError
+from fxdesk.store.errors import is_transient
 
 log = logging.getLogger(__name__)
 
 RETRY_DELAY_MS = 25
+FAST_RETRIES = 4
+RETRY_MAX_DELAY_MS = 5_000
 MAX_TIME_MS = 2**63 - 1
 
 
@@ -42,6 +68,26 @@ class RetryablePollError(Exception):
     """Try again shortly (lock busy, store unavailable, commit indeterminate)."""
 
 
+class PollFailure(enum.Enum):
+    TRANSIENT = "transient"  # keep the schedule, try again
+    PERMANENT = "permanent"  # stop the schedule
+
+
+def classify(exc: BaseException) -> PollFailure:
+    """Whether a failed poll is worth repeating (spec §7.1: retry on out of memory, a busy
+    lock, an unavailable store, an indeterminate commit; stop on what waiting cannot fix,
+    a bug in the poller included)."""
+    if isinstance(exc, RetryablePollError | MemoryError) or is_transient(exc):
+        return PollFailure.TRANSIENT
+    return PollFailure.PERMANENT
+
+
+def retry_delay_ms(failures: int) -> int:
+    """How long to wait after the ``failures``-th failure in a row (1-based) of one schedule."""
+    doublings = min(max(0, failures - FAST_RETRIES), 16)  # 25 ms << 16 is far past the bound
+    return min(RETRY_DELAY_MS << doublings, RETRY_MAX_DELAY_MS)
+
+
 class Poller(abc.ABC):
     @abc.abstractmethod
     async def poll(self, session_id: str, work_id: str, now_ms: int) -> PollOutcome:
@@ -57,12 +103,6 @@ class PollReport:
     retryable_failures: int = 0
 
 
-def _retryable(exc: BaseException) -> bool:
-    """Store trouble (a busy lock, an indeterminate or failed commit, a full disk) passes;
-    anything else is a bug in the poller and stops that schedule."""
-    return isinstance(exc, RetryablePollError | StoreError)
-
-
 class ReportScheduler:
     """Schedules keyed by (session, work); the supervisor polls the due ones."""
 
@@ -71,9 +111,13 @@ class ReportScheduler:
         self.poller = poller
         self.closed = False
         self._schedules: dict[tuple[str, str], int] = {}
+        self._failures: dict[tuple[str, str], int] = {}  # transient failures in a row
         self._changed = asyncio.Event()
         self._supervisor: asyncio.Task[None] | None = None
         self.polls = 0
+        # The check time the supervisor sleeps until (None while it polls or has nothing to
+        # time): what a test or a debugger looks at to know the timer is armed.
+        self.sleeping_until: int | None = None
 
     @property
     def enabled(self) -> bool:
@@ -88,6 +132,7 @@ class ReportScheduler:
         if not self.enabled or self.closed:
             return False
         self._schedules[(session_id, work_id)] = next_check_ms
+        self._failures.pop((session_id, work_id), None)
         self._changed.set()
         return True
 
@@ -104,6 +149,7 @@ class ReportScheduler:
     def remove_session(self, session_id: str) -> None:
         for key in [k for k in self._schedules if k[0] == session_id]:
             del self._schedules[key]
+            self._failures.pop(key, None)
         self._changed.set()
 
     async def poll_once(self) -> PollReport:
@@ -124,14 +170,9 @@ class ReportScheduler:
             try:
                 outcome = await self.poller.poll(session_id, work_id, now)
             except Exception as exc:
-                if _retryable(exc):
-                    report.retryable_failures += 1
-                    self._schedules[key] = min(now + RETRY_DELAY_MS, MAX_TIME_MS)
-                else:
-                    log.warning("report poll of %s stopped: %s", work_id, exc)
-                    self._schedules.pop(key, None)
-                    report.stopped += 1
+                self._failed(key, exc, now, report)
                 continue
+            self._failures.pop(key, None)
             if outcome.kind == PollKind.PENDING and outcome.next_check_ms is not None:
                 self._schedules[key] = outcome.next_check_ms
             elif outcome.kind == PollKind.EMITTED:
@@ -146,6 +187,24 @@ class ReportScheduler:
                 report.stopped += 1
         return report
 
+    def _failed(
+        self, key: tuple[str, str], exc: BaseException, now: int, report: PollReport
+    ) -> None:
+        """Retry a transient failure later; stop the schedule on a permanent one."""
+        if classify(exc) == PollFailure.TRANSIENT:
+            failures = self._failures[key] = self._failures.get(key, 0) + 1
+            delay = retry_delay_ms(failures)
+            log.debug(
+                "report poll of %s deferred %d ms (failure %d): %r", key[1], delay, failures, exc
+            )
+            self._schedules[key] = min(now + delay, MAX_TIME_MS)
+            report.retryable_failures += 1
+            return
+        log.warning("report poll of %s stopped: %r", key[1], exc)
+        self._schedules.pop(key, None)
+        self._failures.pop(key, None)
+        report.stopped += 1
+
     # --- the supervisor ----------------------------------------------------------------------
 
     def start(self) -> None:
@@ -159,12 +218,17 @@ class ReportScheduler:
         while not self.closed:
             self._changed.clear()
             if self._schedules:
-                delay = (min(self._schedules.values()) - self.clock.now_ms()) / 1000
+                earliest = min(self._schedules.values())
+                delay = (earliest - self.clock.now_ms()) / 1000
                 if delay <= 0:
                     await self.poll_once()
                     continue
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._changed.wait(), min(delay, 3600))
+                self.sleeping_until = earliest
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._changed.wait(), min(delay, 3600))
+                finally:
+                    self.sleeping_until = None
             else:
                 await self._changed.wait()
 

@@ -270,19 +270,25 @@ class _Turn:
             await self._take_steers()
 
     async def _take_steers(self) -> None:
-        """Deliver waiting steer messages into this turn, in one transaction each batch."""
+        """Deliver waiting steer messages into this turn, in one transaction each batch.
+
+        Only the steers next in line are taken: those queued right behind this turn's item, up
+        to the first message of another kind. A steer sent after a queued message waits for
+        that message's turn, so the model sees messages in the order they were sent (FIFO)."""
         session_id, work_id, step = self.rt.session.id, self.rt.item.id, self.step
         now = self.runner.clock.now_ms()
 
         def write() -> tuple[list[HistoryEntry], list[Change]]:
-            record = control.load_record(session_id)
+            record = control.load_record(session_id)  # unfinished items, in queue order
             if record is None:
                 return [], []
-            steers = [
-                i
-                for i in record.items
-                if i.kind == WorkKind.STEER and i.status == WorkStatus.PENDING
-            ]
+            steers: list[WorkItem] = []
+            for i in record.items:
+                if i.id == work_id or i.status.terminal:
+                    continue
+                if i.kind != WorkKind.STEER or i.status != WorkStatus.PENDING:
+                    break  # a message queued before any later steer: it goes first
+                steers.append(i)
             rows = [
                 HistoryEntry(
                     session_id=session_id,

@@ -159,3 +159,21 @@ def _translate_one(
             "Check the disk, then try again."
         )
     return None
+
+
+# Failures that waiting does not clear: the file is damaged, foreign, newer than this fxdesk or
+# cannot be written, or the store is closed (fxdesk is shutting down). Every other StoreError (a
+# busy lock, a full disk, an I/O error, a commit that failed or whose outcome is unknown) may
+# clear, so a caller that retries, retries those (spec child-sessions §7.1).
+PERMANENT_ERRORS: tuple[type[StoreError], ...] = (
+    NewerSchemaError,
+    NotADatabaseError,
+    CorruptDatabaseError,
+    ReadOnlyError,
+    StoreClosedError,
+)
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is a store failure that may clear when the same work is tried again."""
+    return isinstance(exc, StoreError) and not isinstance(exc, PERMANENT_ERRORS)
