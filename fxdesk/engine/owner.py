@@ -57,6 +57,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# A run ending so is not repeated in the same slot when a start arrived meanwhile: whoever
+# joined it hears this result first, and a new slot then serves that start (spec §3.10).
+_RESTART_RESULTS = frozenset({Result.AWAITING_APPROVAL, Result.PAUSED, Result.OWNER_STOPPED})
+
 
 class SessionOwner:
     """Runs sessions' work. Create one per process; ``shutdown`` before the store closes.
@@ -121,21 +125,40 @@ class SessionOwner:
     # --- start / join ------------------------------------------------------------------------
 
     def start(self, session_id: str, retry: bool = False) -> StartResult:
-        """Run the session's queue; ``retry`` also resumes interrupted or approval-held work."""
+        """Run the session's queue; ``retry`` also resumes interrupted or approval-held work.
+
+        A start that finds the slot running is never lost: the slot looks at its queue again
+        when its run ends, or, when that run ended paused or stopped, a new slot is started for
+        it (spec §3.10). If the slot cannot be made, ``start`` raises and nothing is registered.
+        """
         if self.closed:
             raise OwnerClosed("the session owner is shut down")
-        self._completions.pop(session_id, None)
         slot = self._slots.get(session_id)
         if slot is not None and not slot.finished:
+            self._completions.pop(session_id, None)
             slot.retry = slot.retry or retry
             slot.wake_requested = True
             return StartResult.ALREADY_RUNNING
-        slot = Slot(session_id, retry)
-        self._slots[session_id] = slot
-        slot.task = asyncio.get_running_loop().create_task(
-            self._worker(slot), name=f"session-{session_id}"
-        )
+        self._spawn(Slot(session_id, retry))
+        self._completions.pop(session_id, None)
         return StartResult.STARTED
+
+    def _spawn(self, slot: Slot) -> None:
+        """Give ``slot`` its task and register it, in that order: a slot is registered only
+        once its task exists, and a failure leaves nothing behind (spec scenario 24)."""
+        worker = self._worker(slot)
+        try:
+            slot.task = asyncio.get_running_loop().create_task(
+                worker, name=f"session-{slot.session_id}"
+            )
+        except BaseException:
+            worker.close()  # never started: no "coroutine was never awaited"
+            raise
+        try:
+            self._slots[slot.session_id] = slot
+        except BaseException:
+            slot.task.cancel()  # cancelled before its first step: the worker never runs
+            raise
 
     async def join(self, session_id: str) -> Result:
         """Wait for the session's slot to finish; its final result (consumes a cached one)."""
@@ -180,26 +203,20 @@ class SessionOwner:
         return sum(1 for s in self._slots.values() if not s.finished)
 
     async def _worker(self, slot: Slot) -> Result:
-        prior: Result | None = None
+        prior = slot.prior
         result = Result.CONTROL_FAILED
         try:
             while True:
                 result = await self._drain(slot)
-                if (
-                    slot.wake_requested
-                    and not slot.shutdown
-                    and not self.closed
-                    and result
-                    not in (Result.AWAITING_APPROVAL, Result.PAUSED, Result.OWNER_STOPPED)
-                ):
-                    if result != Result.NO_WORK:
-                        prior = result
-                    slot.wake_requested = False
-                    slot.cancel = CancelToken()
-                    continue
-                break
+                if not slot.wake_requested or result in _RESTART_RESULTS or self._stopping(slot):
+                    break
+                # A start arrived while this run was going: look at the queue again.
+                if result != Result.NO_WORK:
+                    prior = result
+                slot.wake_requested = False
+                slot.cancel = CancelToken()
             if result == Result.NO_WORK and prior is not None:
-                result = prior
+                result = prior  # an extra wake does not hide the real outcome
         except Exception as exc:
             log.exception("session %s: worker failed", slot.session_id)
             messages.error(
@@ -219,7 +236,31 @@ class SessionOwner:
             while len(self._completions) > COMPLETION_CACHE:
                 self._completions.popitem(last=False)
             self.waiters.signal(slot.session_id)
+            if slot.wake_requested and not self.closed:
+                self._restart(slot)
         return result
+
+    def _stopping(self, slot: Slot) -> bool:
+        return slot.shutdown or self.closed
+
+    def _restart(self, finished: Slot) -> None:
+        """Serve a start that arrived while ``finished`` ran and that its run could not take
+        (it ended paused, awaiting approval or stopped): a new slot, with the wake's retry
+        flag. Whoever joined ``finished`` has its result; the new slot's run is a new one."""
+        slot = Slot(finished.session_id, finished.retry)
+        if finished.result != Result.NO_WORK:
+            slot.prior = finished.result  # a new run that finds nothing keeps this outcome
+        try:
+            self._spawn(slot)
+        except Exception as exc:  # MemoryError, a closing loop: the next start tries again
+            log.exception("session %s: cannot restart for a pending start", slot.session_id)
+            messages.error(
+                f"fxdesk could not run session {slot.session_id} again; start it again.",
+                key=f"worker:{slot.session_id}",
+                details=f"{type(exc).__name__}: {exc}",
+            )
+            return
+        self._completions.pop(slot.session_id, None)
 
     async def _drain(self, slot: Slot) -> Result:
         while True:

@@ -17,12 +17,14 @@ from fxdesk.domain.live import (
     LivePresentation,
 )
 from fxdesk.domain.model import PermissionMode, SessionMode, SessionState, WorkStatus
+from fxdesk.engine import owner as owner_module
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.errors import ErrorCode
 from fxdesk.engine.owner import Result, SessionNotActive, StartResult
 from fxdesk.engine.waiters import OwnerClosed, WaitResult
 from fxdesk.providers.scripted import Fault, Reply
 from fxdesk.store import control
+from fxdesk.store.faults import Fault as StoreFault
 from fxdesk.store.locks import SessionLock
 from tests.engine.harness import Engine, say, wait_until
 
@@ -172,6 +174,124 @@ async def test_scenario_21_wakes_racing_the_end_of_a_slot_run_every_turn(tmp_pat
         assert engine.provider.requests[-1].messages[-1].content == "turn-15"
         kinds = await engine.history_kinds(child.id)
         assert kinds.count("turn_end") == 16
+    finally:
+        await engine.close()
+
+
+async def test_scenario_22_a_retry_answered_already_running_is_served_after_a_pause(
+    tmp_path: Path,
+) -> None:
+    """Scenario 22 (port): a ``start(retry=True)`` that arrives while the turn runs answers
+    already_running; the turn then ends paused (its history commit fails). The request is not
+    lost: the slot runs again, resumes the paused item once, and goes away."""
+    engine = await Engine.create(tmp_path, [say("never saved"), say("resumed")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        await engine.start_blocked(child.id)
+        engine.faults.fail(1, StoreFault.DEFINITE, label="history_commit")
+        assert engine.owner.start(child.id, retry=True) == StartResult.ALREADY_RUNNING
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.PAUSED  # the run this caller joined
+        await wait_until(lambda: not engine.owner.is_running(child.id))
+        assert engine.owner.last_result(child.id) == Result.IDLE
+        (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.COMPLETED
+        assert engine.provider.calls == 2  # the lost answer once, the resumed turn once
+        assert (await engine.history_kinds(child.id)).count("turn_end") == 1
+        assert engine.owner.active_slots == 0
+    finally:
+        await engine.close()
+
+
+async def test_scenario_22_start_rearms_a_session_whose_restart_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenario 22: the restart that serves a pending wake cannot be spawned. Nothing stays
+    registered, the item stays paused, and the next start runs the work once; then no slot
+    remains. (Here that start answers ``started``: a slot whose restart failed is not kept as
+    a marker, so there is nothing for it to be already running.)"""
+    engine = await Engine.create(tmp_path, [say("never saved"), say("resumed")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        await engine.start_blocked(child.id)
+        engine.faults.fail(1, StoreFault.DEFINITE, label="history_commit")
+        assert engine.owner.start(child.id, retry=True) == StartResult.ALREADY_RUNNING
+        spawns = _failing_spawns(monkeypatch, f"session-{child.id}")
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.PAUSED
+        assert spawns == [f"session-{child.id}"]  # the restart was tried, and failed
+        monkeypatch.undo()
+        assert not engine.owner.is_running(child.id) and engine.owner.active_slots == 0
+        assert engine.provider.calls == 1
+        assert (await engine.items(child.id))[0].status == WorkStatus.INTERRUPTED
+        assert engine.owner.start(child.id, retry=True) == StartResult.STARTED
+        assert await engine.owner.join(child.id) == Result.IDLE
+        assert engine.provider.calls == 2
+        assert (await engine.items(child.id))[0].status == WorkStatus.COMPLETED
+        assert engine.owner.active_slots == 0
+    finally:
+        await engine.close()
+
+
+def _failing_spawns(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Make creating the task called ``name`` fail with MemoryError; returns the attempts."""
+    loop = asyncio.get_running_loop()
+    real = loop.create_task
+    attempts: list[str] = []
+
+    def create_task(coro, *, name=None, context=None):  # type: ignore[no-untyped-def]
+        if name is not None and name.startswith("session-") and name == wanted:
+            attempts.append(name)
+            raise MemoryError("no memory for the task")
+        return real(coro, name=name, context=context)
+
+    wanted = name
+    monkeypatch.setattr(loop, "create_task", create_task)
+    return attempts
+
+
+class _FailingSlots(dict):  # type: ignore[type-arg]
+    def __setitem__(self, key: object, value: object) -> None:
+        raise MemoryError("no memory to register the slot")
+
+
+@pytest.mark.parametrize("failing", ["slot", "task", "registration"])
+async def test_scenario_24_a_failure_in_start_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """Scenario 24: out of memory making the slot, its task, or registering it: ``start``
+    fails, nothing stays registered (the session is not "running", detach is not refused, the
+    next start starts), the work has not run, and it runs once when started again."""
+    engine = await Engine.create(tmp_path, [say("ran once")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        if failing == "slot":
+
+            def no_slot(*args: object, **kwargs: object) -> None:
+                raise MemoryError("no memory for the slot")
+
+            monkeypatch.setattr(owner_module, "Slot", no_slot)
+        elif failing == "task":
+            _failing_spawns(monkeypatch, f"session-{child.id}")
+        else:
+            monkeypatch.setattr(engine.owner, "_slots", _FailingSlots())
+        with pytest.raises(MemoryError):
+            engine.owner.start(child.id)
+        monkeypatch.undo()
+        assert not engine.owner.is_running(child.id) and engine.owner.active_slots == 0
+        await wait_until(
+            lambda: not [t for t in asyncio.all_tasks() if t.get_name() == f"session-{child.id}"]
+        )
+        await engine.sessions.detach(child.id)  # not refused as "work active"
+        await engine.sessions.reparent(child.id, root.id)
+        assert engine.provider.calls == 0
+        assert (await engine.items(child.id))[0].status == WorkStatus.PENDING
+        assert engine.owner.start(child.id) == StartResult.STARTED
+        assert await engine.owner.join(child.id) == Result.IDLE
+        assert engine.provider.calls == 1
     finally:
         await engine.close()
 
