@@ -272,8 +272,18 @@ class SessionOwner:
 
     async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
         """Cancel every pending, running and approval-waiting item: durable first, then the
-        live turn is told. Returns how many items changed; safe to repeat (a repeat still
-        repairs a missing terminal delivery)."""
+        live turn is told, then the terminal deliveries are written (spec §3.12).
+
+        Returns how many items changed. The terminals are a transaction of their own, so a
+        failure writing them neither fails the cancel nor keeps the turn running; it is logged
+        and repaired later (by the next cancel, the next item the session runs, a report poll
+        or the next start's recovery). Safe to repeat: a repeat returns 0 and still writes a
+        missing terminal.
+
+        Raises:
+            SessionNotFound: no such session.
+            StoreError: the cancel itself could not be saved (then nothing changed).
+        """
         reason = reasons.validate_reason(reason)
         now = self.clock.now_ms()
 
@@ -282,15 +292,29 @@ class SessionOwner:
             if record is None:
                 raise SessionNotFound(session_id)
             count, change = reducers.cancel(record, reason, now)
-            if change is not None:
-                control.save_change(change)
-            control.reconcile_terminals(session_id, now)
-            return count, change, repo.get_session(session_id) if change else None
+            if change is None:
+                return count, None, None
+            control.save_change(change)
+            return count, change, repo.get_session(session_id)
 
         count, change, after = await self.store.write(write, label="cancel")
         publish_change(self.bus, change, after)
         self.complete_committed_cancellation(session_id, reason)
+        if not self.closed:  # after shutdown began nothing is written: the next start sweeps
+            await self.repair_terminals(session_id)
         return count
+
+    async def repair_terminals(self, session_id: str) -> int:
+        """Write the terminal deliveries the session's finished items lack, in a transaction
+        of their own; a failure is logged (the next reconciliation point repairs it)."""
+        now = self.clock.now_ms()
+        try:
+            return await self.store.write(
+                lambda: control.reconcile_terminals(session_id, now), label="terminals"
+            )
+        except StoreError as exc:
+            log.warning("session %s: terminal deliveries not saved yet: %s", session_id, exc)
+            return 0
 
     def complete_committed_cancellation(self, session_id: str, reason: str = "cancelled") -> None:
         """The live part of a cancel that is already durable: stop the turn, wake waiters."""
@@ -403,6 +427,8 @@ class SessionOwner:
         # cancelled (spec §6.4), also those a crash left behind after the item's change.
         now = self.clock.now_ms()
         await self.store.write(lambda: approvals.reconcile(now), label="approvals_reconcile")
+        if root_id is None:
+            await self._sweep_terminals(now)
         report = RecoveryReport(
             sessions_changed=totals["changed"],
             work_interrupted=totals["interrupted"],
@@ -415,6 +441,19 @@ class SessionOwner:
         log.info("recovery: %s", report)
         self.bus.publish(report)
         return report
+
+    async def _sweep_terminals(self, now: int) -> None:
+        """Terminals a cancel committed but never wrote (the process ended, or the write
+        failed, in between); a failure here is logged and the next start sweeps again."""
+        try:
+            written = await self.store.write(
+                lambda: control.sweep_terminals(now), label="terminal_sweep"
+            )
+        except StoreError as exc:
+            log.warning("recovery: terminal deliveries not repaired yet: %s", exc)
+            return
+        if written:
+            log.info("recovery: %d missing terminal deliveries written", written)
 
     # --- shutdown ----------------------------------------------------------------------------
 

@@ -128,13 +128,19 @@ async def test_scenario_8_terminal_stop_removes_the_schedule_after_compaction(
 async def test_scenario_9_poll_survives_contention_and_an_indeterminate_compaction(
     tmp_path: Path,
 ) -> None:
+    """Scenario 9: the cancel's terminal cannot be saved, yet the cancel counts its item and
+    the turn ends cancelled; the polls that fail keep the schedule, and the one that succeeds
+    writes the missing terminal exactly once and stops the policy."""
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x")], clock=clock)
     policy = ReportPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
     try:
         child, work = await _running_child(engine, policy, "task")
         clock.now = 10
+        engine.faults.fail(1, Fault.DEFINITE, label="terminals")  # the ledger's first save
         assert await engine.owner.cancel(child, "stop") == 1
+        assert await asyncio.wait_for(engine.owner.join(child), 10) == Result.CANCELLED
+        assert await engine.deliveries(child) == []
         engine.faults.fail(1, Fault.DEFINITE, label="poll")  # like a lock that stays busy
         report = await engine.owner.scheduler.poll_once()
         assert report.retryable_failures == 1
@@ -237,9 +243,10 @@ async def test_scenario_11_close_and_detach_stop_timers_before_dropping_them(
         await engine.close()
 
 
-def test_scenarios_12_13_18_a_failing_poll_leaves_nothing_behind() -> None:
-    """Scenarios 12, 13, 18 (intent): an exception at any step of a poll (a bug in the poller)
-    stops only that schedule; the others carry on and nothing is left half-registered."""
+def test_scenarios_12_18_a_failing_poll_leaves_nothing_behind() -> None:
+    """Scenarios 12, 18 (intent): an exception at any step of a poll (a bug in the poller)
+    stops only that schedule; the others carry on and nothing is left half-registered.
+    (Scenario 13, the durable cleanup under failures: test_spec_terminals.py.)"""
     clock = FakeClock(100)
     poller = FakePoller(PollOutcome(PollKind.PENDING, 1000))
     scheduler = ReportScheduler(clock, poller)
