@@ -67,6 +67,22 @@ async def test_the_next_item_the_session_runs_repairs_a_missing_terminal(tmp_pat
         await engine.close()
 
 
+async def test_a_start_that_finds_no_work_repairs_a_missing_terminal(tmp_path: Path) -> None:
+    """Spec §3.9 step 7 comes before "no work": a start with nothing to run still writes it."""
+    engine = await Engine.create(tmp_path, [say("never")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "blocked")
+        await engine.start_blocked(child.id)
+        await _cancel_with_the_terminal_failing(engine, child.id)
+        assert await engine.run(child.id) == Result.NO_WORK
+        assert await engine.deliveries(child.id) == [TERMINAL_CANCELLED]
+        assert await engine.run(child.id) == Result.NO_WORK
+        assert await engine.deliveries(child.id) == [TERMINAL_CANCELLED]
+    finally:
+        await engine.close()
+
+
 async def test_a_restart_repairs_a_terminal_the_cancel_never_wrote(tmp_path: Path) -> None:
     """The process ends between the cancel's commit and its terminal's (here: the terminal
     commit failed, then the process stopped). The next start's recovery writes it once."""
