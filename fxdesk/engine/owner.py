@@ -1,12 +1,15 @@
 """The session owner: runs every session's queue, root or child (spec child-sessions §3.9–3.12).
 
 One asyncio task (a *slot*) per session with work. ``start`` never loses a wake: a start that
-arrives while the slot runs makes it look at its queue again. Each item runs under the session's
-cross-process lock, so one session never runs two items at once, here or in another process.
+arrives while the slot runs makes it look at its queue again, or, when that run ends paused or
+stopped, a new slot serves it. A slot is registered only once its task exists. Each item runs
+under the session's cross-process lock, so one session never runs two items at once, here or in
+another process.
 
-Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn;
-a late successful turn can never overwrite it. ``shutdown`` writes nothing: unfinished work stays
-as it is for the next start's recovery.
+Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn,
+then writes the terminal deliveries in a transaction of their own (a failure there is repaired
+later); a late successful turn can never overwrite the cancel. ``shutdown`` writes nothing:
+unfinished work stays as it is for the next start's recovery.
 
 The owner composes its collaborators: an ``ItemRunner`` runs one item, a ``BusyTracker`` knows
 which sessions another process runs, ``WorkspacePaths`` caches workspace folders; it keeps the
@@ -255,7 +258,7 @@ class SessionOwner:
         except Exception as exc:  # MemoryError, a closing loop: the next start tries again
             log.exception("session %s: cannot restart for a pending start", slot.session_id)
             messages.error(
-                f"fxdesk could not run session {slot.session_id} again; start it again.",
+                f"fxdesk could not run session {slot.session_id} again; resume it to continue.",
                 key=f"worker:{slot.session_id}",
                 details=f"{type(exc).__name__}: {exc}",
             )

@@ -323,6 +323,11 @@ def owed_terminals(
     return owed
 
 
+def owes_terminals(session_id: str) -> bool:
+    """Whether a finished item of the session lacks the terminal delivery it should have."""
+    return bool(owed_terminals(session_id, 0))
+
+
 def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None = None) -> int:
     """Write the terminal deliveries finished items should have produced and lack (idempotent:
     stable ids). ``only`` limits the check to those work ids. Returns how many were new."""
