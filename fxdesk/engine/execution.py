@@ -164,13 +164,24 @@ class ItemRunner:
         """Move the queue's head to running, or say why nothing runs (a ``Result``)."""
         session_id = slot.session_id
 
-        def read() -> tuple[Session | None, reducers.ControlRecord | None]:
-            return repo.get_session(session_id), control.load_record(session_id, open_limit=1)
+        def read() -> tuple[Session | None, reducers.ControlRecord | None, bool]:
+            return (
+                repo.get_session(session_id),
+                control.load_record(session_id, open_limit=1),
+                control.owes_terminals(session_id),
+            )
 
-        session, record = await self.store.read(read)
+        session, record, owed = await self.store.read(read)
         if session is None or record is None:
             return Result.SESSION_FAILED
         index = reducers.next_runnable(record.items, slot.retry)
+        if index is None and owed:
+            # Terminals an earlier cancel could not write come before "no work" (spec §3.9
+            # step 7); with work to admit, the admission transaction writes them.
+            now = self.clock.now_ms()
+            await self.store.write(
+                lambda: control.reconcile_terminals(session_id, now), label="terminals"
+            )
         if index is None:
             if record.mode == SessionMode.ONE_OFF and record.state == SessionState.COMPLETED:
                 return Result.COMPLETED
@@ -212,6 +223,8 @@ class ItemRunner:
             current = control.load_record(session_id, open_limit=1)  # FIFO: the head decides
             if current is None:
                 return _AdmissionCommit(Admission.GONE)
+            if owed:  # written before new work starts; if they cannot be, nothing is admitted
+                control.reconcile_terminals(session_id, now)
             position = reducers.next_runnable(current.items, slot.retry)
             if position is None or current.items[position].id != item.id:
                 return _AdmissionCommit(Admission.MOVED)

@@ -1,12 +1,15 @@
 """The session owner: runs every session's queue, root or child (spec child-sessions §3.9–3.12).
 
 One asyncio task (a *slot*) per session with work. ``start`` never loses a wake: a start that
-arrives while the slot runs makes it look at its queue again. Each item runs under the session's
-cross-process lock, so one session never runs two items at once, here or in another process.
+arrives while the slot runs makes it look at its queue again, or, when that run ends paused or
+stopped, a new slot serves it. A slot is registered only once its task exists. Each item runs
+under the session's cross-process lock, so one session never runs two items at once, here or in
+another process.
 
-Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn;
-a late successful turn can never overwrite it. ``shutdown`` writes nothing: unfinished work stays
-as it is for the next start's recovery.
+Durable first, live second: ``cancel`` commits the cancellation, then signals the running turn,
+then writes the terminal deliveries in a transaction of their own (a failure there is repaired
+later); a late successful turn can never overwrite the cancel. ``shutdown`` writes nothing:
+unfinished work stays as it is for the next start's recovery.
 
 The owner composes its collaborators: an ``ItemRunner`` runs one item, a ``BusyTracker`` knows
 which sessions another process runs, ``WorkspacePaths`` caches workspace folders; it keeps the
@@ -56,6 +59,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# A run ending so is not repeated in the same slot when a start arrived meanwhile: whoever
+# joined it hears this result first, and a new slot then serves that start (spec §3.10).
+_RESTART_RESULTS = frozenset({Result.AWAITING_APPROVAL, Result.PAUSED, Result.OWNER_STOPPED})
 
 
 class SessionOwner:
@@ -121,21 +128,40 @@ class SessionOwner:
     # --- start / join ------------------------------------------------------------------------
 
     def start(self, session_id: str, retry: bool = False) -> StartResult:
-        """Run the session's queue; ``retry`` also resumes interrupted or approval-held work."""
+        """Run the session's queue; ``retry`` also resumes interrupted or approval-held work.
+
+        A start that finds the slot running is never lost: the slot looks at its queue again
+        when its run ends, or, when that run ended paused or stopped, a new slot is started for
+        it (spec §3.10). If the slot cannot be made, ``start`` raises and nothing is registered.
+        """
         if self.closed:
             raise OwnerClosed("the session owner is shut down")
-        self._completions.pop(session_id, None)
         slot = self._slots.get(session_id)
         if slot is not None and not slot.finished:
+            self._completions.pop(session_id, None)
             slot.retry = slot.retry or retry
             slot.wake_requested = True
             return StartResult.ALREADY_RUNNING
-        slot = Slot(session_id, retry)
-        self._slots[session_id] = slot
-        slot.task = asyncio.get_running_loop().create_task(
-            self._worker(slot), name=f"session-{session_id}"
-        )
+        self._spawn(Slot(session_id, retry))
+        self._completions.pop(session_id, None)
         return StartResult.STARTED
+
+    def _spawn(self, slot: Slot) -> None:
+        """Give ``slot`` its task and register it, in that order: a slot is registered only
+        once its task exists, and a failure leaves nothing behind (spec scenario 24)."""
+        worker = self._worker(slot)
+        try:
+            slot.task = asyncio.get_running_loop().create_task(
+                worker, name=f"session-{slot.session_id}"
+            )
+        except BaseException:
+            worker.close()  # never started: no "coroutine was never awaited"
+            raise
+        try:
+            self._slots[slot.session_id] = slot
+        except BaseException:
+            slot.task.cancel()  # cancelled before its first step: the worker never runs
+            raise
 
     async def join(self, session_id: str) -> Result:
         """Wait for the session's slot to finish; its final result (consumes a cached one)."""
@@ -180,26 +206,20 @@ class SessionOwner:
         return sum(1 for s in self._slots.values() if not s.finished)
 
     async def _worker(self, slot: Slot) -> Result:
-        prior: Result | None = None
+        prior = slot.prior
         result = Result.CONTROL_FAILED
         try:
             while True:
                 result = await self._drain(slot)
-                if (
-                    slot.wake_requested
-                    and not slot.shutdown
-                    and not self.closed
-                    and result
-                    not in (Result.AWAITING_APPROVAL, Result.PAUSED, Result.OWNER_STOPPED)
-                ):
-                    if result != Result.NO_WORK:
-                        prior = result
-                    slot.wake_requested = False
-                    slot.cancel = CancelToken()
-                    continue
-                break
+                if not slot.wake_requested or result in _RESTART_RESULTS or self._stopping(slot):
+                    break
+                # A start arrived while this run was going: look at the queue again.
+                if result != Result.NO_WORK:
+                    prior = result
+                slot.wake_requested = False
+                slot.cancel = CancelToken()
             if result == Result.NO_WORK and prior is not None:
-                result = prior
+                result = prior  # an extra wake does not hide the real outcome
         except Exception as exc:
             log.exception("session %s: worker failed", slot.session_id)
             messages.error(
@@ -219,7 +239,31 @@ class SessionOwner:
             while len(self._completions) > COMPLETION_CACHE:
                 self._completions.popitem(last=False)
             self.waiters.signal(slot.session_id)
+            if slot.wake_requested and not self.closed:
+                self._restart(slot)
         return result
+
+    def _stopping(self, slot: Slot) -> bool:
+        return slot.shutdown or self.closed
+
+    def _restart(self, finished: Slot) -> None:
+        """Serve a start that arrived while ``finished`` ran and that its run could not take
+        (it ended paused, awaiting approval or stopped): a new slot, with the wake's retry
+        flag. Whoever joined ``finished`` has its result; the new slot's run is a new one."""
+        slot = Slot(finished.session_id, finished.retry)
+        if finished.result != Result.NO_WORK:
+            slot.prior = finished.result  # a new run that finds nothing keeps this outcome
+        try:
+            self._spawn(slot)
+        except Exception as exc:  # MemoryError, a closing loop: the next start tries again
+            log.exception("session %s: cannot restart for a pending start", slot.session_id)
+            messages.error(
+                f"fxdesk could not run session {slot.session_id} again; resume it to continue.",
+                key=f"worker:{slot.session_id}",
+                details=f"{type(exc).__name__}: {exc}",
+            )
+            return
+        self._completions.pop(slot.session_id, None)
 
     async def _drain(self, slot: Slot) -> Result:
         while True:
@@ -231,8 +275,18 @@ class SessionOwner:
 
     async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
         """Cancel every pending, running and approval-waiting item: durable first, then the
-        live turn is told. Returns how many items changed; safe to repeat (a repeat still
-        repairs a missing terminal delivery)."""
+        live turn is told, then the terminal deliveries are written (spec §3.12).
+
+        Returns how many items changed. The terminals are a transaction of their own, so a
+        failure writing them neither fails the cancel nor keeps the turn running; it is logged
+        and repaired later (by the next cancel, the next item the session runs, a report poll
+        or the next start's recovery). Safe to repeat: a repeat returns 0 and still writes a
+        missing terminal.
+
+        Raises:
+            SessionNotFound: no such session.
+            StoreError: the cancel itself could not be saved (then nothing changed).
+        """
         reason = reasons.validate_reason(reason)
         now = self.clock.now_ms()
 
@@ -241,15 +295,29 @@ class SessionOwner:
             if record is None:
                 raise SessionNotFound(session_id)
             count, change = reducers.cancel(record, reason, now)
-            if change is not None:
-                control.save_change(change)
-            control.reconcile_terminals(session_id, now)
-            return count, change, repo.get_session(session_id) if change else None
+            if change is None:
+                return count, None, None
+            control.save_change(change)
+            return count, change, repo.get_session(session_id)
 
         count, change, after = await self.store.write(write, label="cancel")
         publish_change(self.bus, change, after)
         self.complete_committed_cancellation(session_id, reason)
+        if not self.closed:  # after shutdown began nothing is written: the next start sweeps
+            await self.repair_terminals(session_id)
         return count
+
+    async def repair_terminals(self, session_id: str) -> int:
+        """Write the terminal deliveries the session's finished items lack, in a transaction
+        of their own; a failure is logged (the next reconciliation point repairs it)."""
+        now = self.clock.now_ms()
+        try:
+            return await self.store.write(
+                lambda: control.reconcile_terminals(session_id, now), label="terminals"
+            )
+        except StoreError as exc:
+            log.warning("session %s: terminal deliveries not saved yet: %s", session_id, exc)
+            return 0
 
     def complete_committed_cancellation(self, session_id: str, reason: str = "cancelled") -> None:
         """The live part of a cancel that is already durable: stop the turn, wake waiters."""
@@ -362,6 +430,8 @@ class SessionOwner:
         # cancelled (spec §6.4), also those a crash left behind after the item's change.
         now = self.clock.now_ms()
         await self.store.write(lambda: approvals.reconcile(now), label="approvals_reconcile")
+        if root_id is None:
+            await self._sweep_terminals(now)
         report = RecoveryReport(
             sessions_changed=totals["changed"],
             work_interrupted=totals["interrupted"],
@@ -374,6 +444,19 @@ class SessionOwner:
         log.info("recovery: %s", report)
         self.bus.publish(report)
         return report
+
+    async def _sweep_terminals(self, now: int) -> None:
+        """Terminals a cancel committed but never wrote (the process ended, or the write
+        failed, in between); a failure here is logged and the next start sweeps again."""
+        try:
+            written = await self.store.write(
+                lambda: control.sweep_terminals(now), label="terminal_sweep"
+            )
+        except StoreError as exc:
+            log.warning("recovery: terminal deliveries not repaired yet: %s", exc)
+            return
+        if written:
+            log.info("recovery: %d missing terminal deliveries written", written)
 
     # --- shutdown ----------------------------------------------------------------------------
 

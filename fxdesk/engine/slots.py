@@ -97,6 +97,9 @@ class Slot:
     live: LivePresentation = field(default_factory=LivePresentation)
     task: asyncio.Task[Result] | None = None
     model_calls: int = 0
+    # The outcome of the run this slot was restarted after: published instead of a
+    # ``no_work`` of its own (the pending start found nothing more to do).
+    prior: Result | None = None
 
 
 @dataclass(frozen=True)

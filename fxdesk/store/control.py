@@ -291,8 +291,11 @@ def terminal_delivery(item: WorkItem, root_id: str, at_ms: int) -> Delivery:
     )
 
 
-def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None = None) -> int:
-    """Write the terminal deliveries finished items should have produced and lack (idempotent).
+def owed_terminals(
+    session_id: str, at_ms: int, only: Iterable[str] | None = None
+) -> list[Delivery]:
+    """The terminal deliveries the session's finished items should have produced and lack
+    (their captured policy, else the session's, decides which outcomes want one).
 
     ``only`` limits the check to those work ids; None checks every finished item.
     """
@@ -308,17 +311,68 @@ def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None 
     wanted = list(only) if only is not None else None
     if wanted is not None:
         if not wanted:
-            return 0
+            return []
         sql += f" AND w.id IN ({', '.join('?' * len(wanted))})"
         params.extend(wanted)
-    written = 0
+    owed = []
     for row in db.execute_sql(sql, params).fetchall():
         item = _item(row[:10])
         policy = ReportPolicy.from_json(row[10]) if row[10] else default_policy
-        if policy.wants_terminal(item.status) and append_delivery(
-            terminal_delivery(item, root_id, at_ms)
-        ):
-            written += 1
+        if policy.wants_terminal(item.status):
+            owed.append(terminal_delivery(item, root_id, at_ms))
+    return owed
+
+
+def owes_terminals(session_id: str) -> bool:
+    """Whether a finished item of the session lacks the terminal delivery it should have."""
+    return bool(owed_terminals(session_id, 0))
+
+
+def reconcile_terminals(session_id: str, at_ms: int, only: Iterable[str] | None = None) -> int:
+    """Write the terminal deliveries finished items should have produced and lack (idempotent:
+    stable ids). ``only`` limits the check to those work ids. Returns how many were new."""
+    return sum(1 for d in owed_terminals(session_id, at_ms, only) if append_delivery(d))
+
+
+# The last control event whose finished item the start-up sweep has checked (a setting row).
+TERMINAL_SWEEP_KEY = "terminal_sweep_event_id"
+
+
+def sweep_terminals(at_ms: int) -> int:
+    """Reconcile the terminals of every item that finished since the last sweep (start-up).
+
+    A cancel commits its items first and their terminal deliveries in a transaction of their
+    own, so a failure or a process end between the two leaves terminals unwritten. Only the
+    control events after the last sweep are looked at, so the sweep costs what happened since
+    the previous start, not the size of the database. Returns how many were written.
+    """
+    row = db.execute_sql(
+        "SELECT value_json FROM setting WHERE key = ?", (TERMINAL_SWEEP_KEY,)
+    ).fetchone()
+    mark = int(json.loads(row[0])) if row else 0
+    top = int(db.execute_sql("SELECT COALESCE(MAX(id), 0) FROM control_event").fetchone()[0])
+    if top <= mark:
+        return 0
+    rows = db.execute_sql(
+        "SELECT DISTINCT e.session_id, e.work_id FROM control_event e "
+        "WHERE e.id > ? AND e.id <= ? AND e.current IN ('completed', 'failed', 'cancelled') "
+        "AND NOT EXISTS (SELECT 1 FROM delivery d WHERE d.session_id = e.session_id "
+        "AND d.work_id = e.work_id AND d.kind = 'terminal')",
+        (mark, top),
+    ).fetchall()
+    by_session: dict[str, list[str]] = {}
+    for session_id, work_id in rows:
+        by_session.setdefault(session_id, []).append(work_id)
+    written = sum(
+        reconcile_terminals(session_id, at_ms, only=work_ids)
+        for session_id, work_ids in by_session.items()
+    )
+    db.execute_sql(
+        "INSERT INTO setting (key, value_json, updated_at_ms) VALUES (?, ?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value_json = excluded.value_json, "
+        "updated_at_ms = excluded.updated_at_ms",
+        (TERMINAL_SWEEP_KEY, json.dumps(top), at_ms),
+    )
     return written
 
 

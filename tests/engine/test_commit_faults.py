@@ -133,11 +133,12 @@ async def test_scenario_42_indeterminate_completion_reconciles_to_nothing(tmp_pa
         await again.close()
 
 
-async def test_scenario_45_a_failed_cancel_save_is_repaired_by_a_later_cancel(
+async def test_a_failed_cancel_commit_changes_nothing_and_a_later_cancel_does_it_all(
     tmp_path: Path,
 ) -> None:
-    """The cancel is one transaction with its terminal delivery: if it fails, nothing is
-    cancelled yet and the turn is told nothing; the next cancel does it all, exactly once."""
+    """The cancel's own commit fails: nothing is cancelled yet and the turn is told nothing;
+    the next cancel does it all, its terminal exactly once. (When only the terminal's commit
+    fails, the cancel holds: scenario 45 in test_spec_terminals.py.)"""
     engine = await Engine.create(tmp_path, [say("x")])
     try:
         root = await engine.root_session()

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
 
 from fxdesk.domain import reasons
 from fxdesk.domain.authority import Grant, Rule
+from fxdesk.domain.conversation import EntryKind
 from fxdesk.domain.live import (
     EVENTS_CAP,
     TEXT_CAP_BYTES,
@@ -17,12 +22,16 @@ from fxdesk.domain.live import (
     LivePresentation,
 )
 from fxdesk.domain.model import PermissionMode, SessionMode, SessionState, WorkStatus
+from fxdesk.engine import owner as owner_module
 from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.errors import ErrorCode
+from fxdesk.engine.events import HistoryAppended
 from fxdesk.engine.owner import Result, SessionNotActive, StartResult
 from fxdesk.engine.waiters import OwnerClosed, WaitResult
-from fxdesk.providers.scripted import Fault, Reply
-from fxdesk.store import control
+from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
+from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider
+from fxdesk.store import control, history
+from fxdesk.store.faults import Fault as StoreFault
 from fxdesk.store.locks import SessionLock
 from tests.engine.harness import Engine, say, wait_until
 
@@ -174,27 +183,162 @@ async def test_scenario_20_many_finished_sessions_keep_64_results(tmp_path: Path
 
 
 async def test_scenario_21_wakes_racing_the_end_of_a_slot_run_every_turn(tmp_path: Path) -> None:
+    """Scenario 21: start with turn-0; fifteen times queue turn-i, start, and wait until that
+    turn has run (its answer is saved), so each next start lands while the slot is finishing
+    its item, looking for more, or just gone. Every start is started or already_running, and
+    all 16 turns run once each, in order."""
     engine = await Engine.create(tmp_path)
     engine.provider.when_done = "repeat_last"
     engine.provider.steps = [say("ok")]
+    ran: dict[str, asyncio.Event] = {}
+
+    def on_history(event: HistoryAppended) -> None:  # on the loop, as the turn saves
+        for entry in event.entries:
+            if entry.kind == EntryKind.TURN_END and entry.work_id in ran:
+                ran[entry.work_id].set()
+
+    engine.bus.subscribe(HistoryAppended, on_history)
     try:
         root = await engine.root_session()
         child = await engine.child(root, "turn-0")
-        engine.owner.start(child.id)
+        (first,) = await engine.items(child.id)
+        ran[first.id] = asyncio.Event()
+        starts = [engine.owner.start(child.id)]
         for n in range(1, 16):
-            await engine.sessions.send(child.id, f"turn-{n}", source_id=root.id)
-            assert engine.owner.start(child.id) in (
-                StartResult.STARTED,
-                StartResult.ALREADY_RUNNING,
-            )
-            await asyncio.sleep(0)
+            receipt = await engine.sessions.send(child.id, f"turn-{n}", source_id=root.id)
+            ran[receipt.id] = asyncio.Event()
+            starts.append(engine.owner.start(child.id))
+            await asyncio.wait_for(ran[receipt.id].wait(), 20)
         await wait_until(lambda: engine.owner.active_slots == 0)
+        assert starts[0] == StartResult.STARTED
+        assert set(starts) <= {StartResult.STARTED, StartResult.ALREADY_RUNNING}
         items = await engine.items(child.id)
         assert [i.content for i in items] == [f"turn-{n}" for n in range(16)]
         assert {i.status for i in items} == {WorkStatus.COMPLETED}
+        entries = await engine.store.read(lambda: history.page_history(child.id, 0, 10_000))
+        users = [(e.work_id, e.content) for e in entries if e.kind == EntryKind.USER]
+        assert users == [(i.id, i.content) for i in items]  # run in queue order, once each
+        assert [e.work_id for e in entries if e.kind == EntryKind.TURN_END] == [i.id for i in items]
+        assert engine.provider.calls == 16
         assert engine.provider.requests[-1].messages[-1].content == "turn-15"
-        kinds = await engine.history_kinds(child.id)
-        assert kinds.count("turn_end") == 16
+    finally:
+        await engine.close()
+
+
+async def test_scenario_22_a_retry_answered_already_running_is_served_after_a_pause(
+    tmp_path: Path,
+) -> None:
+    """Scenario 22 (port): a ``start(retry=True)`` that arrives while the turn runs answers
+    already_running; the turn then ends paused (its history commit fails). The request is not
+    lost: the slot runs again, resumes the paused item once, and goes away."""
+    engine = await Engine.create(tmp_path, [say("never saved"), say("resumed")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        await engine.start_blocked(child.id)
+        engine.faults.fail(1, StoreFault.DEFINITE, label="history_commit")
+        assert engine.owner.start(child.id, retry=True) == StartResult.ALREADY_RUNNING
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.PAUSED  # the run this caller joined
+        await wait_until(lambda: not engine.owner.is_running(child.id))
+        assert engine.owner.last_result(child.id) == Result.IDLE
+        (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.COMPLETED
+        assert engine.provider.calls == 2  # the lost answer once, the resumed turn once
+        assert (await engine.history_kinds(child.id)).count("turn_end") == 1
+        assert engine.owner.active_slots == 0
+    finally:
+        await engine.close()
+
+
+async def test_scenario_22_start_rearms_a_session_whose_restart_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenario 22: the restart that serves a pending wake cannot be spawned. Nothing stays
+    registered, the item stays paused, and the next start runs the work once; then no slot
+    remains. (Here that start answers ``started``: a slot whose restart failed is not kept as
+    a marker, so there is nothing for it to be already running.)"""
+    engine = await Engine.create(tmp_path, [say("never saved"), say("resumed")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        await engine.start_blocked(child.id)
+        engine.faults.fail(1, StoreFault.DEFINITE, label="history_commit")
+        assert engine.owner.start(child.id, retry=True) == StartResult.ALREADY_RUNNING
+        spawns = _failing_spawns(monkeypatch, f"session-{child.id}")
+        engine.provider.release()
+        assert await engine.owner.join(child.id) == Result.PAUSED
+        assert spawns == [f"session-{child.id}"]  # the restart was tried, and failed
+        monkeypatch.undo()
+        assert not engine.owner.is_running(child.id) and engine.owner.active_slots == 0
+        assert engine.provider.calls == 1
+        assert (await engine.items(child.id))[0].status == WorkStatus.INTERRUPTED
+        assert engine.owner.start(child.id, retry=True) == StartResult.STARTED
+        assert await engine.owner.join(child.id) == Result.IDLE
+        assert engine.provider.calls == 2
+        assert (await engine.items(child.id))[0].status == WorkStatus.COMPLETED
+        assert engine.owner.active_slots == 0
+    finally:
+        await engine.close()
+
+
+def _failing_spawns(monkeypatch: pytest.MonkeyPatch, name: str) -> list[str]:
+    """Make creating the task called ``name`` fail with MemoryError; returns the attempts."""
+    loop = asyncio.get_running_loop()
+    real = loop.create_task
+    attempts: list[str] = []
+
+    def create_task(coro, *, name=None, context=None):  # type: ignore[no-untyped-def]
+        if name is not None and name.startswith("session-") and name == wanted:
+            attempts.append(name)
+            raise MemoryError("no memory for the task")
+        return real(coro, name=name, context=context)
+
+    wanted = name
+    monkeypatch.setattr(loop, "create_task", create_task)
+    return attempts
+
+
+class _FailingSlots(dict):  # type: ignore[type-arg]
+    def __setitem__(self, key: object, value: object) -> None:
+        raise MemoryError("no memory to register the slot")
+
+
+@pytest.mark.parametrize("failing", ["slot", "task", "registration"])
+async def test_scenario_24_a_failure_in_start_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    """Scenario 24: out of memory making the slot, its task, or registering it: ``start``
+    fails, nothing stays registered (the session is not "running", detach is not refused, the
+    next start starts), the work has not run, and it runs once when started again."""
+    engine = await Engine.create(tmp_path, [say("ran once")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "work")
+        if failing == "slot":
+
+            def no_slot(*args: object, **kwargs: object) -> None:
+                raise MemoryError("no memory for the slot")
+
+            monkeypatch.setattr(owner_module, "Slot", no_slot)
+        elif failing == "task":
+            _failing_spawns(monkeypatch, f"session-{child.id}")
+        else:
+            monkeypatch.setattr(engine.owner, "_slots", _FailingSlots())
+        with pytest.raises(MemoryError):
+            engine.owner.start(child.id)
+        monkeypatch.undo()
+        assert not engine.owner.is_running(child.id) and engine.owner.active_slots == 0
+        await wait_until(
+            lambda: not [t for t in asyncio.all_tasks() if t.get_name() == f"session-{child.id}"]
+        )
+        await engine.sessions.detach(child.id)  # not refused as "work active"
+        await engine.sessions.reparent(child.id, root.id)
+        assert engine.provider.calls == 0
+        assert (await engine.items(child.id))[0].status == WorkStatus.PENDING
+        assert engine.owner.start(child.id) == StartResult.STARTED
+        assert await engine.owner.join(child.id) == Result.IDLE
+        assert engine.provider.calls == 1
     finally:
         await engine.close()
 
@@ -211,36 +355,46 @@ async def test_scenario_23_shutdown_while_someone_joins(tmp_path: Path) -> None:
 
 
 async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> None:
-    engine = await Engine.create(tmp_path)
-    engine.provider.when_done = "repeat_last"
-    engine.provider.steps = [Reply(text="answer")]
+    """Scenario 25: three sessions run side by side, each with its own model and effort; a's two
+    items run in order as two turns, each stamped with its own work id, while the slot is
+    active and the live view shows that item; locks are released; the one-off completes."""
+    seen: list[tuple[str, str, bool, str | None]] = []  # model, message, running, live item
+    sessions: dict[str, str] = {}  # model -> session id
+
+    class Observing(Provider):
+        """Answers with the model and effort it was asked with; notes what the owner showed."""
+
+        async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+            session_id = sessions[request.model]
+            live = engine.owner.live_snapshot(session_id)
+            message = str(request.messages[-1].content)
+            seen.append(
+                (
+                    request.model,
+                    message,
+                    engine.owner.is_running(session_id),
+                    live.work_id if live else None,
+                )
+            )
+            reply = say(f"model={request.model} effort={request.effort} asked={message}")
+            async for event in ScriptedProvider([reply]).stream(request):
+                yield event
+
+    engine = await Engine.create(tmp_path, provider=Observing())
     try:
         root = await engine.root_session()
-        a = await engine.sessions.create_child(
-            root.id,
-            name="a",
-            mode=SessionMode.PERSISTENT,
-            model="model/a",
-            effort="high",
-            first_message="a1",
-        )
+        made = {}
+        for name, mode, model, effort, message in [
+            ("a", SessionMode.PERSISTENT, "model/a", "high", "a1"),
+            ("b", SessionMode.PERSISTENT, "model/b", "low", "b1"),
+            ("once", SessionMode.ONE_OFF, "model/once", "medium", "once"),
+        ]:
+            made[name] = await engine.sessions.create_child(
+                root.id, name=name, mode=mode, model=model, effort=effort, first_message=message
+            )
+            sessions[model] = made[name].id
+        a, b, once = made["a"], made["b"], made["once"]
         await engine.sessions.send(a.id, "a2", source_id=root.id)
-        b = await engine.sessions.create_child(
-            root.id,
-            name="b",
-            mode=SessionMode.PERSISTENT,
-            model="model/b",
-            effort="low",
-            first_message="b1",
-        )
-        once = await engine.sessions.create_child(
-            root.id,
-            name="once",
-            mode=SessionMode.ONE_OFF,
-            model="model/once",
-            effort="medium",
-            first_message="once",
-        )
         assert engine.owner.start(a.id) == StartResult.STARTED
         assert engine.owner.start(a.id) == StartResult.ALREADY_RUNNING
         assert engine.owner.start(b.id) == StartResult.STARTED
@@ -251,12 +405,30 @@ async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> 
         lock = SessionLock(engine.root / "locks", a.id)
         assert lock.try_acquire()  # released after each item
         lock.release()
-        items_a = await engine.items(a.id)
-        assert [i.content for i in items_a] == ["a1", "a2"]
-        assert (await engine.session(a.id)).last_work_id == items_a[-1].id
-        by_model = {r.model: r.effort for r in engine.provider.requests}
-        assert by_model == {"model/a": "high", "model/b": "low", "model/once": "medium"}
+
+        a1, a2 = await engine.items(a.id)
+        assert [(m, text, running, live) for m, text, running, live in seen if m == "model/a"] == [
+            ("model/a", "a1", True, a1.id),
+            ("model/a", "a2", True, a2.id),
+        ]
+        entries = await engine.store.read(lambda: history.page_history(a.id, 0, 10_000))
+        turns = [e.work_id for e in entries if e.kind == EntryKind.TURN_END]
+        assert turns == [a1.id, a2.id]  # run order: a1's turn, then a2's
+        for item in (a1, a2):
+            own = [e for e in entries if e.work_id == item.id]
+            assert [e.content for e in own if e.kind == EntryKind.USER] == [item.content]
+            (answer,) = [e.content for e in own if e.kind == EntryKind.ASSISTANT]
+            assert answer == f"model=model/a effort=high asked={item.content}"
+        assert {e.work_id for e in entries} == {a1.id, a2.id}  # every row carries its item
+        assert (await engine.session(a.id)).last_work_id == a2.id
+
+        b_entries = await engine.store.read(lambda: history.page_history(b.id, 0, 10_000))
+        assert [e.content for e in b_entries if e.kind == EntryKind.ASSISTANT] == [
+            "model=model/b effort=low asked=b1"
+        ]
         assert (await engine.session(once.id)).state == SessionState.COMPLETED
+        assert [i.status for i in await engine.items(once.id)] == [WorkStatus.COMPLETED]
+        assert all(running for _m, _t, running, _l in seen) and len(seen) == 4
     finally:
         await engine.close()
 
@@ -316,38 +488,121 @@ async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -
         await engine.close()
 
 
-async def test_scenario_28_a_durable_cancel_beats_a_successful_turn(tmp_path: Path) -> None:
+async def test_scenario_28_a_durable_cancel_beats_a_late_successful_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenario 28: [active, queued]; the active turn is past its last cancel check, its
+    answer being saved (held at that commit). Cancel "user cancelled" -> 2. The turn then
+    succeeds (its answer is saved), yet the join says cancelled: both items stay cancelled
+    with the reason, the state is idle, and the queued item never ran."""
     engine = await Engine.create(tmp_path, [say("too late")])
     try:
         root = await engine.root_session()
         child = await engine.child(root, "active", "queued")
-        await engine.start_blocked(child.id)
-        assert await engine.owner.cancel(child.id, "user cancelled") == 2
-        engine.provider.release()
-        assert await engine.owner.join(child.id) == Result.CANCELLED
-        items = await engine.items(child.id)
-        assert [(i.status, i.reason) for i in items] == [
+        saving, release = _hold_commit(monkeypatch, engine, "history_commit")
+        submitted = _record_writes(monkeypatch, engine)
+        engine.owner.start(child.id)
+        await wait_until(saving.is_set)
+        cancelling = asyncio.ensure_future(engine.owner.cancel(child.id, "user cancelled"))
+        await wait_until(lambda: "cancel" in submitted)  # queued behind the held answer
+        release.set()
+        assert await asyncio.wait_for(cancelling, 10) == 2
+        assert await asyncio.wait_for(engine.owner.join(child.id), 10) == Result.CANCELLED
+        active, queued = await engine.items(child.id)
+        assert [(i.status, i.reason) for i in (active, queued)] == [
             (WorkStatus.CANCELLED, "user cancelled")
         ] * 2
-        assert (await engine.session(child.id)).state == SessionState.IDLE
+        after = await engine.session(child.id)
+        assert after.state == SessionState.IDLE
+        assert after.last_work_id == active.id  # the turn's answer was saved: it succeeded
+        assert (await engine.history_kinds(child.id)).count("turn_end") == 1
+        assert engine.provider.calls == 1  # the queued item never ran
     finally:
+        release.set()
         await engine.close()
+
+
+def _hold_commit(
+    monkeypatch: pytest.MonkeyPatch, engine: Engine, label: str
+) -> tuple[threading.Event, threading.Event]:
+    """Hold the first commit called ``label`` on the writer thread, inside its transaction,
+    until the second event is set; the first is set when it is held."""
+    held, release = threading.Event(), threading.Event()
+    real = engine.faults.on_commit
+
+    def on_commit(seen: str) -> StoreFault | None:
+        if seen == label and not held.is_set():
+            held.set()
+            release.wait(30)
+        return real(seen)
+
+    monkeypatch.setattr(engine.faults, "on_commit", on_commit)
+    return held, release
+
+
+def _record_writes(monkeypatch: pytest.MonkeyPatch, engine: Engine) -> list[str]:
+    """The label of every write, noted as it is handed to the writer thread."""
+    labels: list[str] = []
+    real = engine.store.write
+
+    async def write(fn: Callable[[], object], *, label: str = "write") -> object:
+        labels.append(label)
+        return await real(fn, label=label)
+
+    monkeypatch.setattr(engine.store, "write", write)
+    return labels
 
 
 async def test_scenario_29_completing_a_committed_cancellation_needs_no_store(
     tmp_path: Path,
 ) -> None:
+    """Scenario 29: the cancel was committed elsewhere (the manager). While another process
+    holds the database's write lock, the live part alone stops the turn: its model call ends
+    at once, no store needed. Once the lock is let go the turn's end is saved: cancelled."""
     engine = await Engine.create(tmp_path, [say("x")])
     try:
         root = await engine.root_session()
         child = await engine.child(root, "running")
         await engine.start_blocked(child.id)
-        # The durable cancel happened elsewhere; the live part alone stops the turn.
         await engine.store.write(lambda: _cancel_durably(child.id), label="external-cancel")
-        engine.owner.complete_committed_cancellation(child.id, "stop")
-        assert await engine.owner.join(child.id) == Result.CANCELLED
+        async with _write_lock_held_elsewhere(engine.root / "fxdesk.sqlite3"):
+            commits = engine.faults.commits_seen
+            engine.owner.complete_committed_cancellation(child.id, "stop")
+            await wait_until(lambda: engine.provider.entered == 0)  # the call was stopped
+            assert engine.faults.commits_seen == commits
+        assert await asyncio.wait_for(engine.owner.join(child.id), 10) == Result.CANCELLED
+        assert engine.provider.calls == 0  # it never answered
     finally:
         await engine.close()
+
+
+@contextlib.asynccontextmanager
+async def _write_lock_held_elsewhere(database: Path) -> AsyncIterator[None]:
+    """Another process holds the SQLite write lock (BEGIN IMMEDIATE) until the block ends."""
+    script = (
+        "import sqlite3, sys\n"
+        "db = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+        "db.execute('ROLLBACK')\n"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        script,
+        str(database),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        assert await asyncio.wait_for(process.stdout.readline(), 20) == b"locked\n"
+        yield
+    finally:
+        process.stdin.write(b"\n")
+        await process.stdin.drain()
+        assert await asyncio.wait_for(process.wait(), 20) == 0
 
 
 def _cancel_durably(session_id: str) -> None:

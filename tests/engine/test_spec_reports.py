@@ -140,15 +140,20 @@ async def test_scenario_8_terminal_stop_removes_the_schedule_after_compaction(
 async def test_scenario_9_poll_survives_contention_and_an_indeterminate_compaction(
     tmp_path: Path,
 ) -> None:
-    """Scenario 9, from the cancel on. The cancel whose own terminal write fails (the first
-    ledger sync) is issue 10 item 7's (the cancel must not depend on that write)."""
+    """Scenario 9: the cancel's terminal cannot be saved, yet the cancel counts its item and
+    the turn ends cancelled; a poll while another process keeps the database locked fails and
+    keeps the schedule, an indeterminate one too, and the one that succeeds writes the missing
+    terminal exactly once and stops the policy."""
     clock = FakeClock(0)
     engine = await Engine.create(tmp_path, [say("x")], clock=clock)
     policy = ReportPolicy(report_interval_ms=100, stop_conditions=frozenset({TERMINAL}))
     try:
         child, work = await _running_child(engine, policy, "task")
         clock.now = 10
+        engine.faults.fail(1, Fault.DEFINITE, label="terminals")  # the ledger's first save
         assert await engine.owner.cancel(child, "stop") == 1
+        assert await asyncio.wait_for(engine.owner.join(child), 10) == Result.CANCELLED
+        assert await engine.deliveries(child) == []
         await shorten_busy_wait(engine.store)
         with write_locked_by_another_process(tmp_path / "fxdesk.sqlite3"):  # always busy
             report = await engine.owner.scheduler.poll_once()
@@ -260,6 +265,9 @@ async def test_scenario_11_close_and_detach_stop_timers_before_dropping_them(
 
 
 def test_a_bug_in_the_poller_stops_only_its_schedule() -> None:
+    """An exception at any step of a poll (a bug in the poller) stops only that schedule; the
+    others carry on and nothing is left half-registered. (Scenario 13, the durable cleanup under
+    failures: test_spec_terminals.py; scenario 18, out of memory: above.)"""
     clock = FakeClock(100)
     poller = FakePoller(PollOutcome(PollKind.PENDING, 1000))
     scheduler = ReportScheduler(clock, poller)
