@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import uuid
 from dataclasses import dataclass
@@ -40,7 +41,7 @@ from fxdesk.engine.errors import (
 )
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkspaceAdded, publish_change
 from fxdesk.engine.owner import SessionOwner
-from fxdesk.store import Store, control, history, repo
+from fxdesk.store import Store, StoreError, control, history, repo
 
 __all__ = [
     "Catalog",
@@ -112,6 +113,9 @@ class EventPage:
     next_cursor: str | None
     generation: int
     restart_required: bool
+
+
+log = logging.getLogger(__name__)
 
 
 class SessionService:
@@ -387,8 +391,10 @@ class SessionService:
         self, session_id: str, *, actor_id: str | None = None, reason: str = "closed"
     ) -> Receipt:
         """Archive the session: its queue is cancelled and it is archived in one transaction,
-        then its live work is stopped. ``actor_id`` (an agent session) must be an ancestor the
-        session is attached to; the person (no actor) may close anything."""
+        then its live work is stopped, then the terminal deliveries are written in a transaction
+        of their own (as a cancel does: a failure there neither fails the close nor keeps the
+        turn running; the next start's sweep repairs it). ``actor_id`` (an agent session) must be
+        an ancestor the session is attached to; the person (no actor) may close anything."""
         at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
@@ -405,14 +411,21 @@ class SessionService:
                 raise SessionError(f"session {session_id} is already closed")
             change = reducers.archive(record, reason, at)
             control.save_change(change)
-            control.reconcile_terminals(session_id, at)
             return change, repo.get_session(session_id)
 
         change, session = await self._store.write(write, label="close")
         publish_change(self._bus, change, session)
         if self.owner is not None:
             await self.owner.stop_live_work(session_id, reason)
+            await self.owner.repair_terminals(session_id)
             await self.owner.stop_reports(session_id)
+        else:
+            try:
+                await self._store.write(
+                    lambda: control.reconcile_terminals(session_id, at), label="terminals"
+                )
+            except StoreError as exc:
+                log.warning("session %s: terminal deliveries not saved yet: %s", session_id, exc)
         return _receipt("lifecycle_changed", change)
 
     async def detach(self, session_id: str) -> Receipt:

@@ -194,3 +194,34 @@ async def test_scenario_13_report_cleanup_under_failures_leaves_nothing_behind(
     finally:
         engine.provider.release()
         await engine.close()
+
+
+async def test_a_close_does_not_depend_on_its_terminal_write(tmp_path: Path) -> None:
+    """Closing is archive first, then stopping the live turn, then the terminals (as a cancel):
+    a failure writing the terminal neither fails the close nor leaves the turn running, and the
+    next start's sweep writes the missing terminal exactly once."""
+    engine = await Engine.create(tmp_path, [say("never")])
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "blocked")
+        await engine.start_blocked(child.id)
+        engine.faults.fail(1, Fault.DEFINITE, label="terminals")
+        receipt = await engine.sessions.close(child.id)
+        assert receipt.code == "lifecycle_changed"
+        assert [r.label for r in engine.faults.records if r.fault] == ["terminals"]
+        assert not engine.owner.is_running(child.id)  # the live turn was stopped
+        (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.CANCELLED
+        assert (await engine.session(child.id)).state.value == "archived"
+        assert await engine.deliveries(child.id) == []
+        engine.faults.clear()
+        engine.provider.release()
+        assert engine.provider.calls == 0
+    finally:
+        await engine.close()
+    again = await engine.reopen()
+    try:
+        await again.owner.recover()
+        assert await again.deliveries(child.id) == [TERMINAL_CANCELLED]
+    finally:
+        await again.close()
