@@ -192,7 +192,9 @@ def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
                 )
         return ExitCode.OK
 
-    return execute(paths, body)
+    # Only looks: no engine, so no start-up recovery (it would interrupt work another fxdesk
+    # queued, or turn an approval the person is about to answer stale).
+    return execute(paths, body, with_engine=False)
 
 
 def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:
