@@ -85,8 +85,10 @@ def register(commands: Any) -> None:
     recover = commands.add_parser(
         "recover",
         help="run start-up recovery and report what it did",
-        description="Mark work left unfinished by a stopped fxdesk as interrupted (or completed, "
-        "when its history proves it), and name sessions busy in another process.",
+        description="Mark work left unfinished by a stopped fxdesk (running, waiting for an "
+        "approval, or queued by it) as interrupted (or completed, when its history proves it), "
+        "and name sessions busy in another process. Work a running fxdesk queued, and messages "
+        "queued with `send --no-wait`, stay queued.",
     )
     recover.add_argument("--json", action="store_true")
     recover.set_defaults(handler=cmd_recover)

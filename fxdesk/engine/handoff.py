@@ -3,9 +3,10 @@
 ``send --no-wait`` queues a message with no owner process and returns. Such an item never
 started, so no restart interrupts it (spec §3.7 is about work a process was running or was
 going to run; see ``docs/architecture.md``). It runs when a process runs the session: the next
-``fxdesk send`` or ``fxdesk resume`` of it, or the window, which runs what it finds at start and
-looks again every second while it is open. The window holds ``locks/handoff.lock`` shared
-meanwhile, so ``send --no-wait`` can tell the person whether it will be picked up.
+``fxdesk send`` or ``fxdesk resume`` of it, or the window, which runs what it finds within a
+second of its start and looks again every second while it is open. The window holds
+``locks/handoff.lock`` shared meanwhile, so ``send --no-wait`` can tell the person whether it
+will be picked up.
 
 Only a session whose next work is the handed-off item is started: behind running, interrupted
 or approval-held work it waits (FIFO), and the plain start never resumes anything.
@@ -47,9 +48,9 @@ class HandoffRunner:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Hold the hand-off lock, run what waits now, then keep looking."""
+        """Hold the hand-off lock and start looking. The first look comes one interval later,
+        once the window listens to the engine's events (it subscribes after start-up)."""
         self._lock.hold()
-        await self.sweep()
         self._task = asyncio.get_running_loop().create_task(self._loop(), name="handoff")
 
     async def stop(self) -> None:

@@ -69,6 +69,7 @@ def handed_off_heads() -> list[str]:
     rows = db.execute_sql(
         "SELECT w.session_id FROM work_item w JOIN session s ON s.id = w.session_id "
         "WHERE w.status = 'pending' AND w.owner_instance IS NULL AND s.state != 'archived' "
+        "AND NOT (s.is_child = 1 AND s.parent_id IS NULL) "  # a detached child takes no work
         "AND NOT EXISTS (SELECT 1 FROM work_item h WHERE h.session_id = w.session_id "
         f"AND h.status IN {_OPEN} AND h.position < w.position) "
         "ORDER BY w.created_at_ms"
