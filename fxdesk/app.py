@@ -8,15 +8,19 @@ order, logs each with its duration, and carries on past a failing one so the res
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import SystemClock
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.facade import Engine
+from fxdesk.engine.handoff import HandoffRunner
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.profiles import ProfileService
@@ -27,13 +31,33 @@ from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.logs import CrashLog
 from fxdesk.paths import DataPaths
-from fxdesk.store import Store
+from fxdesk.store import Store, owners
 from fxdesk.store.faults import FaultInjector
-from fxdesk.store.locks import InstanceLock
+from fxdesk.store.locks import InstanceLock, instance_alive, prune_dead_instances
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 
 log = logging.getLogger(__name__)
+
+
+TEST_HOLD_ENV = "FXDESK_TEST_HOLD"
+
+
+def _test_hold(point: str) -> None:
+    """Test-only: stop at ``point`` of start-up until a test lets the process go on.
+
+    With ``FXDESK_TEST_HOLD=<point>:<folder>`` the process writes ``<folder>/held-<pid>`` and
+    waits (at most two minutes) until ``<folder>/go`` exists. Tests of two fxdesk processes
+    starting together use it to stop one at the exact step that matters, instead of hoping a
+    sleep lands there."""
+    wanted = os.environ.get(TEST_HOLD_ENV, "")
+    name, _, folder = wanted.partition(":")
+    if name != point or not folder:
+        return
+    (Path(folder) / f"held-{os.getpid()}").touch()
+    give_up = time.monotonic() + 120
+    while not (Path(folder) / "go").exists() and time.monotonic() < give_up:
+        time.sleep(0.02)
 
 
 @dataclass
@@ -99,17 +123,21 @@ class App:
             raise RuntimeError("the engine is not started")
         return self._sessions
 
-    async def start(self, *, recover: bool = True) -> None:
+    async def start(self, *, recover: bool = True, run_handed_off: bool = True) -> None:
         """Start every subsystem in order. On failure, stops what had started and re-raises.
 
         ``recover`` runs start-up recovery before anything can run; processes that only look
         or queue (``fxdesk show``, ``cancel``) skip it, so they never interrupt work that
-        another fxdesk queued.
+        another fxdesk queued. ``run_handed_off`` (the window) runs work queued for whichever
+        fxdesk runs next (``fxdesk send --no-wait``), now and whenever more arrives; a command
+        runs only the session it was asked about.
         """
         self._recover_at_start = recover
         try:
             await self._start("store", self._start_store)
             await self._start("engine", self._start_engine)
+            if run_handed_off:
+                await self._start("handed-off work", self._start_handoff)
         except BaseException:
             await self.stop()
             raise
@@ -157,8 +185,6 @@ class App:
             store, self.tools, self.bus, permissions=self.permissions, clock=self.clock
         )
         scheduler = ReportScheduler(self.clock, ReportPoller(store, self.bus))
-        self.instance_lock = InstanceLock(self.paths.locks)
-        alone = self.instance_lock.hold_shared()
         owner = SessionOwner(
             store,
             self.bus,
@@ -168,24 +194,49 @@ class App:
             scheduler=scheduler,
             clock=self.clock,
         )
+        # Exclusive when alone, and kept so until recovery has committed: another fxdesk that
+        # starts meanwhile waits here (off the loop) rather than run work this recovery, which
+        # proves no session lock when alone, would interrupt (issue 10 item 11).
+        instance = InstanceLock(self.paths.locks)
+        alone = await asyncio.to_thread(instance.acquire)
+        try:
+            _test_hold("before-recovery")
+            # Nothing runs before recovery. Pending work is judged by who queued it: a dead
+            # process's is interrupted, a live one's kept, and handed-off work always kept.
+            if self._recover_at_start:
+                # No view listens yet (they load the catalog after start-up): no snapshots.
+                self.recovery = await owner.recover(
+                    include_pending=False,
+                    exclusive=alone,
+                    owner_alive=functools.partial(instance_alive, self.paths.locks),
+                    publish_sessions=False,
+                )
+            await asyncio.to_thread(instance.share)
+            if alone:  # tidy up after processes that were killed (their files stay behind)
+                await asyncio.to_thread(prune_dead_instances, self.paths.locks)
+        except BaseException:
+            instance.release()
+            raise
+        self.instance_lock = instance
+        owners.set_queue_owner(instance.instance_id)  # the work queued here is ours to run
         self._owner = owner
         self._sessions = SessionService(store, self.bus, owner, clock=self.clock)
-        # Nothing runs before recovery; pending work is only ours to judge when we are alone.
-        if self._recover_at_start:
-            # No view listens yet (they load the catalog after start-up): skip the snapshots.
-            self.recovery = await owner.recover(
-                include_pending=alone, exclusive=alone, publish_sessions=False
-            )
         scheduler.start()
         self._engine = self._facade(self._sessions, owner)
 
         async def stop() -> None:
             await owner.shutdown()
-            self.instance_lock.release()
+            owners.set_queue_owner(None)
+            instance.release()  # only now may another process judge our pending work dead
             self._sessions = None
             self._owner = None
 
         return _Subsystem("engine", stop)
+
+    async def _start_handoff(self) -> _Subsystem:
+        handoff = HandoffRunner(self.store, self.owner, self.paths.locks)
+        await handoff.start()
+        return _Subsystem("handed-off work", handoff.stop)
 
     def _facade(self, sessions: SessionService, owner: SessionOwner | None = None) -> Engine:
         return Engine(

@@ -35,9 +35,10 @@ def execute(
 ) -> int:
     """Start fxdesk headless, run ``body``, stop in order; map known errors to exit codes.
 
-    ``with_engine=False`` opens the database only (commands that read, answer approvals or edit
-    settings run no session). Only commands that run work (``run``, ``send``, ``resume``,
-    ``recover``) recover first: the others must not interrupt work another fxdesk queued.
+    ``with_engine=False`` opens the database only (commands that read, answer approvals, edit
+    settings or hand a message off with ``send --no-wait`` run no session). Only commands that
+    run work (``run``, ``send``, ``resume``, ``recover``) recover first: the others must not
+    interrupt work another fxdesk queued.
     """
     from fxdesk.app import App
     from fxdesk.engine.facade import SessionError, StoreError
@@ -45,7 +46,10 @@ def execute(
     async def main() -> int:
         app = App(paths)
         try:
-            await (app.start(recover=recover) if with_engine else app.start_store_only())
+            if with_engine:  # a command runs its own session only, never handed-off work
+                await app.start(recover=recover, run_handed_off=False)
+            else:
+                await app.start_store_only()
         except StoreError as exc:
             print(f"fxdesk: {exc.user_message}", file=sys.stderr)
             return ExitCode.DATA

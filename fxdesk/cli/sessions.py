@@ -18,7 +18,8 @@ from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.cli.follow import follow, short, step_line
 from fxdesk.cli.runner import CommandError, execute
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.model import EntryKind, PermissionMode, Profile
+from fxdesk.domain.model import EntryKind, PermissionMode, Profile, WorkStatus
+from fxdesk.domain.work import WorkItem
 from fxdesk.paths import DataPaths
 
 if TYPE_CHECKING:
@@ -62,7 +63,12 @@ def register(commands: Any) -> None:
     send = commands.add_parser("send", help="queue a message to a session and run it")
     send.add_argument("session", metavar="ID")
     send.add_argument("message")
-    send.add_argument("--no-wait", action="store_true", help="queue it and return")
+    send.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="queue it for whichever fxdesk runs the session next (an open window runs it at "
+        "once) and return",
+    )
     send.add_argument("--no-input", action="store_true", help="never ask on the terminal")
     send.set_defaults(handler=cmd_send)
 
@@ -79,8 +85,10 @@ def register(commands: Any) -> None:
     recover = commands.add_parser(
         "recover",
         help="run start-up recovery and report what it did",
-        description="Mark work left unfinished by a stopped fxdesk as interrupted (or completed, "
-        "when its history proves it), and name sessions busy in another process.",
+        description="Mark work left unfinished by a stopped fxdesk (running, waiting for an "
+        "approval, or queued by it) as interrupted (or completed, when its history proves it), "
+        "and name sessions busy in another process. Work a running fxdesk queued, and messages "
+        "queued with `send --no-wait`, stay queued.",
     )
     recover.add_argument("--json", action="store_true")
     recover.set_defaults(handler=cmd_recover)
@@ -111,14 +119,47 @@ def cmd_run(args: argparse.Namespace, paths: DataPaths) -> int:
 
 
 def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
+    if args.no_wait:
+        return _hand_off(args, paths)
+
     async def body(engine: Engine) -> int:
         session = await engine.find_session(args.session)
         await engine.send(session.id, args.message, start=False)
-        if args.no_wait:
-            return ExitCode.OK
         return await follow(engine, session, retry=False, no_input=args.no_input)
 
     return execute(paths, body)
+
+
+def _hand_off(args: argparse.Namespace, paths: DataPaths) -> int:
+    """``send --no-wait``: queue the message for whichever fxdesk runs the session next, and
+    say who that will be. No engine starts here, so no recovery runs and the message has no
+    owner process: no restart interrupts it (it never started)."""
+
+    async def body(engine: Engine) -> int:
+        session = await engine.find_session(args.session)
+        item = await engine.send(session.id, args.message, start=False)
+        print(f"queued message {item.id} to session {session.id}; {await _who_runs(engine, item)}")
+        return ExitCode.OK
+
+    return execute(paths, body, with_engine=False)
+
+
+async def _who_runs(engine: Engine, queued: WorkItem) -> str:
+    ahead = [i for i in await engine.items(queued.session_id) if i.position < queued.position]
+    resume = f"`fxdesk resume {queued.session_id}`"
+    if any(i.status in (WorkStatus.INTERRUPTED, WorkStatus.AWAITING_APPROVAL) for i in ahead):
+        return f"earlier work of the session is interrupted and holds the queue: {resume} runs it."
+    if any(i.status == WorkStatus.RUNNING for i in ahead):
+        pid = engine.in_use_elsewhere(queued.session_id)
+        if pid is not None:
+            who = f"process {pid}" if pid else "another fxdesk"
+            return f"{who} is running the session and runs it next."
+    if engine.handed_off_work_is_picked_up():
+        return "the running fxdesk window runs it."
+    return (
+        f"no fxdesk window is running: it runs when one starts, or now with {resume} "
+        "(or the next `fxdesk send` to the session)."
+    )
 
 
 def cmd_resume(args: argparse.Namespace, paths: DataPaths) -> int:
@@ -192,7 +233,9 @@ def cmd_sessions(args: argparse.Namespace, paths: DataPaths) -> int:
                 )
         return ExitCode.OK
 
-    return execute(paths, body)
+    # Only looks: no engine, so no start-up recovery (it would interrupt work another fxdesk
+    # queued, or turn an approval the person is about to answer stale).
+    return execute(paths, body, with_engine=False)
 
 
 def cmd_show(args: argparse.Namespace, paths: DataPaths) -> int:

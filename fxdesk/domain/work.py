@@ -12,6 +12,7 @@ of the batch carries it, with contiguous sequence numbers.
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from fxdesk.domain import reasons
@@ -314,17 +315,21 @@ def recover(
     now_ms: int,
     *,
     include_pending: bool = True,
+    abandoned: Collection[str] = (),
 ) -> tuple[RestartRecovery, Change | None]:
     """After a restart: unfinished items become interrupted, or completed when the committed
     history proves their turn finished (spec §3.7). Nothing becomes runnable.
 
-    ``include_pending=False`` leaves pending items alone: while other fxdesk processes are
-    alive, a pending item may be theirs to start.
+    ``include_pending=False`` leaves pending items alone (a live process may be about to start
+    them, or they were queued for whichever process runs next), except those in ``abandoned``:
+    the process that queued them to run them is gone.
     """
     updates: list[Update] = []
     interrupted = completed = 0
     for item in record.items:
-        if item.status not in OPEN or (not include_pending and item.status == WorkStatus.PENDING):
+        if item.status not in OPEN:
+            continue
+        if item.status == WorkStatus.PENDING and not include_pending and item.id not in abandoned:
             continue
         if item.id == committed_work_id and item.status != WorkStatus.PENDING:
             done = replace(item, status=WorkStatus.COMPLETED, reason=None, updated_at_ms=now_ms)

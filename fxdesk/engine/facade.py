@@ -37,7 +37,7 @@ from fxdesk.engine.profiles import ProfileError, ProfileService
 from fxdesk.engine.sessions import Catalog, InvalidWorkspace, SessionError, SessionService
 from fxdesk.store import Store, control, history
 from fxdesk.store.errors import StoreError
-from fxdesk.store.locks import is_locked_elsewhere
+from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 
 __all__ = [
@@ -282,6 +282,11 @@ class Engine:
     def in_use_elsewhere(self, session_id: str) -> int | None:
         """The pid of another process holding the session's lock right now (or None)."""
         return is_locked_elsewhere(self._lock_dir, session_id)
+
+    def handed_off_work_is_picked_up(self) -> bool:
+        """Whether a running fxdesk (the window) runs work queued for whichever fxdesk runs
+        next (``send`` without an engine here: ``fxdesk send --no-wait``)."""
+        return HandoffLock.held_elsewhere(self._lock_dir)
 
     async def history_page(
         self, session_id: str, before_seq: int | None = None, limit: int = 200

@@ -39,7 +39,7 @@ from fxdesk.engine.errors import OwnerClosed, SessionNotActive, SessionNotFound,
 from fxdesk.engine.events import RecoveryReport, publish_change
 from fxdesk.engine.execution import ItemRunner
 from fxdesk.engine.providers import ProviderResolver
-from fxdesk.engine.recovery import recover_sessions
+from fxdesk.engine.recovery import OwnerAlive, dead_queue_owners, recover_sessions
 from fxdesk.engine.report_scheduler import ReportScheduler
 from fxdesk.engine.slots import COMPLETION_CACHE, Drain, Result, Slot, StartResult
 from fxdesk.engine.turn import TurnRunner
@@ -362,18 +362,28 @@ class SessionOwner:
         chunk: int = 200,
         publish_sessions: bool = True,
         exclusive: bool = False,
+        owner_alive: OwnerAlive | None = None,
     ) -> RecoveryReport:
         """After a start: unfinished work becomes interrupted (or completed, when the history
         proves it); sessions another live process holds are reported and left alone. Nothing
         runs until resumed (spec §3.7, §3.12 "recover"). With ``root_id``, only the sessions
-        below that root are looked at ("recoverTree"); ``include_pending=False`` leaves pending
-        work alone (other fxdesk processes are alive and may be about to start it).
+        below that root are looked at ("recoverTree").
+
+        Pending work never started, so which of it a restart abandons is the caller's rule:
+        ``include_pending=True`` takes all of it (the spec's single process); with False,
+        ``owner_alive`` judges each item by the fxdesk instance that queued it: the pending
+        work of a dead one is interrupted, of a live one kept, and work queued for whichever
+        fxdesk runs next (no owner: ``fxdesk send --no-wait``) is never interrupted.
 
         ``exclusive`` means no other fxdesk process exists (the caller holds the instance lock
-        exclusively): then no session lock needs proving, only this process's own running
-        sessions are left alone. Taking a thousand lock files costs more than the rest."""
+        exclusively until this has committed): then no session lock needs proving, only this
+        process's own running sessions are left alone. Taking a thousand lock files costs more
+        than the rest."""
+        dead_owners: frozenset[str] = frozenset()
+        if owner_alive is not None and not include_pending:
+            dead_owners = await dead_queue_owners(self.store, root_id, owner_alive)
         session_ids = await self.store.read(
-            lambda: control.sessions_with_open_work(root_id, include_pending)
+            lambda: control.sessions_with_open_work(root_id, include_pending, dead_owners)
         )
         totals = collections.Counter[str]()
         busy_ids: list[str] = []
@@ -408,6 +418,7 @@ class SessionOwner:
                         self.clock.now_ms(),
                         include_pending,
                         publish_sessions,
+                        dead_owners,
                     ),
                     label="recover",
                 )

@@ -7,13 +7,14 @@ mapped to and from the domain's frozen types. Reducers decide; these functions l
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
 from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
+from fxdesk.store import owners
 from fxdesk.store.schema import database_proxy as db
 
 _ITEM_COLUMNS = (
@@ -120,7 +121,8 @@ def save_change(change: Change) -> None:
     cursor = db.cursor()
     if change.items:
         cursor.executemany(
-            f"INSERT INTO work_item ({_ITEM_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+            f"INSERT INTO work_item ({_ITEM_COLUMNS}, owner_instance) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
             "ON CONFLICT (id) DO UPDATE SET status = excluded.status, "
             "reason = excluded.reason, updated_at_ms = excluded.updated_at_ms",
             [
@@ -135,6 +137,7 @@ def save_change(change: Change) -> None:
                     item.reason,
                     item.created_at_ms,
                     item.updated_at_ms,
+                    owners.queue_owner(),  # kept as it was when the item already exists
                 )
                 for item in change.items
             ],
@@ -195,19 +198,24 @@ def failure_reason(work_id: str) -> str | None:
     return row[0] if row else None
 
 
-def sessions_with_open_work(root_id: str | None = None, include_pending: bool = True) -> list[str]:
+def sessions_with_open_work(
+    root_id: str | None = None, include_pending: bool = True, dead_owners: Collection[str] = ()
+) -> list[str]:
     """Sessions that have pending, running or approval-waiting work (the recovery sweep);
-    with ``root_id``, only the sessions below that root."""
-    statuses = (
-        "('pending', 'running', 'awaiting_approval')"
-        if include_pending
-        else ("('running', 'awaiting_approval')")
-    )
-    sql = f"SELECT DISTINCT w.session_id FROM work_item w WHERE w.status IN {statuses}"
-    params: tuple[str, ...] = ()
+    with ``root_id``, only the sessions below that root. ``include_pending=False`` counts
+    pending work only when one of ``dead_owners`` queued it."""
+    if include_pending:
+        where = "w.status IN ('pending', 'running', 'awaiting_approval')"
+        params: list[str] = []
+    else:
+        owned = f"w.owner_instance IN ({', '.join('?' * len(dead_owners))})"
+        where = "(w.status IN ('running', 'awaiting_approval')"
+        where += f" OR (w.status = 'pending' AND {owned}))" if dead_owners else ")"
+        params = list(dead_owners)
+    sql = f"SELECT DISTINCT w.session_id FROM work_item w WHERE {where}"
     if root_id is not None:
         sql += " AND w.session_id IN (SELECT id FROM session WHERE root_id = ? AND id != ?)"
-        params = (root_id, root_id)
+        params += [root_id, root_id]
     return [row[0] for row in db.execute_sql(sql, params).fetchall()]
 
 

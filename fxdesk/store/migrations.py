@@ -241,7 +241,24 @@ V3 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3)
+V4 = Migration(
+    4,
+    "the fxdesk process that queued each work item",
+    [
+        # The instance (``store/locks.py`` InstanceLock) whose engine queued the item and will
+        # run it. Restart recovery interrupts pending work only when that process is dead; NULL
+        # means queued for whichever fxdesk runs the session next (``fxdesk send --no-wait``),
+        # which no restart interrupts. Items queued before this version are NULL: handed off.
+        "ALTER TABLE work_item ADD COLUMN owner_instance TEXT",
+        # Recovery looks up who queued pending work, and the window looks for handed-off work
+        # (no owner) every second: keep both lookups to the pending items.
+        """
+    CREATE INDEX work_item_pending_owner ON work_item (owner_instance, session_id)
+        WHERE status = 'pending'""",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

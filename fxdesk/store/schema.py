@@ -69,6 +69,7 @@ class WorkItemRow(BaseModel):
     admission_json = pw.TextField(null=True)
     created_at_ms = pw.IntegerField()
     updated_at_ms = pw.IntegerField()
+    owner_instance = pw.TextField(null=True)
 
     class Meta:
         table_name = "work_item"

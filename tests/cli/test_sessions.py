@@ -207,29 +207,55 @@ def test_a_cancel_from_another_process_stops_the_turn_at_its_next_step(tmp_path:
 
 
 def test_scenario_48_recovery_skips_work_owned_by_a_live_process(tmp_path: Path) -> None:
-    """While another process is mid-turn, recovery reports it busy and leaves its running item;
-    once that process completes it, the next recovery is fully reconciled and the item stays
-    the other process's completed result."""
+    """While another process is mid-turn, recovery reports it busy (external busy, nothing
+    changed, nothing failed) and leaves its running item, every time; once that process
+    completes it (exit 0), the next recovery is fully reconciled, the session is no longer busy
+    elsewhere, and the item is the other process's completed result: state idle, one turn
+    stamped with its work id, which is the session's last work id. (``lastResult`` is the
+    recovering process's own slot result; a CLI process has none, so it is not asserted.)"""
     s = Setup(tmp_path)
-    s.write_script({"text": "slowly done", "chunk": 1, "delay_ms": 500})
+    gated = {
+        "text": "Waiting for the gate.",
+        "tool_calls": [
+            {
+                "name": "run_command",
+                "arguments": {"command": "until [ -e gate ]; do sleep 0.05; done"},
+            }
+        ],
+    }
+    s.write_script(gated, {"text": "done"})
     s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
-    other = s.start("run", "-w", str(s.workspace), "take your time")
+    other = s.start("run", "-w", str(s.workspace), "--mode", "yolo", "wait for the gate")
     try:
         wait_for(lambda: s.model_calls() == 1, 60, what="the other process to be mid-turn")
         session_id = s.only_session()
         for _ in range(2):  # repeated recoveries report the same
             report = json.loads(s.fx("recover", "--json").stdout)
-            assert report["sessions_external_busy"] == 1 and report["sessions_changed"] == 0
-        assert s.show(session_id)["queue"][0]["status"] == "running"
+            assert report["sessions_external_busy"] == 1 and report["busy_sessions"] == [session_id]
+            assert (report["sessions_changed"], report["sessions_failed"]) == (0, 0)
+            assert report["work_interrupted"] == report["work_completed"] == 0
+            assert not report["fully_reconciled"]
+            (listed,) = json.loads(s.fx("sessions", "--json").stdout)
+            assert listed["busy_elsewhere"] is True and listed["state"] == "running"
+        assert [q["status"] for q in s.show(session_id)["queue"]] == ["running"]
+        (s.workspace / "gate").touch()
         other.wait(120)
     finally:
+        (s.workspace / "gate").touch()
         if other.poll() is None:
             other.kill()
         other.communicate()
     assert other.returncode == 0
     report = json.loads(s.fx("recover", "--json").stdout)
     assert report["fully_reconciled"] and report["sessions_changed"] == 0
+    assert report["busy_sessions"] == []
+    (listed,) = json.loads(s.fx("sessions", "--json").stdout)
+    assert listed["busy_elsewhere"] is False and listed["state"] == "idle"
     shown = s.show(session_id)
-    assert shown["queue"][0]["status"] == "completed"
-    assert shown["session"]["last_work_id"] == shown["queue"][0]["id"]
-    assert [e["kind"] for e in shown["transcript"]][-1] == "turn_end"
+    ((item_id, status),) = [(q["id"], q["status"]) for q in shown["queue"]]
+    assert status == "completed"
+    assert shown["session"]["last_work_id"] == item_id
+    kinds = [e["kind"] for e in shown["transcript"]]
+    assert kinds.count("turn_end") == 1 and kinds[-1] == "turn_end"
+    assert {e["work_id"] for e in shown["transcript"]} == {item_id}
+    assert s.model_calls() == 2  # the other process's two calls; recovery made none

@@ -34,6 +34,7 @@ from fxdesk.store import control, history
 from fxdesk.store.faults import Fault as StoreFault
 from fxdesk.store.locks import SessionLock
 from tests.engine.harness import Engine, say, wait_until
+from tests.helpers import child_env
 
 
 def test_scenario_1_live_presentation_is_bounded_copied_and_cleared() -> None:
@@ -654,16 +655,25 @@ async def test_scenario_33_tree_recovery_only_touches_the_tree(tmp_path: Path) -
 
 
 async def test_scenario_34_recovery_never_rebinds_workspaces(tmp_path: Path) -> None:
-    engine = await Engine.create(tmp_path)
+    """An ordinary chat in workspace A; the owner runs in workspace B (the harness's folder):
+    recovery changes nothing (0 changed, 0 failed) and the chat stays in A."""
+    engine = await Engine.create(tmp_path, [say("hi")])
     try:
-        other_folder = tmp_path / "workspace-a"
-        other_folder.mkdir()
-        chat = await engine.sessions.create_root(other_folder, first_message="hello")
-        await engine.owner.recover()
+        folder_a = tmp_path / "workspace-a"
+        folder_a.mkdir()
+        assert engine.workspace != folder_a
+        chat = await engine.sessions.create_root(folder_a, first_message="hello")
+        assert await engine.run(chat.id) == Result.IDLE  # an ordinary chat that has talked
+        before = await engine.session(chat.id)
+        report = await engine.owner.recover()
+        assert (report.sessions_changed, report.sessions_failed) == (0, 0)
+        assert report.fully_reconciled
         after = await engine.session(chat.id)
         assert after.workspace_id == chat.workspace_id
+        assert (after.state, after.generation) == (before.state, before.generation)
         catalog = await engine.sessions.catalog()
-        assert {w.path for w in catalog.workspaces} == {str(other_folder.resolve())}
+        assert {w.path for w in catalog.workspaces} == {str(folder_a.resolve())}
+        assert [i.status for i in await engine.items(chat.id)] == [WorkStatus.COMPLETED]
     finally:
         await engine.close()
 
@@ -740,7 +750,7 @@ async def test_scenario_49_local_execution_is_never_busy_elsewhere(tmp_path: Pat
 
 
 @pytest.mark.parametrize("failing_writes", [False, True])
-async def test_scenarios_50_51_56_shutdown_writes_nothing(
+async def test_scenarios_51_56_shutdown_writes_nothing(
     tmp_path: Path, failing_writes: bool
 ) -> None:
     engine = await Engine.create(tmp_path, [say("x")])
@@ -763,6 +773,70 @@ async def test_scenarios_50_51_56_shutdown_writes_nothing(
     lock = SessionLock(tmp_path / "locks", child.id)
     assert lock.try_acquire()  # the session can be reopened
     lock.release()
+
+
+# Another process holds the database's write lock (SQLite's RESERVED lock: what the spec's
+# control lock is here) until its standard input closes.
+HOLD_WRITE_LOCK = """
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)
+db.execute("BEGIN IMMEDIATE")
+print("locked", flush=True)
+sys.stdin.read()
+db.execute("ROLLBACK")
+db.close()
+"""
+
+
+async def test_scenario_50_shutdown_completes_while_another_process_holds_the_write_lock(
+    tmp_path: Path,
+) -> None:
+    """While a turn is blocked, another process holds the database's write lock and writes fail:
+    shutdown completes with 0 write attempts; once the lock is let go, the session reopens and
+    the item is still running (recovery, not shutdown, decides)."""
+    engine = await Engine.create(tmp_path, [say("x")])
+    root = await engine.root_session()
+    child = await engine.child(root, "active", "queued")
+    await engine.start_blocked(child.id)
+    holder = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        HOLD_WRITE_LOCK,
+        str(engine.store.path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        env=child_env(),
+    )
+    assert holder.stdin is not None and holder.stdout is not None
+    try:
+        assert await asyncio.wait_for(holder.stdout.readline(), 30) == b"locked\n"
+        commits_before = engine.faults.commits_seen
+        jobs_before = engine.store.writer_stats.jobs  # counted before the write lock is asked
+        from fxdesk.store.faults import Fault as StoreFault
+
+        engine.faults.fail(commits_before + 1, StoreFault.DEFINITE, onward=True)
+        await asyncio.wait_for(engine.owner.shutdown(), 30)
+        assert engine.faults.commits_seen == commits_before
+        assert engine.store.writer_stats.jobs == jobs_before  # not even an attempt
+        assert holder.returncode is None  # the lock was held throughout
+    finally:
+        holder.stdin.close()  # lets the lock go
+        await asyncio.wait_for(holder.wait(), 30)
+    assert holder.returncode == 0
+    engine.faults.clear()
+    await engine.close()
+    lock = SessionLock(tmp_path / "locks", child.id)
+    assert lock.try_acquire()  # the session can be reopened
+    lock.release()
+    again = await engine.reopen()
+    try:
+        items = await again.items(child.id)
+        assert [(i.status, i.reason) for i in items] == [
+            (WorkStatus.RUNNING, None),
+            (WorkStatus.PENDING, None),
+        ]
+    finally:
+        await again.close()
 
 
 async def test_scenario_52_revisions_advance_and_cursors_go_stale(tmp_path: Path) -> None:
