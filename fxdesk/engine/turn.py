@@ -9,8 +9,13 @@ Resuming an interrupted turn continues after the last committed step. A tool cal
 committed but whose result was not is reported to the model as "interrupted, outcome unknown" and
 never run again; a call that never started runs normally.
 
-If saving a step fails, the turn stops (``PAUSED``): what was committed is consistent, and an
+If saving a step fails, or any other store failure meets the turn (reading its history, raising
+or answering an approval), the turn stops (``PAUSED``): what was committed is consistent, and an
 explicit resume carries on from there.
+
+Once its session is stopped (closed, or the owner shutting down) the turn writes nothing more:
+each write checks that inside its own transaction, so a write already queued when shutdown began
+is refused too (spec §5.5).
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled, CancelToken
 from fxdesk.engine.clock import Clock, SystemClock
+from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.providers.base import (
@@ -106,6 +112,14 @@ class _Stop(Exception):
         self.diagnostic = diagnostic
 
 
+class _Stopping(Exception):
+    """Raised inside a write transaction that found the turn stopped: nothing is written."""
+
+
+def _paused(exc: StoreError) -> _Stop:
+    return _Stop(TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message))
+
+
 class TurnRunner:
     """Runs turns against one store, tool registry and event bus."""
 
@@ -132,12 +146,28 @@ class TurnRunner:
         self.max_history_turns = max_history_turns
         self.system_prompt = system_prompt
 
+    def close(self) -> None:
+        """The owner is shutting down: release every turn waiting for an approval, and refuse
+        new asks (spec §5.5 step 3). The turns themselves stop through their own flags."""
+        if self.permissions is not None:
+            self.permissions.close()
+
     async def run(self, rt: TurnRuntime) -> TurnOutcome:
         turn = _Turn(self, rt)
         try:
             return await turn.run()
         except _Stop as stop:
             return TurnOutcome(stop.end, stop.diagnostic, turn.model_calls, turn.usage)
+        except (_Stopping, RegistryClosed):
+            return TurnOutcome(TurnEnd.STOPPED, None, turn.model_calls, turn.usage)
+        except StoreError as exc:
+            # Wherever it came from (a read, a permission check, an answer's poll): the item
+            # must not stay running with no worker. Paused, it is interrupted and resumable.
+            log.warning("turn of %s met a store failure: %s", rt.item.id, exc)
+            if rt.stopping():
+                return TurnOutcome(TurnEnd.STOPPED, None, turn.model_calls, turn.usage)
+            paused = _paused(exc)
+            return TurnOutcome(paused.end, paused.diagnostic, turn.model_calls, turn.usage)
 
 
 class _Turn:
@@ -275,6 +305,7 @@ class _Turn:
         now = self.runner.clock.now_ms()
 
         def write() -> tuple[list[HistoryEntry], list[Change]]:
+            self._refuse_if_stopping()
             record = control.load_record(session_id)
             if record is None:
                 return [], []
@@ -309,9 +340,7 @@ class _Turn:
         try:
             stored, changes = await self.store.write(write, label="steer")
         except StoreError as exc:
-            raise _Stop(
-                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
-            ) from None
+            raise _paused(exc) from None
         self.entries.extend(stored)
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
@@ -435,21 +464,27 @@ class _Turn:
         arguments = call.arguments
         if widening is not None:  # a distinct question: the same call, more access than before
             arguments = json.dumps({"call": call.arguments, "also": widening})
-        approval = await service.ask(
-            rt.session,
-            rt.item.id,
-            call.id,
-            call.name,
-            arguments,
-            check,
-            explanation=self.explanation,
-            # The tool's own dry run, in the context it would run in once allowed.
-            preview=await edit_preview(
-                call,
-                ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
-                self.runner.tools,
-            ),
-        )
+        try:
+            approval = await service.ask(
+                rt.session,
+                rt.item.id,
+                call.id,
+                call.name,
+                arguments,
+                check,
+                explanation=self.explanation,
+                # The tool's own dry run, in the context it would run in once allowed.
+                preview=await edit_preview(
+                    call,
+                    ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
+                    self.runner.tools,
+                ),
+                stopping=rt.stopping,
+            )
+        except StoreError as exc:
+            if not exc.definite:  # it may have landed: the item may wait with nobody waiting
+                await self._withdraw_ask()
+            raise _paused(exc) from None
         if approval is None:  # the item was cancelled or is no longer the active work
             raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
         answered = approval
@@ -462,8 +497,23 @@ class _Turn:
                 raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason) from None
         if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
             raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
-        await service.consume(answered.id)
+        try:
+            await service.consume(answered.id, stopping=rt.stopping)
+        except StoreError as exc:
+            # Not acted on: the answer stays unused, so resuming acts on it without asking
+            # again (an indeterminate save that did land makes resuming ask again instead).
+            raise _paused(exc) from None
         return answered
+
+    async def _withdraw_ask(self) -> None:
+        """Best effort: put the item back to running so the pause records it interrupted. If
+        this fails too, the item stays awaiting approval, and resume still continues it."""
+        service = self.runner.permissions
+        assert service is not None
+        try:
+            await service.withdraw(self.rt.session, self.rt.item.id, stopping=self.rt.stopping)
+        except StoreError as exc:
+            log.warning("turn of %s: could not withdraw its ask: %s", self.rt.item.id, exc)
 
     async def _run_tool(self, call: ToolCall) -> None:
         await self._check_durable()
@@ -552,6 +602,12 @@ class _Turn:
 
     # --- persistence -------------------------------------------------------------------------
 
+    def _refuse_if_stopping(self) -> None:
+        """Called first inside every write of the turn, on the writer thread: once the turn is
+        stopped nothing more is written, even a write queued before the flag flipped."""
+        if self.rt.stopping():
+            raise _Stopping()
+
     def _entry(self, kind: EntryKind, **fields: object) -> HistoryEntry:
         return HistoryEntry(
             session_id=self.rt.session.id,
@@ -577,6 +633,7 @@ class _Turn:
         session_id, work_id = self.rt.session.id, self.rt.item.id
 
         def write() -> tuple[list[HistoryEntry], bool]:
+            self._refuse_if_stopping()
             stored = history.append_history(session_id, rows) if rows else []
             added = control.append_delivery(delivery) if delivery is not None else False
             if final:
@@ -587,9 +644,7 @@ class _Turn:
             stored, added = await self.store.write(write, label=label)
         except StoreError as exc:
             log.warning("turn of %s could not save %s: %s", work_id, label, exc)
-            raise _Stop(
-                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
-            ) from None
+            raise _paused(exc) from None
         self.entries.extend(stored)
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))

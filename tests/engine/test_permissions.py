@@ -17,8 +17,8 @@ import pytest
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
 from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, SessionState, WorkStatus
-from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
-from fxdesk.engine.errors import ErrorCode
+from fxdesk.domain.permissions import Decision, Match, PermissionRule, Scope, Verdict
+from fxdesk.engine.errors import ErrorCode, RegistryClosed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.store import approvals as approvals_store
@@ -289,7 +289,22 @@ async def test_scenario_31_shutdown_releases_the_waiter_restart_marks_it_stale_r
     sid = await session(engine, PermissionMode.ASK)
     engine.owner.start(sid)
     (approval,) = await pending(engine)
-    await asyncio.wait_for(engine.close(), 5)  # shutdown writes nothing durable
+    assert service(engine).routes == 1  # the turn is blocked on the answer
+    commits = engine.faults.commits_seen
+    await asyncio.wait_for(engine.owner.shutdown(), 5)
+    # The waiter was released before the join (the slot ended), no route is left, and the
+    # closed registry refuses both an answer and a new registration, writing nothing.
+    assert engine.owner.last_result(sid) == Result.OWNER_STOPPED
+    assert service(engine).routes == 0
+    with pytest.raises(RegistryClosed) as refused:
+        await service(engine).resolve(approval.id, Choice.ONCE)
+    assert refused.value.code == ErrorCode.CLOSED
+    check = Check(Decision(Verdict.ASK, "asks", ("mkdir other",)), "mkdir other", False, {})
+    s = await engine.session(sid)
+    with pytest.raises(RegistryClosed):
+        await service(engine).ask(s, approval.work_id, "call_x", "run_command", "{}", check)
+    assert engine.faults.commits_seen == commits  # shutdown wrote nothing durable
+    await engine.close()
     reopened = await engine.reopen(steps[1:], tools=ToolRegistry(all_tools()))
     try:
         assert await approval_status(reopened, approval.id) == ApprovalStatus.PENDING
