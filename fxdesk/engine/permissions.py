@@ -39,6 +39,7 @@ from fxdesk.domain.approvals import (
     ApprovalNotPending,
     Choice,
 )
+from fxdesk.domain.authority import LiveAuthority
 from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.permissions import (
@@ -124,6 +125,7 @@ class PermissionService:
         arguments: str,
         *,
         tools: ToolRegistry,
+        live: LiveAuthority | None = None,
     ) -> Check:
         """Decide one tool call now (rules re-read, ancestors' modes re-read).
 
@@ -137,6 +139,8 @@ class PermissionService:
                 touches, and what every tool there declares decides which tools a path rule
                 covers (all of the same access) and which are always allowed (those touching
                 nothing). A name it does not know is judged by its name alone: rules and mode.
+            live: The host's authority of this moment: its rules and grants count with the
+                saved rules (whether the tool is available at all is the caller's question).
         """
 
         def read() -> tuple[PermissionMode, list[PermissionRule]]:
@@ -153,6 +157,8 @@ class PermissionService:
             return effective, approvals.rules_for(session.id, session.workspace_id)
 
         effective, rules = await self.store.read(read)
+        if live is not None:
+            rules = [*rules, *live.permission_rules(session.id)]
         request, label = await asyncio.to_thread(
             _request, tools.get(tool), tool, arguments, workspace, _known(tools)
         )
@@ -165,6 +171,8 @@ class PermissionService:
             "targets": [t.path for t in request.targets],
             "outside": outside,
         }
+        if live is not None:
+            detail["generation"] = live.generation
         return Check(decision, label, outside, detail)
 
     # --- asking ----------------------------------------------------------------------------

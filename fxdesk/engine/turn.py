@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry, ToolCall, build_messages, open_tool_calls
@@ -38,6 +38,7 @@ from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.turn_state import (
+    StaleAuthority,
     Stopping,
     TurnEnd,
     TurnOutcome,
@@ -311,10 +312,11 @@ class _Turn:
     # --- model calls -------------------------------------------------------------------------
 
     async def _call_model(self) -> ModelResponse:
+        offered = set(self.tools.offered())  # a tool revoked mid-turn is no longer offered
         tools = tuple(
             ToolSpec(t.name, t.description, t.parameters)
             for t in self.runner.tools
-            if t.name in self.rt.snapshot.tool_names
+            if t.name in offered
         )
         request = ModelRequest(
             model=self.rt.snapshot.model,
@@ -400,10 +402,11 @@ class _Turn:
         *,
         delivery: Delivery | None = None,
         final: bool = False,
+        valid: Callable[[], bool] | None = None,
     ) -> None:
         """Save one step; on failure stop the turn (PAUSED), never guess what landed."""
         try:
-            await self.save(rows, label, delivery=delivery, final=final)
+            await self.save(rows, label, delivery=delivery, final=final, valid=valid)
         except StoreError as exc:
             log.warning("turn of %s could not save %s: %s", self.rt.item.id, label, exc)
             raise paused(exc) from None
@@ -416,18 +419,23 @@ class _Turn:
         delivery: Delivery | None = None,
         final: bool = False,
         result_of: str | None = None,
+        valid: Callable[[], bool] | None = None,
     ) -> None:
         """Save one step in one transaction; a ``StoreError`` passes to the caller.
 
         ``result_of`` makes saving a tool's result idempotent (for its retries): when the
         history already holds that call's result (an earlier save that did land), it is taken
-        as saved instead of added again."""
+        as saved instead of added again. ``valid`` is asked inside the transaction; False
+        writes nothing and raises ``StaleAuthority`` (an action decided under an older
+        authority generation does not start)."""
         if self.rt.stopping():
             raise TurnStop(TurnEnd.STOPPED)
         session_id, work_id = self.rt.session.id, self.rt.item.id
 
         def write() -> tuple[list[HistoryEntry], bool]:
             self._refuse_if_stopping()
+            if valid is not None and not valid():
+                raise StaleAuthority()
             landed = history.tool_result_of(session_id, result_of) if result_of else None
             if landed is not None:
                 stored = [landed]

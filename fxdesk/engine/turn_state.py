@@ -12,6 +12,7 @@ from fxdesk.domain.authority import AdmissionSnapshot
 from fxdesk.domain.live import LivePresentation
 from fxdesk.domain.model import Profile, Session
 from fxdesk.domain.work import WorkItem
+from fxdesk.engine.authority import AuthorityResolver
 from fxdesk.engine.cancel import CancelToken
 from fxdesk.providers.base import Provider, Usage
 from fxdesk.store import StoreError
@@ -35,7 +36,11 @@ class TurnOutcome:
 
 @dataclass
 class TurnRuntime:
-    """What one turn runs with; built fresh per work item, never shared."""
+    """What one turn runs with; built fresh per work item, never shared.
+
+    ``authority`` is the host's live authority, resolved again for every tool action and model
+    call; without one the admission snapshot stands in for it (nothing is ever revoked then).
+    """
 
     session: Session
     workspace: Path
@@ -46,6 +51,7 @@ class TurnRuntime:
     stopping: Callable[[], bool]
     live: LivePresentation | None = None
     profile: Profile | None = None  # for prices
+    authority: AuthorityResolver | None = None
 
 
 class TurnStop(Exception):
@@ -59,6 +65,11 @@ class TurnStop(Exception):
 
 class Stopping(Exception):
     """Raised inside a write transaction that found the turn stopped: nothing is written."""
+
+
+class StaleAuthority(Exception):
+    """Raised inside the transaction that would start a tool action, when the host's authority
+    changed since the action was decided: nothing is written, the action is decided again."""
 
 
 def paused(exc: StoreError) -> TurnStop:

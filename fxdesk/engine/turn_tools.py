@@ -1,9 +1,17 @@
 """One turn's tool calls: the permission check, the approval, the effect and its record.
 
-Each call is checked against the authority of that moment (``PermissionService``); an *ask*
-parks the turn on a durable approval. A call that may run commits a ``started`` activity first,
+Each call is decided against the authority of that moment: the host's live authority, resolved
+again for this action (a tool it no longer offers is ``unavailable``, spec §2.7, §6.1), and the
+permission check (``PermissionService``: mode, saved rules, the host's rules and grants); an
+*ask* parks the turn on a durable approval, and the answer is checked again against the
+authority of the moment it arrives. A call that may run commits a ``started`` activity first,
 then runs, then commits its result row together with the final activity (``succeeded`` or
 ``failed``).
+
+**A decision holds for one authority generation.** The ``started`` commit checks, inside its
+transaction, that the host's generation is still the one the call was decided under; if the host
+revoked or granted anything meanwhile, nothing is written and the call is decided again (what
+the person already allowed stays allowed; a revoked grant or tool no longer counts).
 
 **Tool-activity repair (spec child-sessions §5.3).** The result of an effect that happened must
 not be lost, nor reported as "outcome unknown" or "failed". A save of it that fails is retried a
@@ -19,24 +27,26 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
+from fxdesk.domain.authority import LiveAuthority, ToolDecision, tool_decision
 from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, ToolCall
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind
-from fxdesk.domain.permissions import Verdict
+from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
-from fxdesk.engine.turn_state import TurnEnd, TurnRuntime, TurnStop, paused
+from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
 from fxdesk.store import StoreError
 from fxdesk.store.errors import (
     CorruptDatabaseError,
@@ -51,6 +61,10 @@ log = logging.getLogger(__name__)
 
 # Pauses before saving a tool's result again after a failure (seconds; the first try is at once).
 RESULT_RETRY_S = (0.05, 0.2, 0.5)
+
+# How often one call is decided again because the host's authority changed meanwhile, before
+# it is refused: a host that changes faster than an action can start is not waited for.
+MAX_DECISIONS = 8
 
 # Store failures that waiting does not cure: retrying them only delays the pause.
 _LASTING = (
@@ -75,7 +89,12 @@ class TurnSteps(Protocol):
     def entry(self, kind: EntryKind, **fields: object) -> HistoryEntry: ...
 
     async def commit(
-        self, rows: list[HistoryEntry], label: str, *, delivery: Delivery | None = None
+        self,
+        rows: list[HistoryEntry],
+        label: str,
+        *,
+        delivery: Delivery | None = None,
+        valid: Callable[[], bool] | None = None,
     ) -> None: ...
 
     async def save(
@@ -144,31 +163,66 @@ class ToolCalls:
         self.clock = clock
         self.unsaved = unsaved
         self.retry_s = tuple(retry_s)
+        self.authority: AuthorityResolver = self.rt.authority or SnapshotAuthority(self.rt.snapshot)
+
+    def live(self) -> LiveAuthority:
+        """The host's authority of this moment, for this turn's session."""
+        return self.authority.resolve(self.rt.session, self.rt.snapshot.permission_mode)
+
+    def offered(self) -> list[str]:
+        """The tools a model call offers now: admitted with the turn and still available."""
+        live = self.live()
+        return [name for name in self.tools.names if live.available(name, self._admitted)]
+
+    def _current(self, generation: int) -> bool:
+        """Whether the host's authority is still at ``generation`` (asked on the writer
+        thread, inside the transaction that starts the action)."""
+        return self.authority.generation == generation
+
+    @property
+    def _admitted(self) -> tuple[str, ...]:
+        return self.rt.snapshot.tool_names
 
     # --- running a call ----------------------------------------------------------------------
 
     async def run(self, call: ToolCall) -> None:
-        """Check, (ask,) run and record one call the model made."""
+        """Decide, (ask,) run and record one call the model made."""
         await self.turn.check_durable()
-        refusal, outside_ok = await self._permit(call)
-        if refusal is not None:
-            await self._record_refusal(call, refusal)
+        asked: set[str] = set()  # what the person allowed for this call, kept across decisions
+        for _ in range(MAX_DECISIONS):
+            refusal, outside_ok, generation = await self._permit(call, asked)
+            if refusal is not None:
+                await self._record_refusal(call, refusal)
+                return
+            try:
+                await self.turn.commit(
+                    [],
+                    "tool_started",
+                    delivery=self._activity(call, ToolPhase.STARTED),
+                    valid=functools.partial(self._current, generation),
+                )
+            except StaleAuthority:
+                log.info(
+                    "turn of %s: authority changed; deciding %s again", self.rt.item.id, call.id
+                )
+                continue
+            break
+        else:
+            await self._record_refusal(
+                call, ToolResult.error("Not run: the host's authority kept changing.", denied=True)
+            )
             return
         self._live_tool(call, ToolPhase.STARTED)
-        await self.turn.commit([], "tool_started", delivery=self._activity(call, ToolPhase.STARTED))
         rt = self.rt
         ctx = ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, outside_ok)
         began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
-        if call.name not in rt.snapshot.tool_names:
-            result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
-        else:
-            try:
-                result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
-            except Cancelled:
-                raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
-            except Exception as exc:  # a tool bug must not take the session down
-                log.exception("tool %s crashed", call.name)
-                result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
+        try:
+            result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
+        except Cancelled:
+            raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
+        except Exception as exc:  # a tool bug must not take the session down
+            log.exception("tool %s crashed", call.name)
+            result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
         phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
         self._live_tool(call, phase)
         row = self.turn.entry(
@@ -234,45 +288,56 @@ class ToolCalls:
 
     # --- deciding ------------------------------------------------------------------------------
 
-    async def _permit(self, call: ToolCall) -> tuple[ToolResult | None, bool]:
-        """Check the call against the authority of this moment; ask the person when the rules
-        say so. (a refusal for the model, or None to run it; whether it may leave the
-        workspace)."""
+    async def _permit(self, call: ToolCall, asked: set[str]) -> tuple[ToolResult | None, bool, int]:
+        """Decide the call against the authority of this moment; ask the person when it says
+        so. (a refusal for the model, or None to run it; whether it may leave the workspace;
+        the authority generation the decision was made under). ``asked`` collects what the
+        person allowed, so a decision made again does not ask the same again."""
+        live = self.live()
         service = self.permissions
-        if service is None:
-            return None, False
+        if service is None:  # no checks: availability alone
+            if not live.available(call.name, self._admitted):
+                return _unavailable(call), False, live.generation
+            return None, False, live.generation
         rt = self.rt
         mode = rt.snapshot.permission_mode
-        check = await service.check(
-            rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.tools
-        )
-        asked: set[str] = set()
-        outside = check.outside
+        outside = False
         while True:
-            verdict = check.decision.verdict
-            if verdict == Verdict.DENY:
+            check = await service.check(
+                rt.session,
+                mode,
+                rt.workspace,
+                call.name,
+                call.arguments,
+                tools=self.tools,
+                live=live,
+            )
+            outside = outside or check.outside
+            decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
+            if decision == ToolDecision.UNAVAILABLE:
+                return _unavailable(call), False, live.generation
+            if decision == ToolDecision.DENY:
                 prefix = (
                     "Approved, but a rule added since denies it: " if asked else "Not allowed: "
                 )
-                return ToolResult.error(prefix + check.decision.reason, denied=True), False
-            if verdict == Verdict.ALLOW:
-                return None, outside or check.outside
+                refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
+                return refusal, False, live.generation
+            if decision == ToolDecision.ALLOW:
+                return None, outside, live.generation
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
             new_parts = set(check.decision.uncovered) - asked
             if asked and not new_parts:
-                return None, outside or check.outside
+                return None, outside, live.generation
             answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
             if answered.status == ApprovalStatus.DENIED:
                 why = answered.resolution.get("reason")
                 text = "The person denied this action" + (f": {why}" if why else ".")
-                return ToolResult.error(text, denied=True), False
+                return ToolResult.error(text, denied=True), False, live.generation
             asked |= set(check.decision.uncovered) or {check.label}
-            outside = outside or check.outside
-            # Re-check against the rules of now: a deny added while the person was deciding wins.
-            check = await service.check(
-                rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.tools
-            )
+            # Check again against the authority of now: a tool revoked, or a deny added, while
+            # the person was deciding wins.
+            live = self.live()
 
     async def _ask(self, call: ToolCall, check: Check, widening: list[str] | None) -> Approval:
         """Raise the approval (or find it answered already), wait for the answer, and mark it
@@ -345,7 +410,8 @@ class ToolCalls:
             call_id=call.id,
             tool_name=call.name,
             content=result.output,
-            data={"ok": False, "denied": True},
+            data={"ok": False, "denied": True}
+            | ({"unavailable": True} if result.data.get("unavailable") else {}),
         )
         self.turn.check()
         await self.turn.commit(
@@ -376,3 +442,11 @@ class ToolCalls:
             work_id=self.rt.item.id,
             created_at_ms=self.clock.now_ms(),
         )
+
+
+def _unavailable(call: ToolCall) -> ToolResult:
+    return ToolResult.error(
+        f"Not run: the tool {call.name!r} is not available to this session now.",
+        denied=True,
+        unavailable=True,
+    )
