@@ -380,6 +380,9 @@ class ToolCalls:
                 if rt.stopping():
                     raise TurnStop(TurnEnd.STOPPED) from None
                 raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
+            except StoreError as exc:  # looking for an answer given elsewhere failed
+                await self._withdraw_ask()
+                raise paused(exc) from None
         if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
             raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
         try:
@@ -391,8 +394,10 @@ class ToolCalls:
         return answered
 
     async def _withdraw_ask(self) -> None:
-        """Best effort: put the item back to running so the pause records it interrupted. If
-        this fails too, the item stays awaiting approval, and resume still continues it."""
+        """The turn stops waiting (it pauses): put the item back to running so the pause
+        records it interrupted, not awaiting approval with nobody waiting (answering would then
+        leave it running with no worker). Best effort: if this fails too, the item stays
+        awaiting approval, and resume still continues it."""
         service = self.permissions
         assert service is not None
         try:

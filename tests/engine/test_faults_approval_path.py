@@ -21,6 +21,7 @@ from fxdesk.domain.model import PermissionMode, WorkStatus
 from fxdesk.engine.errors import ErrorCode, RegistryClosed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.permissions import PermissionService
+from fxdesk.store import StoreError
 from fxdesk.store import approvals as approvals_store
 from fxdesk.store.faults import Fault
 from fxdesk.tools.base import (
@@ -133,6 +134,47 @@ async def test_a_failed_consume_pauses_and_resume_uses_the_answer_given(tmp_path
         assert only.status == ApprovalStatus.ALLOWED_ONCE and "consumed_at" in only.resolution
         assert told(engine) == ["wrote 2 characters to notes.txt"]
     finally:
+        await engine.close()
+
+
+async def test_a_store_failure_while_waiting_for_the_answer_pauses_and_resume_asks_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wait for an answer given by another process polls the store; a read failing there
+    pauses the turn with its item interrupted and the question stale (not awaiting approval
+    with nobody waiting, where answering would leave the item running with no worker). Resume
+    asks again (the same approval) and the action runs once."""
+    engine = await make(tmp_path, [call("write_file", path="notes.txt", content="hi"), say("ok")])
+    failing = False
+    read = engine.store.read
+
+    async def flaky_read(fn: Any) -> Any:
+        if failing:
+            raise StoreError("the disk went away")
+        return await read(fn)
+
+    try:
+        sid = await ask_session(engine)
+        engine.owner.start(sid)
+        approval = await one_pending(engine)
+        monkeypatch.setattr(engine.store, "read", flaky_read)
+        failing = True  # the turn's next poll for an answer fails
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.PAUSED
+        failing = False
+        (item,) = await engine.items(sid)
+        assert item.status == WorkStatus.INTERRUPTED
+        (stale,) = await approvals_of(engine, sid)
+        assert stale.status == ApprovalStatus.STALE  # nothing left to answer in the inbox
+
+        engine.owner.start(sid, retry=True)
+        again = await one_pending(engine)
+        assert again.id == approval.id
+        await service(engine).resolve(again.id, Choice.ONCE)
+        assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
+        assert (engine.workspace / "notes.txt").read_text() == "hi"
+        assert len(engine.provider.requests) == 2
+    finally:
+        monkeypatch.undo()
         await engine.close()
 
 
