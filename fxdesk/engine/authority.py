@@ -1,17 +1,42 @@
-"""The host's authority: which tools, rules and grants a session's turns get.
+"""The host's authority: which tools, rules and grants a session's turns get (spec §2.6, §2.7).
 
-``capture`` freezes it into an ``AdmissionSnapshot`` when a work item is admitted. The permissions
-issue adds rules and grants from the database and the live per-action check; here the authority
-is what the engine was built with, and tests replace it to change it mid-run.
+Two views of it (``domain.authority``): ``capture`` freezes an ``AdmissionSnapshot`` when a work
+item is admitted; ``resolve`` gives the ``LiveAuthority`` of this moment, asked again for every
+tool action, so a revocation (a tool, an integration, a grant) takes effect at the next action.
+Every change moves ``generation``; a turn re-decides an action whose decision was made under an
+older generation before it starts (``turn_tools``).
+
+``HostAuthority`` is the host the engine is built with: today the registered tools, set by the
+app, and changed by tests to revoke mid-run. Anything that supplies tools that come and go (MCP
+servers, in a later issue) implements ``AuthorityResolver`` or calls ``update``.
 """
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from fxdesk.domain.authority import AdmissionSnapshot, Grant, Rule
-from fxdesk.domain.model import Session
+from fxdesk.domain.authority import AdmissionSnapshot, Grant, LiveAuthority, Rule
+from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.work import WorkItem
+
+CAPTURES_KEPT = 256  # the admission snapshots a HostAuthority remembers (tests read them)
+
+
+class AuthorityResolver(Protocol):
+    """What the engine asks the host. ``generation`` is read from the store's writer thread
+    (an action's start is committed only under the generation it was decided under): it must
+    be a plain value, cheap and safe to read from any thread."""
+
+    @property
+    def generation(self) -> int: ...
+
+    def capture(
+        self, session: Session, item: WorkItem, model: str, effort: str | None
+    ) -> AdmissionSnapshot: ...
+
+    def resolve(self, session: Session, mode: PermissionMode) -> LiveAuthority: ...
 
 
 @dataclass
@@ -24,14 +49,18 @@ class HostAuthority:
     sandbox: str = "none"
     integrations: tuple[str, ...] = ()
     generation: int = 1
-    captures: list[AdmissionSnapshot] = field(default_factory=list)
+    captures: collections.deque[AdmissionSnapshot] = field(
+        default_factory=lambda: collections.deque(maxlen=CAPTURES_KEPT)
+    )
 
     def update(self, **changes: object) -> None:
+        """Change the authority (``update(tool_names=())`` revokes every tool); the next
+        action of every turn sees it, the next admission records it."""
         for name, value in changes.items():
             if not hasattr(self, name) or name in ("generation", "captures"):
                 raise AttributeError(name)
             setattr(self, name, value)
-        self.generation += 1
+        self.generation += 1  # last: a reader that sees the new generation sees the new rights
 
     def capture(
         self, session: Session, item: WorkItem, model: str, effort: str | None
@@ -52,3 +81,46 @@ class HostAuthority:
         )
         self.captures.append(snapshot)
         return snapshot
+
+    def resolve(self, session: Session, mode: PermissionMode) -> LiveAuthority:
+        generation = self.generation  # first: rights changed after it are caught as stale
+        return LiveAuthority(
+            generation=generation,
+            root_id=session.root_id,
+            tools=tuple(self.tool_names),
+            sandbox=self.sandbox,
+            integrations=tuple(self.integrations),
+            rules=tuple(self.rules),
+            grants=tuple(self.grants),
+            permission_mode=mode,
+        )
+
+
+class SnapshotAuthority:
+    """A host that never changes: the admission snapshot stands in for the live authority
+    (turns run without a host, as in tests about something else)."""
+
+    def __init__(self, snapshot: AdmissionSnapshot) -> None:
+        self._snapshot = snapshot
+
+    @property
+    def generation(self) -> int:
+        return self._snapshot.authority_generation
+
+    def capture(
+        self, session: Session, item: WorkItem, model: str, effort: str | None
+    ) -> AdmissionSnapshot:
+        return self._snapshot
+
+    def resolve(self, session: Session, mode: PermissionMode) -> LiveAuthority:
+        s = self._snapshot
+        return LiveAuthority(
+            generation=s.authority_generation,
+            root_id=session.root_id,
+            tools=s.tool_names,
+            sandbox=s.sandbox,
+            integrations=s.integrations,
+            rules=s.rules,
+            grants=s.grants,
+            permission_mode=mode,
+        )

@@ -86,3 +86,10 @@ class OwnerClosed(EngineError, RuntimeError):
     """The session owner is shut down."""
 
     code = ErrorCode.CLOSED
+
+
+class RegistryClosed(EngineError, RuntimeError):
+    """The approval registry is closed (fxdesk is shutting down): nothing more is asked or
+    answered, and nothing is written; restart recovery settles what was pending."""
+
+    code = ErrorCode.CLOSED

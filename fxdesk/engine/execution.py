@@ -152,6 +152,7 @@ class ItemRunner:
                     stopping=lambda: self._stopping(slot),
                     live=slot.live,
                     profile=resolved.profile,
+                    authority=self.authority,
                 )
             )
         slot.model_calls += outcome.model_calls

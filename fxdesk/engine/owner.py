@@ -482,6 +482,7 @@ class SessionOwner:
             slot.shutdown = True
             slot.cancel.cancel("fxdesk is shutting down")
         self.waiters.signal_all()
+        self.runner.close()  # approval waits released, new asks refused (spec §5.5 step 3)
         await self.scheduler.stop()
         tasks = [slot.task for slot in slots if slot.task is not None]
         if tasks:

@@ -12,6 +12,11 @@ person is shown is the change the tool makes (or the refusal it gives).
 ``ask`` raises a durable approval: the approval row and the work item's move to
 ``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process
 (``resolve`` wakes it at once) or by another one (``fxdesk approve``; seen by polling).
+
+``close`` is the registry's part of the owner's shutdown (spec §5.5 step 3): every blocked wait
+is released, and from then on ``ask``, ``wait``, ``resolve`` and ``consume`` refuse with
+``RegistryClosed`` and write nothing. The refusal is decided inside the write transaction
+itself, so an ask already on its way to the writer when shutdown begins writes nothing either.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import asyncio
 import json
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +39,7 @@ from fxdesk.domain.approvals import (
     ApprovalNotPending,
     Choice,
 )
+from fxdesk.domain.authority import LiveAuthority
 from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.permissions import (
@@ -49,6 +56,7 @@ from fxdesk.domain.permissions import (
 from fxdesk.domain.work import Change, WaitTransition
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
+from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
 from fxdesk.store import Store, approvals, control, repo
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
@@ -78,6 +86,33 @@ class PermissionService:
         self.bus = bus
         self.clock = clock
         self._answers: dict[str, asyncio.Future[Approval]] = {}
+        self._closed = False
+
+    # --- the registry's life ------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Shutdown: release every blocked wait with ``RegistryClosed``; refuse from now on.
+
+        Writes nothing: what was pending stays pending for restart recovery to settle."""
+        self._closed = True
+        for future in self._answers.values():
+            if not future.done():
+                future.set_exception(_closed())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def routes(self) -> int:
+        """How many turns of this process wait for an answer right now."""
+        return sum(1 for future in self._answers.values() if not future.done())
+
+    def _refuse_if_closed(self, stopping: Callable[[], bool] | None = None) -> None:
+        """Raise ``RegistryClosed`` once shutdown began (checked again inside each write:
+        the flag flips on the loop thread while a write may already wait for the writer)."""
+        if self._closed or (stopping is not None and stopping()):
+            raise _closed()
 
     # --- deciding ------------------------------------------------------------------------------
 
@@ -90,6 +125,7 @@ class PermissionService:
         arguments: str,
         *,
         tools: ToolRegistry,
+        live: LiveAuthority | None = None,
     ) -> Check:
         """Decide one tool call now (rules re-read, ancestors' modes re-read).
 
@@ -103,6 +139,8 @@ class PermissionService:
                 touches, and what every tool there declares decides which tools a path rule
                 covers (all of the same access) and which are always allowed (those touching
                 nothing). A name it does not know is judged by its name alone: rules and mode.
+            live: The host's authority of this moment: its rules and grants count with the
+                saved rules (whether the tool is available at all is the caller's question).
         """
 
         def read() -> tuple[PermissionMode, list[PermissionRule]]:
@@ -119,6 +157,8 @@ class PermissionService:
             return effective, approvals.rules_for(session.id, session.workspace_id)
 
         effective, rules = await self.store.read(read)
+        if live is not None:
+            rules = [*rules, *live.permission_rules(session.id)]
         request, label = await asyncio.to_thread(
             _request, tools.get(tool), tool, arguments, workspace, _known(tools)
         )
@@ -131,6 +171,8 @@ class PermissionService:
             "targets": [t.path for t in request.targets],
             "outside": outside,
         }
+        if live is not None:
+            detail["generation"] = live.generation
         return Check(decision, label, outside, detail)
 
     # --- asking ----------------------------------------------------------------------------
@@ -145,9 +187,15 @@ class PermissionService:
         check: Check,
         explanation: str = "",
         preview: str = "",
+        stopping: Callable[[], bool] | None = None,
     ) -> Approval | None:
         """Raise (or find again) the approval for this call, and move the work item to
-        ``awaiting_approval``, in one transaction. None when the item no longer runs."""
+        ``awaiting_approval``, in one transaction. None when the item no longer runs.
+
+        ``stopping`` says whether the asking turn is being stopped (its session closed or the
+        owner shutting down): then, like after ``close``, ``RegistryClosed`` and nothing is
+        written, even when the write was already queued."""
+        self._refuse_if_closed(stopping)
         fingerprint = perms.fingerprint(tool, arguments)
         now = self.clock.now_ms()
         detail = dict(
@@ -170,6 +218,7 @@ class PermissionService:
         )
 
         def write() -> tuple[Approval | None, Change | None, Session | None]:
+            self._refuse_if_closed(stopping)
             record = control.load_record(session.id)
             if record is None:
                 return None, None, None
@@ -190,7 +239,9 @@ class PermissionService:
         return stored
 
     async def wait(self, approval_id: str) -> Approval:
-        """The approval once it is no longer pending (answered here or by another process)."""
+        """The approval once it is no longer pending (answered here or by another process).
+        ``RegistryClosed`` when shutdown releases the wait."""
+        self._refuse_if_closed()
         future = self._answers.get(approval_id)
         if future is None or future.done():
             future = self._answers[approval_id] = asyncio.get_running_loop().create_future()
@@ -218,10 +269,12 @@ class PermissionService:
         """Answer a pending approval. ``session`` and ``always`` also store rules: ``rules`` as
         the person edited them, else the exact parts asked about. The work item goes back to
         running in the same transaction. ``ApprovalNotPending`` when it was already answered,
-        cancelled or went stale."""
+        cancelled or went stale; ``RegistryClosed`` after shutdown began (nothing written)."""
+        self._refuse_if_closed()
         now = self.clock.now_ms()
 
         def write() -> tuple[Approval, Change | None, Session | None, bool]:
+            self._refuse_if_closed()
             current = approvals.get_approval(approval_id)
             if current is None or not current.pending:
                 raise ApprovalNotPending(approval_id, current.status if current else None)
@@ -253,9 +306,39 @@ class PermissionService:
             future.set_result(answered)
         return answered
 
-    async def consume(self, approval_id: str) -> None:
+    async def consume(self, approval_id: str, stopping: Callable[[], bool] | None = None) -> None:
+        """The turn acts on the answer now: the same request asks again next time."""
+        self._refuse_if_closed(stopping)
         now = self.clock.now_ms()
-        await self.store.write(lambda: approvals.consume(approval_id, now), label="approval")
+
+        def write() -> None:
+            self._refuse_if_closed(stopping)
+            approvals.consume(approval_id, now)
+
+        await self.store.write(write, label="approval")
+
+    async def withdraw(
+        self, session: Session, work_id: str, stopping: Callable[[], bool] | None = None
+    ) -> None:
+        """After an ask whose save may have landed (an indeterminate failure): the turn will
+        not wait, so its item goes back to ``running`` (spec §6.2 step 4) and the turn's pause
+        can record it ``interrupted``; resuming finds the approval again by its stable id."""
+        self._refuse_if_closed(stopping)
+        now = self.clock.now_ms()
+
+        def write() -> tuple[Change | None, Session | None]:
+            self._refuse_if_closed(stopping)
+            record = control.load_record(session.id)
+            if record is None:
+                return None, None
+            _, change = reducers.resume_from_approval(record, work_id, now)
+            if change is None:
+                return None, None
+            control.save_change(change)
+            return change, repo.get_session(session.id)
+
+        change, after = await self.store.write(write, label="approval_withdraw")
+        publish_change(self.bus, change, after)
 
     def cancelled(self, approval_ids: list[str]) -> None:
         """After a committed cancel: tell views (the turn itself stops through its token)."""
@@ -307,6 +390,10 @@ class PermissionService:
         if removed:
             self.bus.publish(RulesChanged())
         return removed
+
+
+def _closed() -> RegistryClosed:
+    return RegistryClosed("the approval registry is closed: fxdesk is shutting down")
 
 
 def suggested_rules(approval: Approval, choice: Choice) -> list[PermissionRule]:

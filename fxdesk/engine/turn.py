@@ -6,48 +6,50 @@ final activity) after. The final answer, a ``turn_end`` row and the session's ``
 the *history commit* that proves the turn finished.
 
 Resuming an interrupted turn continues after the last committed step. A tool call whose start was
-committed but whose result was not is reported to the model as "interrupted, outcome unknown" and
-never run again; a call that never started runs normally.
+committed but whose result was not is never run again: its result is the one this process kept
+when saving it failed (the repair, ``turn_tools``), else "interrupted, outcome unknown"; a call
+that never started runs normally. Tool calls themselves run in ``turn_tools``.
 
-If saving a step fails, the turn stops (``PAUSED``): what was committed is consistent, and an
+If saving a step fails, or any other store failure meets the turn (reading its history, raising
+or answering an approval), the turn stops (``PAUSED``): what was committed is consistent, and an
 explicit resume carries on from there.
+
+Once its session is stopped (closed, or the owner shutting down) the turn writes nothing more:
+each write checks that inside its own transaction, so a write already queued when shutdown began
+is refused too (spec §5.5).
 """
 
 from __future__ import annotations
 
-import enum
-import json
 import logging
-import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 from fxdesk.domain import reasons
-from fxdesk.domain.approvals import Approval, ApprovalStatus
-from fxdesk.domain.authority import AdmissionSnapshot
-from fxdesk.domain.conversation import (
-    UNKNOWN_OUTCOME_RESULT,
-    HistoryEntry,
-    ToolCall,
-    build_messages,
-    open_tool_calls,
-)
-from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
-from fxdesk.domain.live import LiveEvent, LivePresentation
-from fxdesk.domain.model import EntryKind, Profile, Session, WorkKind, WorkStatus
-from fxdesk.domain.permissions import Verdict
+from fxdesk.domain.conversation import HistoryEntry, ToolCall, build_messages, open_tool_calls
+from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase
+from fxdesk.domain.live import LiveEvent
+from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.cancel import Cancelled, CancelToken
+from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock, SystemClock
+from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
-from fxdesk.engine.permissions import Check, PermissionService, edit_preview
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.turn_state import (
+    StaleAuthority,
+    Stopping,
+    TurnEnd,
+    TurnOutcome,
+    TurnRuntime,
+    TurnStop,
+    paused,
+)
+from fxdesk.engine.turn_tools import RESULT_RETRY_S, ToolCalls, UnsavedResults
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
-    Provider,
     ProviderError,
     StreamEvent,
     TextDelta,
@@ -57,7 +59,9 @@ from fxdesk.providers.base import (
     collect,
 )
 from fxdesk.store import Store, StoreError, control, history
-from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
+from fxdesk.tools.base import ToolRegistry
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "TurnEnd", "TurnOutcome", "TurnRunner", "TurnRuntime"]
 
 log = logging.getLogger(__name__)
 
@@ -66,44 +70,6 @@ DEFAULT_SYSTEM_PROMPT = (
     "given. Work step by step, use tools to inspect and change files, and finish with a short "
     "summary of what you did."
 )
-
-
-class TurnEnd(enum.StrEnum):
-    COMPLETED = "completed"  # the history commit landed
-    FAILED = "failed"  # provider failure, max iterations...
-    PAUSED = "paused"  # a step could not be saved; resume continues
-    CANCELLED = "cancelled"  # the cancel token was raised
-    STOPPED = "stopped"  # the owner is shutting down: nothing more is written
-
-
-@dataclass(frozen=True)
-class TurnOutcome:
-    end: TurnEnd
-    diagnostic: str | None = None
-    model_calls: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-
-@dataclass
-class TurnRuntime:
-    """What one turn runs with; built fresh per work item, never shared."""
-
-    session: Session
-    workspace: Path
-    item: WorkItem
-    snapshot: AdmissionSnapshot
-    provider: Provider
-    cancel: CancelToken
-    stopping: Callable[[], bool]
-    live: LivePresentation | None = None
-    profile: Profile | None = None  # for prices
-
-
-class _Stop(Exception):
-    def __init__(self, outcome: TurnEnd, diagnostic: str | None = None) -> None:
-        super().__init__(outcome.value)
-        self.end = outcome
-        self.diagnostic = diagnostic
 
 
 class TurnRunner:
@@ -120,6 +86,7 @@ class TurnRunner:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         permissions: PermissionService | None = None,
         clock: Clock | None = None,
+        result_retry_s: Sequence[float] = RESULT_RETRY_S,
     ) -> None:
         self.store = store
         self.tools = tools
@@ -131,13 +98,32 @@ class TurnRunner:
         self.max_iterations = max_iterations
         self.max_history_turns = max_history_turns
         self.system_prompt = system_prompt
+        self.result_retry_s = tuple(result_retry_s)
+        # Results of effects that happened but could not be saved: a resume here writes them.
+        self.unsaved = UnsavedResults()
+
+    def close(self) -> None:
+        """The owner is shutting down: release every turn waiting for an approval, and refuse
+        new asks (spec §5.5 step 3). The turns themselves stop through their own flags."""
+        if self.permissions is not None:
+            self.permissions.close()
 
     async def run(self, rt: TurnRuntime) -> TurnOutcome:
         turn = _Turn(self, rt)
         try:
             return await turn.run()
-        except _Stop as stop:
+        except TurnStop as stop:
             return TurnOutcome(stop.end, stop.diagnostic, turn.model_calls, turn.usage)
+        except (Stopping, RegistryClosed):
+            return TurnOutcome(TurnEnd.STOPPED, None, turn.model_calls, turn.usage)
+        except StoreError as exc:
+            # Wherever it came from (a read, a permission check, an answer's poll): the item
+            # must not stay running with no worker. Paused, it is interrupted and resumable.
+            log.warning("turn of %s met a store failure: %s", rt.item.id, exc)
+            if rt.stopping():
+                return TurnOutcome(TurnEnd.STOPPED, None, turn.model_calls, turn.usage)
+            pause = paused(exc)
+            return TurnOutcome(pause.end, pause.diagnostic, turn.model_calls, turn.usage)
 
 
 class _Turn:
@@ -151,6 +137,14 @@ class _Turn:
         self.context: list[HistoryEntry] = []
         self.entries: list[HistoryEntry] = []
         self.step = 0
+        self.tools = ToolCalls(
+            self,
+            runner.tools,
+            runner.permissions,
+            runner.clock,
+            runner.unsaved,
+            runner.result_retry_s,
+        )
 
     # --- the loop ---------------------------------------------------------------------------
 
@@ -177,19 +171,19 @@ class _Turn:
             return self._outcome(TurnEnd.COMPLETED)  # the history commit already landed
         self.step = max((e.step for e in self.entries), default=0)
         if not any(e.kind == EntryKind.USER for e in self.entries):
-            await self._commit([self._entry(EntryKind.USER, content=self.rt.item.content)], "user")
+            await self.commit([self.entry(EntryKind.USER, content=self.rt.item.content)], "user")
         for call_entry in open_tool_calls(self.entries):
             call = ToolCall(
                 call_entry.call_id or "", call_entry.tool_name or "", call_entry.content
             )
             if call.id in started:
-                await self._record_unknown_outcome(call)
+                await self.tools.settle_started(call)
             else:
-                await self._run_tool(call)
+                await self.tools.run(call)
         while True:
-            await self._check_durable(boundary=True)
+            await self.check_durable(boundary=True)
             if self.model_calls >= self.runner.max_iterations:
-                raise _Stop(
+                raise TurnStop(
                     TurnEnd.FAILED,
                     reasons.diagnostic(
                         reasons.MAX_ITERATIONS,
@@ -200,30 +194,28 @@ class _Turn:
             self.step += 1
             self.explanation = response.text
             rows = [
-                self._entry(
+                self.entry(
                     EntryKind.ASSISTANT,
                     content=response.text,
                     data=self._call_data(response),
                 )
             ]
             rows += [
-                self._entry(
-                    EntryKind.TOOL_CALL, call_id=c.id, tool_name=c.name, content=c.arguments
-                )
+                self.entry(EntryKind.TOOL_CALL, call_id=c.id, tool_name=c.name, content=c.arguments)
                 for c in response.tool_calls
             ]
             if not response.tool_calls:
                 rows.append(
-                    self._entry(
+                    self.entry(
                         EntryKind.TURN_END,
                         data=self._turn_data(),
                     )
                 )
-                await self._commit(rows, "history_commit", final=True)
+                await self.commit(rows, "history_commit", final=True)
                 return self._outcome(TurnEnd.COMPLETED)
-            await self._commit(rows, "model_response")
+            await self.commit(rows, "model_response")
             for call in response.tool_calls:
-                await self._run_tool(call)
+                await self.tools.run(call)
 
     def _call_data(self, response: ModelResponse) -> dict[str, object]:
         used = response.usage
@@ -252,20 +244,20 @@ class _Turn:
     def _outcome(self, end: TurnEnd) -> TurnOutcome:
         return TurnOutcome(end, None, self.model_calls, self.usage)
 
-    def _check(self) -> None:
+    def check(self) -> None:
         if self.rt.stopping():
-            raise _Stop(TurnEnd.STOPPED)
+            raise TurnStop(TurnEnd.STOPPED)
         if self.rt.cancel.cancelled:
-            raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason)
+            raise TurnStop(TurnEnd.CANCELLED, self.rt.cancel.reason)
 
-    async def _check_durable(self, *, boundary: bool = False) -> None:
+    async def check_durable(self, *, boundary: bool = False) -> None:
         """``_check``, plus a cancel committed by another process, and, at a step boundary,
         steer messages to take into the turn."""
-        self._check()
+        self.check()
         work_id = self.rt.item.id
         status, steer = await self.store.read(lambda: control.item_status(work_id))
         if status == WorkStatus.CANCELLED:
-            raise _Stop(TurnEnd.CANCELLED, "cancelled")
+            raise TurnStop(TurnEnd.CANCELLED, "cancelled")
         if steer and boundary:
             await self._take_steers()
 
@@ -279,6 +271,7 @@ class _Turn:
         now = self.runner.clock.now_ms()
 
         def write() -> tuple[list[HistoryEntry], list[Change]]:
+            self._refuse_if_stopping()
             record = control.load_record(session_id)  # unfinished items, in queue order
             if record is None:
                 return [], []
@@ -315,9 +308,7 @@ class _Turn:
         try:
             stored, changes = await self.store.write(write, label="steer")
         except StoreError as exc:
-            raise _Stop(
-                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
-            ) from None
+            raise paused(exc) from None
         self.entries.extend(stored)
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
@@ -327,10 +318,11 @@ class _Turn:
     # --- model calls -------------------------------------------------------------------------
 
     async def _call_model(self) -> ModelResponse:
+        offered = set(self.tools.offered())  # a tool revoked mid-turn is no longer offered
         tools = tuple(
             ToolSpec(t.name, t.description, t.parameters)
             for t in self.runner.tools
-            if t.name in self.rt.snapshot.tool_names
+            if t.name in offered
         )
         request = ModelRequest(
             model=self.rt.snapshot.model,
@@ -360,18 +352,18 @@ class _Turn:
                 collect(self.rt.provider.stream(request), on_event)
             )
         except Cancelled:
-            self._check()
-            raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
+            self.check()
+            raise TurnStop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
         except ProviderError as exc:
-            self._check()
-            raise _Stop(
+            self.check()
+            raise TurnStop(
                 TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
             ) from None
         self.usage = Usage(
             self.usage.input_tokens + response.usage.input_tokens,
             self.usage.output_tokens + response.usage.output_tokens,
         )
-        self._check()
+        self.check()
         if response.tool_calls:
             response.tool_calls = await self._unique_call_ids(response.tool_calls)
         return response
@@ -390,175 +382,15 @@ class _Turn:
             unique.append(call)
         return unique
 
-    # --- tools -------------------------------------------------------------------------------
-
-    async def _permit(self, call: ToolCall) -> tuple[ToolResult | None, bool]:
-        """Check the call against the authority of this moment; ask the person when the rules
-        say so. (a refusal for the model, or None to run it; whether it may leave the
-        workspace)."""
-        service = self.runner.permissions
-        if service is None:
-            return None, False
-        rt = self.rt
-        mode = rt.snapshot.permission_mode
-        check = await service.check(
-            rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.runner.tools
-        )
-        asked: set[str] = set()
-        outside = check.outside
-        while True:
-            verdict = check.decision.verdict
-            if verdict == Verdict.DENY:
-                prefix = (
-                    "Approved, but a rule added since denies it: " if asked else "Not allowed: "
-                )
-                return ToolResult.error(prefix + check.decision.reason, denied=True), False
-            if verdict == Verdict.ALLOW:
-                return None, outside or check.outside
-            # Asking (again only when the rules changed so that something new needs an answer:
-            # what the person already allowed stays allowed).
-            new_parts = set(check.decision.uncovered) - asked
-            if asked and not new_parts:
-                return None, outside or check.outside
-            answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
-            if answered.status == ApprovalStatus.DENIED:
-                why = answered.resolution.get("reason")
-                text = "The person denied this action" + (f": {why}" if why else ".")
-                return ToolResult.error(text, denied=True), False
-            asked |= set(check.decision.uncovered) or {check.label}
-            outside = outside or check.outside
-            # Re-check against the rules of now: a deny added while the person was deciding wins.
-            check = await service.check(
-                rt.session, mode, rt.workspace, call.name, call.arguments, tools=self.runner.tools
-            )
-
-    async def _ask(self, call: ToolCall, check: Check, widening: list[str] | None) -> Approval:
-        """Raise the approval (or find it answered already), wait for the answer, and mark it
-        used. Stops the turn when the work is cancelled or fxdesk shuts down meanwhile."""
-        service = self.runner.permissions
-        assert service is not None
-        rt = self.rt
-        arguments = call.arguments
-        if widening is not None:  # a distinct question: the same call, more access than before
-            arguments = json.dumps({"call": call.arguments, "also": widening})
-        approval = await service.ask(
-            rt.session,
-            rt.item.id,
-            call.id,
-            call.name,
-            arguments,
-            check,
-            explanation=self.explanation,
-            # The tool's own dry run, in the context it would run in once allowed.
-            preview=await edit_preview(
-                call,
-                ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
-                self.runner.tools,
-            ),
-        )
-        if approval is None:  # the item was cancelled or is no longer the active work
-            raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
-        answered = approval
-        if approval.pending:
-            try:
-                answered = await rt.cancel.race(service.wait(approval.id))
-            except Cancelled:
-                if rt.stopping():
-                    raise _Stop(TurnEnd.STOPPED) from None
-                raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason) from None
-        if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
-            raise _Stop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
-        await service.consume(answered.id)
-        return answered
-
-    async def _run_tool(self, call: ToolCall) -> None:
-        await self._check_durable()
-        refusal, outside_ok = await self._permit(call)
-        if refusal is not None:
-            await self._record_refusal(call, refusal)
-            return
-        self._live_tool(call, ToolPhase.STARTED)
-        await self._commit([], "tool_started", delivery=self._activity(call, ToolPhase.STARTED))
-        ctx = ToolContext(
-            self.rt.workspace, self.rt.session.id, self.rt.item.id, call.id, outside_ok
-        )
-        began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
-        if call.name not in self.rt.snapshot.tool_names:
-            result = ToolResult.error(f"the tool {call.name!r} is not available to this session")
-        else:
-            try:
-                result = await self.rt.cancel.race(
-                    self.runner.tools.invoke(call.name, call.arguments, ctx)
-                )
-            except Cancelled:
-                raise _Stop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
-            except Exception as exc:  # a tool bug must not take the session down
-                log.exception("tool %s crashed", call.name)
-                result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
-        phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
-        self._live_tool(call, phase)
-        row = self._entry(
-            EntryKind.TOOL_RESULT,
-            call_id=call.id,
-            tool_name=call.name,
-            content=result.output,
-            full_text=result.full_output,
-            data={"ok": result.ok, "duration_ms": int((time.monotonic() - began) * 1000)}
-            | ({"data": result.data} if result.data else {}),
-        )
-        self._check()
-        await self._commit([row], "tool_result", delivery=self._activity(call, phase))
-
-    async def _record_refusal(self, call: ToolCall, result: ToolResult) -> None:
-        """A denied call: its result tells the model why; nothing ran."""
-        self._live_tool(call, ToolPhase.DENIED)
-        row = self._entry(
-            EntryKind.TOOL_RESULT,
-            call_id=call.id,
-            tool_name=call.name,
-            content=result.output,
-            data={"ok": False, "denied": True},
-        )
-        self._check()
-        await self._commit([row], "tool_result", delivery=self._activity(call, ToolPhase.DENIED))
-
-    async def _record_unknown_outcome(self, call: ToolCall) -> None:
-        row = self._entry(
-            EntryKind.TOOL_RESULT,
-            call_id=call.id,
-            tool_name=call.name,
-            content=UNKNOWN_OUTCOME_RESULT,
-            data={"ok": False, "interrupted": True},
-        )
-        await self._commit([row], "tool_result", delivery=self._activity(call, ToolPhase.FAILED))
-
-    def _live_tool(self, call: ToolCall, phase: ToolPhase) -> None:
-        if self.rt.live is not None:
-            self.rt.live.append_tool(call.name, phase.value, call.id)
-            self.rt.live.append_event(
-                LiveEvent(
-                    "tool_finished" if phase != ToolPhase.STARTED else "tool_started",
-                    call.name,
-                    call.id,
-                    call.arguments if phase == ToolPhase.STARTED else phase.value,
-                )
-            )
-
-    def _activity(self, call: ToolCall, phase: ToolPhase) -> Delivery:
-        session = self.rt.session
-        return Delivery(
-            id=tool_activity_id(session.id, self.rt.item.id, call.id, phase),
-            session_id=session.id,
-            target_id=session.root_id,
-            kind=DeliveryKind.TOOL_ACTIVITY,
-            payload={"tool": call.name, "phase": phase.value, "call_id": call.id},
-            work_id=self.rt.item.id,
-            created_at_ms=self.runner.clock.now_ms(),
-        )
-
     # --- persistence -------------------------------------------------------------------------
 
-    def _entry(self, kind: EntryKind, **fields: object) -> HistoryEntry:
+    def _refuse_if_stopping(self) -> None:
+        """Called first inside every write of the turn, on the writer thread: once the turn is
+        stopped nothing more is written, even a write queued before the flag flipped."""
+        if self.rt.stopping():
+            raise Stopping()
+
+    def entry(self, kind: EntryKind, **fields: object) -> HistoryEntry:
         return HistoryEntry(
             session_id=self.rt.session.id,
             seq=0,
@@ -569,33 +401,58 @@ class _Turn:
             **fields,  # type: ignore[arg-type]
         )
 
-    async def _commit(
+    async def commit(
         self,
         rows: list[HistoryEntry],
         label: str,
         *,
         delivery: Delivery | None = None,
         final: bool = False,
+        valid: Callable[[], bool] | None = None,
     ) -> None:
         """Save one step; on failure stop the turn (PAUSED), never guess what landed."""
+        try:
+            await self.save(rows, label, delivery=delivery, final=final, valid=valid)
+        except StoreError as exc:
+            log.warning("turn of %s could not save %s: %s", self.rt.item.id, label, exc)
+            raise paused(exc) from None
+
+    async def save(
+        self,
+        rows: list[HistoryEntry],
+        label: str,
+        *,
+        delivery: Delivery | None = None,
+        final: bool = False,
+        result_of: str | None = None,
+        valid: Callable[[], bool] | None = None,
+    ) -> None:
+        """Save one step in one transaction; a ``StoreError`` passes to the caller.
+
+        ``result_of`` makes saving a tool's result idempotent (for its retries): when the
+        history already holds that call's result (an earlier save that did land), it is taken
+        as saved instead of added again. ``valid`` is asked inside the transaction; False
+        writes nothing and raises ``StaleAuthority`` (an action decided under an older
+        authority generation does not start)."""
         if self.rt.stopping():
-            raise _Stop(TurnEnd.STOPPED)
+            raise TurnStop(TurnEnd.STOPPED)
         session_id, work_id = self.rt.session.id, self.rt.item.id
 
         def write() -> tuple[list[HistoryEntry], bool]:
-            stored = history.append_history(session_id, rows) if rows else []
+            self._refuse_if_stopping()
+            if valid is not None and not valid():
+                raise StaleAuthority()
+            landed = history.tool_result_of(session_id, result_of) if result_of else None
+            if landed is not None:
+                stored = [landed]
+            else:
+                stored = history.append_history(session_id, rows) if rows else []
             added = control.append_delivery(delivery) if delivery is not None else False
             if final:
                 control.set_last_work_id(session_id, work_id)
             return stored, added
 
-        try:
-            stored, added = await self.store.write(write, label=label)
-        except StoreError as exc:
-            log.warning("turn of %s could not save %s: %s", work_id, label, exc)
-            raise _Stop(
-                TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
-            ) from None
+        stored, added = await self.store.write(write, label=label)
         self.entries.extend(stored)
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))

@@ -155,6 +155,16 @@ def existing_call_ids(session_id: str, call_ids: Sequence[str]) -> set[str]:
     return {row[0] for row in rows}
 
 
+def tool_result_of(session_id: str, call_id: str) -> HistoryEntry | None:
+    """The result row of one tool call, if the history holds it (one at most: a unique index)."""
+    row = db.execute_sql(
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND call_id = ? "
+        "AND kind = ?",
+        (session_id, call_id, EntryKind.TOOL_RESULT.value),
+    ).fetchone()
+    return _entry(row) if row else None
+
+
 def history_before(session_id: str, before_seq: int | None, limit: int) -> list[HistoryEntry]:
     """The ``limit`` rows just before ``before_seq`` (the newest when None), oldest first."""
     if before_seq is None:

@@ -15,10 +15,13 @@ from pathlib import Path
 import pytest
 
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, ApprovalStatus, Choice
+from fxdesk.domain.authority import Rule as HostRule
+from fxdesk.domain.authority import ToolDecision, tool_decision
 from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, SessionState, WorkStatus
-from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
-from fxdesk.engine.errors import ErrorCode
+from fxdesk.domain.permissions import Decision, Match, PermissionRule, Scope, Verdict
+from fxdesk.engine.authority import HostAuthority
+from fxdesk.engine.errors import ErrorCode, RegistryClosed
 from fxdesk.engine.owner import Result
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.store import approvals as approvals_store
@@ -289,7 +292,22 @@ async def test_scenario_31_shutdown_releases_the_waiter_restart_marks_it_stale_r
     sid = await session(engine, PermissionMode.ASK)
     engine.owner.start(sid)
     (approval,) = await pending(engine)
-    await asyncio.wait_for(engine.close(), 5)  # shutdown writes nothing durable
+    assert service(engine).routes == 1  # the turn is blocked on the answer
+    commits = engine.faults.commits_seen
+    await asyncio.wait_for(engine.owner.shutdown(), 5)
+    # The waiter was released before the join (the slot ended), no route is left, and the
+    # closed registry refuses both an answer and a new registration, writing nothing.
+    assert engine.owner.last_result(sid) == Result.OWNER_STOPPED
+    assert service(engine).routes == 0
+    with pytest.raises(RegistryClosed) as refused:
+        await service(engine).resolve(approval.id, Choice.ONCE)
+    assert refused.value.code == ErrorCode.CLOSED
+    check = Check(Decision(Verdict.ASK, "asks", ("mkdir other",)), "mkdir other", False, {})
+    s = await engine.session(sid)
+    with pytest.raises(RegistryClosed):
+        await service(engine).ask(s, approval.work_id, "call_x", "run_command", "{}", check)
+    assert engine.faults.commits_seen == commits  # shutdown wrote nothing durable
+    await engine.close()
     reopened = await engine.reopen(steps[1:], tools=ToolRegistry(all_tools()))
     try:
         assert await approval_status(reopened, approval.id) == ApprovalStatus.PENDING
@@ -377,13 +395,22 @@ async def test_scenario_36_restart_finishes_cancelled_approval_cleanup_without_r
 async def test_scenario_37_a_waiting_approval_blocks_relationship_changes_and_resolves_once(
     tmp_path: Path,
 ) -> None:
+    """The host grants run_command (sandbox macos) and a host rule says run_command * → ask.
+    A child's command asks in auto mode; a detach racing it is refused. The host then revokes
+    (a new generation: no tools, sandbox none) while the approval waits; the answer "once" is
+    accepted and a reparent racing it refused. The live authority decides the action
+    ``unavailable``: the approved command never runs, and the model is told so."""
     from fxdesk.engine.owner import WorkActive
 
-    engine = await make(tmp_path, [call("run_command", command="git status"), say("ok")])
+    authority = HostAuthority(
+        tool_names=tuple(all_tool_names()),
+        sandbox="macos",
+        rules=(HostRule("run_command", "*", "ask"),),
+    )
+    engine = await make(
+        tmp_path, [call("run_command", command="touch made"), say("ok")], authority=authority
+    )
     try:
-        await service(engine).add_rule(
-            PermissionRule("run_command", "*", Verdict.ASK, Scope.GLOBAL, Match.GLOB)
-        )
         root = await engine.sessions.create_root(engine.workspace, name="root")
         other = await engine.sessions.create_child(root.id, name="other")
         child = await engine.sessions.create_child(
@@ -391,21 +418,43 @@ async def test_scenario_37_a_waiting_approval_blocks_relationship_changes_and_re
         )
         engine.owner.start(child.id)
         (approval,) = await pending(engine)
+        assert approval.detail["generation"] == authority.generation
         assert (await engine.session(child.id)).state == SessionState.AWAITING_APPROVAL
+        assert [i.status for i in await engine.items(child.id)] == [WorkStatus.AWAITING_APPROVAL]
         with pytest.raises(WorkActive) as refused:
             await engine.sessions.detach(child.id)
         assert refused.value.code == ErrorCode.INVALID_STATE
+
+        before = authority.generation
+        authority.update(tool_names=(), sandbox="none")  # revoked while the approval waits
         answered = await service(engine).resolve(approval.id, Choice.ONCE)
         with pytest.raises(WorkActive) as refused:
             await engine.sessions.reparent(child.id, other.id)
         assert refused.value.code == ErrorCode.INVALID_STATE
         assert answered.status == ApprovalStatus.ALLOWED_ONCE
         assert await asyncio.wait_for(engine.owner.join(child.id), 20) == Result.COMPLETED
+
+        live = authority.resolve(await engine.session(child.id), PermissionMode.AUTO)
+        assert live.generation != before and live.tools == () and live.sandbox == "none"
+        assert tool_decision(live, "run_command", ("run_command",), Verdict.ALLOW) == (
+            ToolDecision.UNAVAILABLE
+        )
+        assert not (engine.workspace / "made").exists()  # approved, but revoked: never ran
+        assert tool_results(engine) == [
+            "Not run: the tool 'run_command' is not available to this session now."
+        ]
+        assert ("tool_activity", "denied") in await engine.deliveries(child.id)
+        assert service(engine).routes == 0
         with pytest.raises(ApprovalNotPending):
             await service(engine).resolve(approval.id, Choice.ONCE)
-        assert len(await approvals_of(engine, child.id)) == 1
+        (only,) = await approvals_of(engine, child.id)
+        assert only.status == ApprovalStatus.ALLOWED_ONCE
     finally:
         await engine.close()
+
+
+def all_tool_names() -> list[str]:
+    return [tool.name for tool in all_tools()]
 
 
 async def approvals_of(engine: Engine, session_id: str) -> list[Approval]:

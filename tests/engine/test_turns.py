@@ -98,26 +98,32 @@ async def test_max_iterations_fails_the_turn(tmp_path: Path) -> None:
 
 
 async def test_a_lost_tool_result_is_reported_as_unknown_and_never_rerun(tmp_path: Path) -> None:
+    """A result that never reached the disk before its process ended (every save of it failed,
+    then a restart) is lost with that process: the model is told "outcome unknown" and the
+    tool is not run again. (Within the process the result is kept and written on resume:
+    tests/engine/test_tool_activity_repair.py.)"""
     engine = await Engine.create(tmp_path, [append_line("log.txt", "once"), say("checked")])
+    session = await engine.root_session("append a line")
+    engine.faults.fail(1, StoreFault.DEFINITE, onward=True, label="tool_result")
+    assert await engine.run(session.id) == Result.PAUSED
+    (item,) = await engine.items(session.id)
+    assert item.status == WorkStatus.INTERRUPTED
+    assert (engine.workspace / "log.txt").read_text() == "once\n"
+    await engine.close()
+    again = await Engine.create(tmp_path, [say("checked")])
     try:
-        session = await engine.root_session("append a line")
-        engine.faults.fail(1, StoreFault.DEFINITE, label="tool_result")
-        assert await engine.run(session.id) == Result.PAUSED
-        (item,) = await engine.items(session.id)
-        assert item.status == WorkStatus.INTERRUPTED
-        assert (engine.workspace / "log.txt").read_text() == "once\n"
-        assert await engine.run(session.id, retry=True) == Result.IDLE
-        assert (engine.workspace / "log.txt").read_text() == "once\n"  # not run again
-        last = engine.provider.requests[-1].messages[-1]
+        assert await again.run(session.id, retry=True) == Result.IDLE
+        assert (again.workspace / "log.txt").read_text() == "once\n"  # not run again
+        last = again.provider.requests[-1].messages[-1]
         assert last.role == "tool" and last.content == UNKNOWN_OUTCOME_RESULT
-        assert engine.provider.calls == 2
-        assert await engine.deliveries(session.id) == [
+        assert engine.provider.calls + again.provider.calls == 2
+        assert await again.deliveries(session.id) == [
             ("tool_activity", "started"),
             ("tool_activity", "failed"),
             ("terminal", "completed"),
         ]
     finally:
-        await engine.close()
+        await again.close()
 
 
 async def test_a_resumed_turn_after_shutdown_does_not_repeat_the_tool(tmp_path: Path) -> None:

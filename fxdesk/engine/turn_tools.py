@@ -1,0 +1,457 @@
+"""One turn's tool calls: the permission check, the approval, the effect and its record.
+
+Each call is decided against the authority of that moment: the host's live authority, resolved
+again for this action (a tool it no longer offers is ``unavailable``, spec §2.7, §6.1), and the
+permission check (``PermissionService``: mode, saved rules, the host's rules and grants); an
+*ask* parks the turn on a durable approval, and the answer is checked again against the
+authority of the moment it arrives. A call that may run commits a ``started`` activity first,
+then runs, then commits its result row together with the final activity (``succeeded`` or
+``failed``).
+
+**A decision holds for one authority generation.** The ``started`` commit checks, inside its
+transaction, that the host's generation is still the one the call was decided under; if the host
+revoked or granted anything meanwhile, nothing is written and the call is decided again (what
+the person already allowed stays allowed; a revoked grant or tool no longer counts).
+
+**Tool-activity repair (spec child-sessions §5.3).** The result of an effect that happened must
+not be lost, nor reported as "outcome unknown" or "failed". A save of it that fails is retried a
+few times (the write is idempotent: the result row is added only if the history lacks it, and
+the activity has a stable id), unless the store cannot recover (corrupt, read-only, closed).
+If it still cannot be saved, the turn pauses and this process keeps the result in memory
+(``UnsavedResults``): resuming the turn writes it as it was, with its real phase, and tells the
+model the real output; the tool never runs twice. Only a result that never reached the disk
+before its process ended is, honestly, "outcome unknown" after a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from fxdesk.domain import reasons
+from fxdesk.domain.approvals import Approval, ApprovalStatus
+from fxdesk.domain.authority import LiveAuthority, ToolDecision, tool_decision
+from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, ToolCall
+from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
+from fxdesk.domain.live import LiveEvent
+from fxdesk.domain.model import EntryKind
+from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
+from fxdesk.engine.cancel import Cancelled
+from fxdesk.engine.clock import Clock
+from fxdesk.engine.permissions import Check, PermissionService, edit_preview
+from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
+from fxdesk.store import StoreError
+from fxdesk.store.errors import (
+    CorruptDatabaseError,
+    NewerSchemaError,
+    NotADatabaseError,
+    ReadOnlyError,
+    StoreClosedError,
+)
+from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
+
+log = logging.getLogger(__name__)
+
+# Pauses before saving a tool's result again after a failure (seconds; the first try is at once).
+RESULT_RETRY_S = (0.05, 0.2, 0.5)
+
+# How often one call is decided again because the host's authority changed meanwhile, before
+# it is refused: a host that changes faster than an action can start is not waited for.
+MAX_DECISIONS = 8
+
+# Store failures that waiting does not cure: retrying them only delays the pause.
+_LASTING = (
+    CorruptDatabaseError,
+    NewerSchemaError,
+    NotADatabaseError,
+    ReadOnlyError,
+    StoreClosedError,
+)
+
+
+class TurnSteps(Protocol):
+    """What the turn loop gives its tool calls (``turn._Turn``)."""
+
+    rt: TurnRuntime
+    explanation: str
+
+    def check(self) -> None: ...
+
+    async def check_durable(self) -> None: ...
+
+    def entry(self, kind: EntryKind, **fields: object) -> HistoryEntry: ...
+
+    async def commit(
+        self,
+        rows: list[HistoryEntry],
+        label: str,
+        *,
+        delivery: Delivery | None = None,
+        valid: Callable[[], bool] | None = None,
+    ) -> None: ...
+
+    async def save(
+        self,
+        rows: list[HistoryEntry],
+        label: str,
+        *,
+        delivery: Delivery | None = None,
+        result_of: str | None = None,
+    ) -> None: ...
+
+
+@dataclass(frozen=True)
+class HeldResult:
+    """A tool's result whose effect happened but whose save failed."""
+
+    row: HistoryEntry
+    phase: ToolPhase
+
+
+class UnsavedResults:
+    """Results a turn could not save, kept by this process for its resume (bounded)."""
+
+    def __init__(self, cap: int = 256) -> None:
+        self._cap = cap
+        self._held: collections.OrderedDict[tuple[str, str], HeldResult] = collections.OrderedDict()
+
+    def hold(self, work_id: str, call_id: str, held: HeldResult) -> None:
+        self._held[(work_id, call_id)] = held
+        self._held.move_to_end((work_id, call_id))
+        while len(self._held) > self._cap:  # the oldest: long cancelled or never resumed
+            self._held.popitem(last=False)
+
+    def take(self, work_id: str, call_id: str) -> HeldResult | None:
+        return self._held.pop((work_id, call_id), None)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+
+class ToolCalls:
+    """Runs the tool calls of one turn.
+
+    Args:
+        turn: The turn's steps: its runtime, checks, rows and commits.
+        tools: The registry the calls run from.
+        permissions: The permission service (None: no checks, tools stay in the workspace).
+        clock: Stamps activities.
+        unsaved: This process's results that could not be saved yet.
+        retry_s: Pauses between attempts to save a result.
+    """
+
+    def __init__(
+        self,
+        turn: TurnSteps,
+        tools: ToolRegistry,
+        permissions: PermissionService | None,
+        clock: Clock,
+        unsaved: UnsavedResults,
+        retry_s: Sequence[float] = RESULT_RETRY_S,
+    ) -> None:
+        self.turn = turn
+        self.rt = turn.rt
+        self.tools = tools
+        self.permissions = permissions
+        self.clock = clock
+        self.unsaved = unsaved
+        self.retry_s = tuple(retry_s)
+        self.authority: AuthorityResolver = self.rt.authority or SnapshotAuthority(self.rt.snapshot)
+
+    def live(self) -> LiveAuthority:
+        """The host's authority of this moment, for this turn's session."""
+        return self.authority.resolve(self.rt.session, self.rt.snapshot.permission_mode)
+
+    def offered(self) -> list[str]:
+        """The tools a model call offers now: admitted with the turn and still available."""
+        live = self.live()
+        return [name for name in self.tools.names if live.available(name, self._admitted)]
+
+    def _current(self, generation: int) -> bool:
+        """Whether the host's authority is still at ``generation`` (asked on the writer
+        thread, inside the transaction that starts the action)."""
+        return self.authority.generation == generation
+
+    @property
+    def _admitted(self) -> tuple[str, ...]:
+        return self.rt.snapshot.tool_names
+
+    # --- running a call ----------------------------------------------------------------------
+
+    async def run(self, call: ToolCall) -> None:
+        """Decide, (ask,) run and record one call the model made."""
+        await self.turn.check_durable()
+        asked: set[str] = set()  # what the person allowed for this call, kept across decisions
+        for _ in range(MAX_DECISIONS):
+            refusal, outside_ok, generation = await self._permit(call, asked)
+            if refusal is not None:
+                await self._record_refusal(call, refusal)
+                return
+            try:
+                await self.turn.commit(
+                    [],
+                    "tool_started",
+                    delivery=self._activity(call, ToolPhase.STARTED),
+                    valid=functools.partial(self._current, generation),
+                )
+            except StaleAuthority:
+                log.info(
+                    "turn of %s: authority changed; deciding %s again", self.rt.item.id, call.id
+                )
+                continue
+            break
+        else:
+            await self._record_refusal(
+                call, ToolResult.error("Not run: the host's authority kept changing.", denied=True)
+            )
+            return
+        self._live_tool(call, ToolPhase.STARTED)
+        rt = self.rt
+        ctx = ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, outside_ok)
+        began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
+        try:
+            result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
+        except Cancelled:
+            raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
+        except Exception as exc:  # a tool bug must not take the session down
+            log.exception("tool %s crashed", call.name)
+            result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
+        phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
+        self._live_tool(call, phase)
+        row = self.turn.entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=result.output,
+            full_text=result.full_output,
+            data={"ok": result.ok, "duration_ms": int((time.monotonic() - began) * 1000)}
+            | ({"data": result.data} if result.data else {}),
+        )
+        # The effect happened: its result is saved even when a cancel arrived meanwhile (the
+        # history stays true; the cancel still wins over the item's outcome).
+        await self._save_result(call, HeldResult(row, phase))
+        self.turn.check()
+
+    async def settle_started(self, call: ToolCall) -> None:
+        """A call whose start was committed but whose result was not (found on resume).
+
+        If this process still holds its result (the save failed), that result is written as it
+        was: the repair. Otherwise nobody knows what it did: "outcome unknown", never re-run.
+        """
+        held = self.unsaved.take(self.rt.item.id, call.id)
+        if held is not None:
+            log.info("turn of %s: saving the held result of %s", self.rt.item.id, call.id)
+            await self._save_result(call, held)
+            return
+        row = self.turn.entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=UNKNOWN_OUTCOME_RESULT,
+            data={"ok": False, "interrupted": True},
+        )
+        await self.turn.commit(
+            [row], "tool_result", delivery=self._activity(call, ToolPhase.FAILED)
+        )
+
+    async def _save_result(self, call: ToolCall, held: HeldResult) -> None:
+        """Save a result whose effect happened, retrying a failed save; if it cannot be saved,
+        keep it for the resume and pause the turn."""
+        work_id = self.rt.item.id
+        failure: StoreError | None = None
+        for delay in (0.0, *self.retry_s):
+            if delay:
+                await asyncio.sleep(delay)
+            try:
+                await self.turn.save(
+                    [held.row],
+                    "tool_result",
+                    delivery=self._activity(call, held.phase),
+                    result_of=call.id,
+                )
+                return
+            except StoreError as exc:
+                failure = exc
+                log.warning("turn of %s could not save the result of %s: %s", work_id, call.id, exc)
+                if isinstance(exc, _LASTING):
+                    break
+        assert failure is not None
+        self.unsaved.hold(work_id, call.id, held)
+        raise paused(failure)
+
+    # --- deciding ------------------------------------------------------------------------------
+
+    async def _permit(self, call: ToolCall, asked: set[str]) -> tuple[ToolResult | None, bool, int]:
+        """Decide the call against the authority of this moment; ask the person when it says
+        so. (a refusal for the model, or None to run it; whether it may leave the workspace;
+        the authority generation the decision was made under). ``asked`` collects what the
+        person allowed, so a decision made again does not ask the same again."""
+        live = self.live()
+        service = self.permissions
+        if service is None:  # no checks: availability alone
+            if not live.available(call.name, self._admitted):
+                return _unavailable(call), False, live.generation
+            return None, False, live.generation
+        rt = self.rt
+        mode = rt.snapshot.permission_mode
+        outside = False
+        while True:
+            check = await service.check(
+                rt.session,
+                mode,
+                rt.workspace,
+                call.name,
+                call.arguments,
+                tools=self.tools,
+                live=live,
+            )
+            outside = outside or check.outside
+            decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
+            if decision == ToolDecision.UNAVAILABLE:
+                return _unavailable(call), False, live.generation
+            if decision == ToolDecision.DENY:
+                prefix = (
+                    "Approved, but a rule added since denies it: " if asked else "Not allowed: "
+                )
+                refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
+                return refusal, False, live.generation
+            if decision == ToolDecision.ALLOW:
+                return None, outside, live.generation
+            # Asking (again only when the rules changed so that something new needs an answer:
+            # what the person already allowed stays allowed).
+            new_parts = set(check.decision.uncovered) - asked
+            if asked and not new_parts:
+                return None, outside, live.generation
+            answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
+            if answered.status == ApprovalStatus.DENIED:
+                why = answered.resolution.get("reason")
+                text = "The person denied this action" + (f": {why}" if why else ".")
+                return ToolResult.error(text, denied=True), False, live.generation
+            asked |= set(check.decision.uncovered) or {check.label}
+            # Check again against the authority of now: a tool revoked, or a deny added, while
+            # the person was deciding wins.
+            live = self.live()
+
+    async def _ask(self, call: ToolCall, check: Check, widening: list[str] | None) -> Approval:
+        """Raise the approval (or find it answered already), wait for the answer, and mark it
+        used. Stops the turn when the work is cancelled or fxdesk shuts down meanwhile; pauses
+        it when the store fails."""
+        service = self.permissions
+        assert service is not None
+        rt = self.rt
+        arguments = call.arguments
+        if widening is not None:  # a distinct question: the same call, more access than before
+            arguments = json.dumps({"call": call.arguments, "also": widening})
+        try:
+            approval = await service.ask(
+                rt.session,
+                rt.item.id,
+                call.id,
+                call.name,
+                arguments,
+                check,
+                explanation=self.turn.explanation,
+                # The tool's own dry run, in the context it would run in once allowed.
+                preview=await edit_preview(
+                    call,
+                    ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
+                    self.tools,
+                ),
+                stopping=rt.stopping,
+            )
+        except StoreError as exc:
+            if not exc.definite:  # it may have landed: the item may wait with nobody waiting
+                await self._withdraw_ask()
+            raise paused(exc) from None
+        if approval is None:  # the item was cancelled or is no longer the active work
+            raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
+        answered = approval
+        if approval.pending:
+            try:
+                answered = await rt.cancel.race(service.wait(approval.id))
+            except Cancelled:
+                if rt.stopping():
+                    raise TurnStop(TurnEnd.STOPPED) from None
+                raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
+            except StoreError as exc:  # looking for an answer given elsewhere failed
+                await self._withdraw_ask()
+                raise paused(exc) from None
+        if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
+            raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason or reasons.CANCELLED)
+        try:
+            await service.consume(answered.id, stopping=rt.stopping)
+        except StoreError as exc:
+            # Not acted on: the answer stays unused, so resuming acts on it without asking
+            # again (an indeterminate save that did land makes resuming ask again instead).
+            raise paused(exc) from None
+        return answered
+
+    async def _withdraw_ask(self) -> None:
+        """The turn stops waiting (it pauses): put the item back to running so the pause
+        records it interrupted, not awaiting approval with nobody waiting (answering would then
+        leave it running with no worker). Best effort: if this fails too, the item stays
+        awaiting approval, and resume still continues it."""
+        service = self.permissions
+        assert service is not None
+        try:
+            await service.withdraw(self.rt.session, self.rt.item.id, stopping=self.rt.stopping)
+        except StoreError as exc:
+            log.warning("turn of %s: could not withdraw its ask: %s", self.rt.item.id, exc)
+
+    # --- recording -----------------------------------------------------------------------------
+
+    async def _record_refusal(self, call: ToolCall, result: ToolResult) -> None:
+        """A denied call: its result tells the model why; nothing ran."""
+        self._live_tool(call, ToolPhase.DENIED)
+        row = self.turn.entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.id,
+            tool_name=call.name,
+            content=result.output,
+            data={"ok": False, "denied": True}
+            | ({"unavailable": True} if result.data.get("unavailable") else {}),
+        )
+        self.turn.check()
+        await self.turn.commit(
+            [row], "tool_result", delivery=self._activity(call, ToolPhase.DENIED)
+        )
+
+    def _live_tool(self, call: ToolCall, phase: ToolPhase) -> None:
+        live = self.rt.live
+        if live is not None:
+            live.append_tool(call.name, phase.value, call.id)
+            live.append_event(
+                LiveEvent(
+                    "tool_finished" if phase != ToolPhase.STARTED else "tool_started",
+                    call.name,
+                    call.id,
+                    call.arguments if phase == ToolPhase.STARTED else phase.value,
+                )
+            )
+
+    def _activity(self, call: ToolCall, phase: ToolPhase) -> Delivery:
+        session = self.rt.session
+        return Delivery(
+            id=tool_activity_id(session.id, self.rt.item.id, call.id, phase),
+            session_id=session.id,
+            target_id=session.root_id,
+            kind=DeliveryKind.TOOL_ACTIVITY,
+            payload={"tool": call.name, "phase": phase.value, "call_id": call.id},
+            work_id=self.rt.item.id,
+            created_at_ms=self.clock.now_ms(),
+        )
+
+
+def _unavailable(call: ToolCall) -> ToolResult:
+    return ToolResult.error(
+        f"Not run: the tool {call.name!r} is not available to this session now.",
+        denied=True,
+        unavailable=True,
+    )
