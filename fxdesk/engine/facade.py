@@ -29,7 +29,7 @@ from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
-from fxdesk.engine.errors import EngineError, ErrorCode
+from fxdesk.engine.errors import EngineError, ErrorCode, RegistryClosed
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
@@ -48,6 +48,7 @@ __all__ = [
     "InvalidWorkspace",
     "ProfileError",
     "ProfileService",
+    "RegistryClosed",
     "Result",
     "SecretsUnavailable",
     "SessionError",

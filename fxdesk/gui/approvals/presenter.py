@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QWidget
 from fxdesk import messages
 from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
 from fxdesk.domain.permissions import PermissionRule
-from fxdesk.engine.facade import StoreError
+from fxdesk.engine.facade import RegistryClosed, StoreError
 from fxdesk.gui.approvals.always_allow import choose_rules
 from fxdesk.gui.tasks import TaskGroup, alive
 
@@ -33,6 +33,7 @@ Describe = Callable[[Approval], tuple[str, str]]
 Load = Callable[[], Awaitable[list[Approval]]]
 """Every pending approval, oldest first."""
 
+SHUTTING_DOWN = "fxdesk is shutting down; this approval will be asked again at the next start."
 NOT_PENDING = "This approval is no longer pending: it was answered elsewhere or its work stopped."
 
 
@@ -254,6 +255,8 @@ class ApprovalsPresenter(QObject):
             return Answered(Outcome.NOT_PENDING, NOT_PENDING)
         except StoreError as exc:
             return Answered(Outcome.FAILED, exc.user_message)
+        except RegistryClosed:  # answered in the moment fxdesk quits: the next start settles it
+            return Answered(Outcome.FAILED, SHUTTING_DOWN)
         self.remove(approval.id)
         return Answered(Outcome.ANSWERED)
 

@@ -196,3 +196,24 @@ def test_the_current_approval_follows_removals_like_a_queue() -> None:
     first = presenter.first_of_session("s1")
     assert first is not None and first.id == "approval-2"
     assert presenter.first_of_session("s9") is None
+
+
+async def test_an_answer_refused_because_fxdesk_is_shutting_down_is_said_not_a_bug(
+    qtbot: QtBot,
+) -> None:
+    """The engine closes its approval registry at shutdown; an answer given in that moment is
+    refused with ``RegistryClosed``. The view says so, the approval stays in the queue (it is
+    settled at the next start), and no bug report opens."""
+    from fxdesk.engine.facade import RegistryClosed
+
+    async def closed(item: Approval, choice: Choice, reason: str, rules: object) -> None:
+        raise RegistryClosed("the approval registry is closed: fxdesk is shutting down")
+
+    presenter = ApprovalsPresenter(closed, describe)
+    dialog = ApprovalDialog(presenter)
+    with shown(dialog):
+        presenter.set_pending([approval(1)])
+        answered = await presenter.answer(approval(1), Choice.ONCE, parent=dialog)
+        assert answered.outcome is Outcome.FAILED
+        assert "shutting down" in answered.notice
+        assert ids(presenter.approvals()) == ["approval-1"]
