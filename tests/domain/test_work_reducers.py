@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -280,3 +282,58 @@ def test_scenario_62_failed_reducers_leave_no_partial_state() -> None:
     assert stats.interrupted == 2 and change is not None and len(change.events) == 2
     count, change = cancel(record("first", "second"), "all", 2)
     assert count == 2 and change is not None and len(change.items) == 2
+
+
+class _OutOfMemoryAt:
+    """Counts what the wrapped constructors make; making the ``nth`` raises ``MemoryError``."""
+
+    def __init__(self, nth: int) -> None:
+        self.nth = nth
+        self.made = 0
+
+    def wrap(self, real: Any) -> Any:
+        def make(*args: Any, **kwargs: Any) -> Any:
+            self.made += 1
+            if self.made == self.nth:
+                raise MemoryError
+            return real(*args, **kwargs)
+
+        return make
+
+
+@pytest.mark.parametrize("reducer", ["recover", "cancel"])
+def test_scenario_62_out_of_memory_at_every_step_leaves_no_partial_state(
+    monkeypatch: pytest.MonkeyPatch, reducer: str
+) -> None:
+    """Scenario 62: out of memory at each allocation of restart recovery and of cancel on
+    [first, second] (each new item, event and record; Python's nearest to "every allocation"),
+    one run per step: each failed run raises and leaves the record as it was; the run with
+    no failure interrupts (or cancels) both in one batch."""
+    from fxdesk.domain import work
+
+    real_replace, real_event = work.replace, work.ControlEvent
+    rec = record("first", "second")
+    unchanged = record("first", "second")
+    failures = 0
+    for nth in itertools.count(1):
+        oom = _OutOfMemoryAt(nth)
+        monkeypatch.setattr(work, "replace", oom.wrap(real_replace))
+        monkeypatch.setattr(work, "ControlEvent", oom.wrap(real_event))
+        try:
+            if reducer == "recover":
+                stats, change = work.recover(rec, None, 2)
+                count = stats.interrupted
+            else:
+                count, change = work.cancel(rec, "all", 2)
+        except MemoryError:
+            failures += 1
+            assert rec == unchanged
+            continue
+        break
+    # Every allocation failed once (2 items, 2 events, the record), then none did.
+    assert failures == oom.made >= 5
+    expected = WorkStatus.INTERRUPTED if reducer == "recover" else WorkStatus.CANCELLED
+    assert count == 2 and change is not None
+    assert [i.status for i in change.record.items] == [expected, expected]
+    assert len(change.items) == len(change.events) == 2
+    assert {e.revision for e in change.events} == {rec.generation + 1}

@@ -136,6 +136,34 @@ async def test_scenario_42_indeterminate_completion_reconciles_to_nothing(tmp_pa
         await again.close()
 
 
+async def test_scenario_44_an_indeterminate_terminal_write_is_not_duplicated(
+    tmp_path: Path,
+) -> None:
+    """The terminal delivery is written in the completion's transaction (adapted: the reference
+    writes it to a ledger file of its own), so its indeterminate write is the completion's:
+    join says control_failed, yet the terminal has landed, exactly once; two recoveries after
+    a restart leave exactly that one, and the model is not called again."""
+    provider = Reactive()
+    engine = await _engine(tmp_path, provider)
+    root = await engine.root_session()
+    child = await engine.child(root, "work")
+    engine.faults.fail(1, Fault.INDETERMINATE, label="complete")
+    assert await engine.run(child.id) == Result.CONTROL_FAILED
+    terminals = [d for d in await engine.deliveries(child.id) if d[0] == "terminal"]
+    assert terminals == [("terminal", "completed")]  # landed although the commit "failed"
+    await engine.close()
+    again = await _engine(tmp_path, provider)
+    try:
+        for _ in range(2):
+            await again.owner.recover()
+            terminals = [d for d in await again.deliveries(child.id) if d[0] == "terminal"]
+            assert terminals == [("terminal", "completed")]
+        assert len(provider.requests) == 2  # the one turn's two calls: no replay
+        assert [i.status for i in await again.items(child.id)] == [WorkStatus.COMPLETED]
+    finally:
+        await again.close()
+
+
 async def test_a_failed_cancel_commit_changes_nothing_and_a_later_cancel_does_it_all(
     tmp_path: Path,
 ) -> None:

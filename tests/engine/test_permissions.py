@@ -332,32 +332,51 @@ async def test_scenario_31_shutdown_releases_the_waiter_restart_marks_it_stale_r
 
 
 async def test_scenario_35_restart_reconciles_approvals_by_work_identity(tmp_path: Path) -> None:
-    step = call("run_command", command="touch a")
-    engine = await make(tmp_path, [step, step])
-    first = await session(engine, PermissionMode.ASK)
-    second = await session(engine, PermissionMode.ASK)
-    engine.owner.start(first)
-    engine.owner.start(second)
-    restart, cancelled_before = sorted(
-        await pending(engine, 2), key=lambda a: a.session_id != first
-    )
+    """One session, two items, each with a pending approval: item 1 awaits its approval when
+    the process stops; item 2 was cancelled before the restart and its approval was left
+    pending (the reference builds this state by hand; so does this test, with SQL). Recovery
+    interrupts item 1 only, with no model call; by work identity, item 1's approval goes
+    stale and item 2's is cancelled, though both belong to the same session."""
+    engine = await make(tmp_path, [call("run_command", command="touch a")])
+    sid = await session(engine, PermissionMode.ASK, "first")
+    await engine.sessions.send(sid, "second")
+    engine.owner.start(sid)
+    (restart,) = await pending(engine)
+    first, second = await engine.items(sid)
+    assert (restart.work_id, first.status) == (first.id, WorkStatus.AWAITING_APPROVAL)
     await engine.close()
-    # Item 2 was cancelled before the restart, and its approval was left pending.
     engine.store = await type(engine.store).aopen(tmp_path / "fxdesk.sqlite3")
     await asyncio.to_thread(
         engine.store.execute_for_tests,
         "UPDATE work_item SET status = 'cancelled', reason = 'cancelled before restart' "
         "WHERE id = ?",
-        (cancelled_before.work_id,),
+        (second.id,),
+    )
+    await asyncio.to_thread(
+        engine.store.execute_for_tests,
+        "INSERT INTO approval (id, session_id, root_id, work_id, call_id, fingerprint, tool, "
+        "label, explanation, detail_json, status, resolution_json, created_at_ms) "
+        "SELECT 'approval-cancelled-before-restart', session_id, root_id, ?, call_id, "
+        "fingerprint, tool, label, explanation, detail_json, status, resolution_json, "
+        "created_at_ms FROM approval WHERE id = ?",
+        (second.id, restart.id),
     )
     await asyncio.to_thread(engine.store.close)
     reopened = await engine.reopen([])
     try:
+        assert {a.work_id for a in await service(reopened).pending()} == {first.id, second.id}
         report = await reopened.owner.recover()
         assert report.work_interrupted == 1
         assert reopened.provider.requests == []
+        assert [i.status for i in await reopened.items(sid)] == [
+            WorkStatus.INTERRUPTED,
+            WorkStatus.CANCELLED,
+        ]
         assert await approval_status(reopened, restart.id) == ApprovalStatus.STALE
-        assert await approval_status(reopened, cancelled_before.id) == ApprovalStatus.CANCELLED
+        assert (
+            await approval_status(reopened, "approval-cancelled-before-restart")
+            == ApprovalStatus.CANCELLED
+        )
     finally:
         await reopened.close()
 
@@ -461,10 +480,20 @@ async def approvals_of(engine: Engine, session_id: str) -> list[Approval]:
     return await engine.store.read(lambda: approvals_store.approvals_of(session_id))
 
 
-@pytest.mark.parametrize(("added", "effects"), [(Verdict.ASK, 1), (Verdict.DENY, 0)])
+@pytest.mark.parametrize(
+    ("added", "choice", "effects", "status"),
+    [
+        (Verdict.ASK, Choice.ALWAYS, 1, ApprovalStatus.ALLOWED_ALWAYS),  # the spec's rename
+        (Verdict.ASK, Choice.ONCE, 1, ApprovalStatus.ALLOWED_ONCE),  # the spec's copy
+        (Verdict.DENY, Choice.ONCE, 0, ApprovalStatus.ALLOWED_ONCE),
+    ],
+)
 async def test_scenario_57_an_approved_action_is_rechecked_against_rules_added_meanwhile(
-    tmp_path: Path, added: Verdict, effects: int
+    tmp_path: Path, added: Verdict, choice: Choice, effects: int, status: ApprovalStatus
 ) -> None:
+    """No copy or rename tool here: write_file to a destination outside the workspace asks;
+    meanwhile a rule for that destination is added. Ask: the answer stands (1 effect); deny:
+    the re-check refuses it (0 effects). One approval either way, with the answer given."""
     destination = tmp_path / "elsewhere" / "copy.txt"
     destination.parent.mkdir()
     engine = await make(
@@ -478,11 +507,11 @@ async def test_scenario_57_an_approved_action_is_rechecked_against_rules_added_m
         await service(engine).add_rule(
             PermissionRule("*", str(destination), added, Scope.GLOBAL, Match.GLOB)
         )
-        await service(engine).resolve(approval.id, Choice.ONCE)
+        await service(engine).resolve(approval.id, choice)
         assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
         assert destination.exists() == bool(effects)
         (only,) = await approvals_of(engine, sid)  # one approval either way
-        assert only.status == ApprovalStatus.ALLOWED_ONCE
+        assert only.status == status
         if not effects:
             assert tool_results(engine)[0].startswith("Approved, but a rule added since denies it")
     finally:
@@ -496,8 +525,10 @@ async def test_scenario_57_an_approved_action_is_rechecked_against_rules_added_m
 async def test_scenario_58_broader_access_is_rechecked_against_rules_added_meanwhile(
     tmp_path: Path, added: Verdict, choice: Choice, effects: int
 ) -> None:
-    """The reference's sandbox widening has no sandbox here; its nearest case is a command a
-    rule allows whose redirection writes outside the workspace: that write is what asks."""
+    """The reference's sandbox widening has no sandbox here (it arrives with issue 11); its
+    nearest case is a command a rule allows whose redirection writes outside the workspace:
+    that write is what asks. A rule for it added meanwhile: ask → the answer stands (1
+    effect, allowed_always); deny → refused at the re-check (0 effects, allowed_once)."""
     target = tmp_path / "report.txt"
     engine = await make(
         tmp_path / "e", [call("run_command", command=f"echo ok > {target}"), say("end")]
@@ -516,7 +547,13 @@ async def test_scenario_58_broader_access_is_rechecked_against_rules_added_meanw
         await service(engine).resolve(approval.id, choice)
         assert await asyncio.wait_for(engine.owner.join(sid), 20) == Result.IDLE
         assert target.exists() == bool(effects)
-        assert len(await approvals_of(engine, sid)) == 1
+        (only,) = await approvals_of(engine, sid)
+        expected = (
+            ApprovalStatus.ALLOWED_ALWAYS
+            if choice == Choice.ALWAYS
+            else (ApprovalStatus.ALLOWED_ONCE)
+        )
+        assert only.status == expected
     finally:
         await engine.close()
 
@@ -525,7 +562,8 @@ async def test_scenario_59_access_revoked_meanwhile_needs_a_separate_approval(
     tmp_path: Path,
 ) -> None:
     """Allowed once for what was asked; meanwhile the rule that covered the rest of the command
-    is gone, so a second, distinct approval asks for that part before anything runs."""
+    is gone, so a second, distinct approval asks for that part before anything runs. (The
+    reference's revoked sandbox grant; the sandbox arrives with issue 11.)"""
     engine = await make(
         tmp_path, [call("run_command", command="npm --version; mkdir built"), say("end")]
     )
@@ -541,6 +579,8 @@ async def test_scenario_59_access_revoked_meanwhile_needs_a_separate_approval(
         await service(engine).remove_rule(mkdir_rule.id)
         await service(engine).resolve(first.id, Choice.ONCE)
         second = next(a for a in await pending(engine) if a.id != first.id)
+        assert second.status == ApprovalStatus.PENDING
+        assert await approval_status(engine, first.id) == ApprovalStatus.ALLOWED_ONCE
         assert second.detail["uncovered"] == ["mkdir built", "npm --version"] or (
             "mkdir built" in second.detail["uncovered"]
         )

@@ -617,6 +617,8 @@ def _cancel_durably(session_id: str) -> None:
 
 
 async def test_scenario_32_recovery_interrupts_and_a_resume_runs_once(tmp_path: Path) -> None:
+    """Recovery interrupts a pending item without a model call; a plain start finds no work;
+    an explicit resume (start with retry) is ``started``, joins idle and calls the model once."""
     engine = await Engine.create(tmp_path, [say("ran")])
     try:
         root = await engine.root_session()
@@ -627,8 +629,10 @@ async def test_scenario_32_recovery_interrupts_and_a_resume_runs_once(tmp_path: 
         assert item.status == WorkStatus.INTERRUPTED
         assert item.reason == reasons.RESTART_INTERRUPTED
         assert await engine.run(child.id) == Result.NO_WORK  # nothing runs by itself
-        assert await engine.run(child.id, retry=True) == Result.IDLE
+        assert engine.owner.start(child.id, retry=True) == StartResult.STARTED
+        assert await asyncio.wait_for(engine.owner.join(child.id), 30) == Result.IDLE
         assert engine.provider.calls == 1
+        assert [i.status for i in await engine.items(child.id)] == [WorkStatus.COMPLETED]
     finally:
         await engine.close()
 
@@ -656,7 +660,9 @@ async def test_scenario_33_tree_recovery_only_touches_the_tree(tmp_path: Path) -
 
 async def test_scenario_34_recovery_never_rebinds_workspaces(tmp_path: Path) -> None:
     """An ordinary chat in workspace A; the owner runs in workspace B (the harness's folder):
-    recovery changes nothing (0 changed, 0 failed) and the chat stays in A."""
+    recovery changes nothing (0 changed, 0 failed) and the chat stays in A. Here every chat has
+    a work queue (the reference's chats have none), so the same is then shown for a chat whose
+    queued message recovery does interrupt: still in A, no workspace added."""
     engine = await Engine.create(tmp_path, [say("hi")])
     try:
         folder_a = tmp_path / "workspace-a"
@@ -674,6 +680,18 @@ async def test_scenario_34_recovery_never_rebinds_workspaces(tmp_path: Path) -> 
         catalog = await engine.sessions.catalog()
         assert {w.path for w in catalog.workspaces} == {str(folder_a.resolve())}
         assert [i.status for i in await engine.items(chat.id)] == [WorkStatus.COMPLETED]
+
+        await engine.sessions.send(chat.id, "queued, never run")
+        report = await engine.owner.recover()
+        assert (report.sessions_changed, report.work_interrupted, report.sessions_failed) == (
+            1,
+            1,
+            0,
+        )
+        assert (await engine.session(chat.id)).workspace_id == chat.workspace_id
+        catalog = await engine.sessions.catalog()
+        assert {w.path for w in catalog.workspaces} == {str(folder_a.resolve())}
+        assert engine.provider.calls == 1  # recovery ran nothing
     finally:
         await engine.close()
 
@@ -694,40 +712,104 @@ async def test_scenario_40_a_restart_before_the_history_commit_interrupts(tmp_pa
         await again.close()
 
 
-async def test_scenario_46_admission_failure_records_typed_state(tmp_path: Path) -> None:
-    class BrokenAuthority(HostAuthority):
-        def capture(self, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
-            raise RuntimeError("capture service down")
+async def test_scenario_46_provider_and_admission_failures_record_typed_state(
+    tmp_path: Path,
+) -> None:
+    """A persistent child whose run fails (the provider errs): join → failed, the item failed
+    with its typed reason, state idle, exactly 1 ``terminal: failed``, and the session can be
+    locked for writing again. Another child whose admission capture fails: join →
+    admission_failed, its item failed (admission reason), no model call, nothing admitted."""
 
-    engine = await Engine.create(tmp_path, [say("x")], authority=BrokenAuthority())
+    class BrokenForOne(HostAuthority):
+        def capture(self, session, item, model, effort):  # type: ignore[no-untyped-def]
+            if session.name == "broken":
+                raise RuntimeError("capture service down")
+            return super().capture(session, item, model, effort)
+
+    engine = await Engine.create(
+        tmp_path,
+        [Fault("server_error", "HTTP 500 from upstream")],
+        authority=BrokenForOne(tool_names=("echo",)),
+    )
     try:
         root = await engine.root_session()
-        child = await engine.child(root, "cannot start")
-        assert await engine.run(child.id) == Result.ADMISSION_FAILED
+        child = await engine.child(root, "the run fails")
+        assert await engine.run(child.id) == Result.FAILED
         (item,) = await engine.items(child.id)
+        assert item.status == WorkStatus.FAILED
+        assert await engine.store.read(lambda: control.failure_reason(item.id)) == (
+            "provider_failed: server_error: HTTP 500 from upstream"
+        )
+        assert (await engine.session(child.id)).state == SessionState.IDLE
+        terminals = [d for d in await engine.deliveries(child.id) if d[0] == "terminal"]
+        assert terminals == [("terminal", "failed")]
+        lock = SessionLock(engine.root / "locks", child.id)
+        assert lock.try_acquire()  # released: the session can be opened for writing
+        lock.release()
+
+        calls = engine.provider.calls
+        broken = await engine.sessions.create_child(
+            root.id, name="broken", mode=SessionMode.PERSISTENT, first_message="cannot start"
+        )
+        assert await engine.run(broken.id) == Result.ADMISSION_FAILED
+        (item,) = await engine.items(broken.id)
         assert item.status == WorkStatus.FAILED
         assert await engine.store.read(lambda: control.failure_reason(item.id)) == (
             reasons.ADMISSION_FAILED
         )
-        assert engine.provider.calls == 0
+        assert engine.provider.calls == calls
+        assert await engine.history_kinds(broken.id) == []  # no turn was opened
     finally:
         await engine.close()
 
 
+# Another process holds one session's lock (``SessionLock``: flock, its pid in the file) until
+# its standard input closes.
+HOLD_SESSION_LOCK = """
+import sys
+from pathlib import Path
+from fxdesk.store.locks import SessionLock
+lock = SessionLock(Path(sys.argv[1]), sys.argv[2])
+lock.acquire()
+print("locked", flush=True)
+sys.stdin.read()
+lock.release()
+"""
+
+
 async def test_scenario_47_a_lock_held_elsewhere_keeps_the_queue(tmp_path: Path) -> None:
+    """Another process holds the session's lock; with a lock deadline of 0, start → join =
+    external_busy (naming that process), the item stays pending, no model call. Once it lets
+    go, a start joins idle with exactly 1 model call and the item completed."""
     engine = await Engine.create(tmp_path, [say("ran once")])
     try:
+        assert engine.owner.lock_deadline_s == 0
         root = await engine.root_session()
         child = await engine.child(root, "queued")
-        other = SessionLock(engine.root / "locks", child.id)
-        other.acquire()
-        assert await engine.run(child.id) == Result.EXTERNAL_BUSY
-        assert (await engine.items(child.id))[0].status == WorkStatus.PENDING
-        assert engine.provider.calls == 0 and engine.owner.external_busy(child.id)
-        other.release()
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            HOLD_SESSION_LOCK,
+            str(engine.root / "locks"),
+            child.id,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env=child_env(),
+        )
+        assert holder.stdin is not None and holder.stdout is not None
+        try:
+            assert await asyncio.wait_for(holder.stdout.readline(), 30) == b"locked\n"
+            assert await engine.run(child.id) == Result.EXTERNAL_BUSY
+            assert [i.status for i in await engine.items(child.id)] == [WorkStatus.PENDING]
+            assert engine.provider.calls == 0 and engine.owner.external_busy(child.id)
+            assert engine.owner.busy_elsewhere[child.id] == holder.pid
+        finally:
+            holder.stdin.close()  # lets the lock go
+            assert await asyncio.wait_for(holder.wait(), 30) == 0
         assert await engine.run(child.id) == Result.IDLE
         assert engine.provider.calls == 1
-        assert (await engine.items(child.id))[0].status == WorkStatus.COMPLETED
+        assert [i.status for i in await engine.items(child.id)] == [WorkStatus.COMPLETED]
+        assert not engine.owner.external_busy(child.id)
     finally:
         await engine.close()
 
@@ -751,19 +833,26 @@ async def test_scenario_49_local_execution_is_never_busy_elsewhere(tmp_path: Pat
 
 @pytest.mark.parametrize("failing_writes", [False, True])
 async def test_scenarios_51_56_shutdown_writes_nothing(
-    tmp_path: Path, failing_writes: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing_writes: bool
 ) -> None:
+    """[active, queued] with the turn blocked; shutdown joins it and writes nothing, not even
+    an attempt (no job reaches the writer), whether writes would fail (51) or not (56): the
+    items stay running and pending without a reason, for recovery, and the lock is free."""
     engine = await Engine.create(tmp_path, [say("x")])
     root = await engine.root_session()
     child = await engine.child(root, "active", "queued")
     await engine.start_blocked(child.id)
     commits_before = engine.faults.commits_seen
+    jobs_before = engine.store.writer_stats.jobs
     if failing_writes:
-        from fxdesk.store.faults import Fault as StoreFault
-
         engine.faults.fail(commits_before + 1, StoreFault.DEFINITE, onward=True)
-    await engine.owner.shutdown()
-    assert engine.faults.commits_seen == commits_before  # not even an attempt
+    writes = _record_writes(monkeypatch, engine)
+    await asyncio.wait_for(engine.owner.shutdown(), 30)
+    assert not engine.owner.is_running(child.id)  # joined
+    assert writes == []  # the store was never asked
+    assert engine.faults.commits_seen == commits_before
+    assert engine.store.writer_stats.jobs == jobs_before  # not even an attempt
+    engine.faults.clear()
     items = await engine.items(child.id)
     assert [(i.status, i.reason) for i in items] == [
         (WorkStatus.RUNNING, None),
@@ -840,30 +929,37 @@ async def test_scenario_50_shutdown_completes_while_another_process_holds_the_wr
 
 
 async def test_scenario_52_revisions_advance_and_cursors_go_stale(tmp_path: Path) -> None:
+    """A cursor from a one-event page, then both items run: the generation passes the page's,
+    event sequences are contiguous from 1 with non-decreasing revisions, the next sequence is
+    their count + 1. On a freshly opened store, pages of 2 start at 1 and 3, and the old
+    cursor says restart_required."""
     engine = await Engine.create(tmp_path, [say("1"), say("2")])
+    root = await engine.root_session()
+    child = await engine.child(root, "one", "two")
+    first = await engine.sessions.inspect(child.id, limit=1)
+    assert first.next_cursor is not None
+    revision = first.generation
+    assert await engine.run(child.id) == Result.IDLE
+    assert [i.status for i in await engine.items(child.id)] == [WorkStatus.COMPLETED] * 2
+    page = await engine.sessions.inspect(child.id, limit=100)
+    assert page.generation > revision
+    sequences = [e.sequence for e in page.events]
+    assert sequences == list(range(1, len(sequences) + 1))
+    revisions = [e.revision for e in page.events]
+    assert revisions == sorted(revisions)
+    record = await engine.store.read(lambda: control.load_record(child.id))
+    assert record is not None and record.next_event_sequence == len(sequences) + 1
+    await engine.close()
+    fresh = await engine.reopen()
     try:
-        root = await engine.root_session()
-        child = await engine.child(root, "one", "two")
-        first = await engine.sessions.inspect(child.id, limit=1)
-        assert first.next_cursor is not None
-        revision = first.generation
-        assert await engine.run(child.id) == Result.IDLE
-        page = await engine.sessions.inspect(child.id, limit=100)
-        assert page.generation > revision
-        sequences = [e.sequence for e in page.events]
-        assert sequences == list(range(1, len(sequences) + 1))
-        revisions = [e.revision for e in page.events]
-        assert revisions == sorted(revisions)
-        record = await engine.store.read(lambda: control.load_record(child.id))
-        assert record is not None and record.next_event_sequence == len(sequences) + 1
-        stale = await engine.sessions.inspect(child.id, first.next_cursor)
-        assert stale.restart_required
-        page1 = await engine.sessions.inspect(child.id, limit=2)
-        page2 = await engine.sessions.inspect(child.id, page1.next_cursor, limit=2)
+        page1 = await fresh.sessions.inspect(child.id, limit=2)
+        page2 = await fresh.sessions.inspect(child.id, page1.next_cursor, limit=2)
         assert [e.sequence for e in page1.events] == [1, 2]
         assert page2.events[0].sequence == 3
+        stale = await fresh.sessions.inspect(child.id, first.next_cursor)
+        assert stale.restart_required
     finally:
-        await engine.close()
+        await fresh.close()
 
 
 async def test_scenario_53_operation_replay_is_stable(tmp_path: Path) -> None:
@@ -1003,15 +1099,18 @@ async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
     tmp_path: Path,
 ) -> None:
     """Scenario 60: a child runs four tools in order through the normal pipeline with its own
-    model and replies; the history holds that one turn and the reply; the parent's feed has 8
-    tool activities (started, succeeded per tool, in call order) and 1 terminal; the admission
-    carries the inherited rule and grant.
+    model and replies; the history holds that one turn and the reply; the parent's feed (a
+    page of 16) has 8 tool activities (started, succeeded per tool, in call order) and 1
+    terminal; the admission carries the inherited rule and grant and the integration; the
+    live authority has a generation, sandbox none, 4 tools, 1 integration, 1 rule, 1 grant.
 
-    Adapted: the MCP tools (mcp_select_tool and a dynamic MCP echo) arrive with MCP (a later
-    issue): list_dir and echo stand in. Not built: the parent-boundary injection (what the
-    parent's model is told at its next step); it belongs to the root inbox of the coordinator
-    spec (ARCHITECTURE §2). The feed it will read is asserted here instead: its terminal is the
-    only delivery of a kind the injection carries (no approval was raised)."""
+    Adapted: the MCP tools (mcp_select_tool and a dynamic MCP echo) arrive with MCP (issue
+    18): list_dir and echo stand in, and the integration is a name the host declares. Not
+    built: the parent-boundary injection (what the parent's model is told at its next step
+    boundary); nothing reads the feed into a parent's turn yet. It belongs to the root inbox
+    of issue 13 (sub-agents, agent runs, inbox; ARCHITECTURE §2), which will test it. The feed
+    it will read is asserted here instead: its terminal is the only delivery of a kind the
+    injection carries (no approval was raised)."""
     from fxdesk.domain.conversation import EntryKind
     from fxdesk.providers.scripted import ScriptedCall
     from fxdesk.store import history
@@ -1029,6 +1128,7 @@ async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
         tool_names=tools,
         rules=(Rule("read_file", "file.txt", "allow"),),
         grants=(Grant("read_file", "/tmp/workspace/file.txt"),),
+        integrations=("mcp:echo",),
     )
     engine = await Engine.create(
         tmp_path,
@@ -1051,8 +1151,12 @@ async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
         (snapshot,) = authority.captures
         assert snapshot.permission_mode == PermissionMode.YOLO  # the child default
         assert snapshot.parent_id == root.id and snapshot.source_id == root.id
-        assert snapshot.tool_names == tools
+        assert snapshot.tool_names == tools and snapshot.sandbox == "none"
         assert len(snapshot.rules) == 1 and len(snapshot.grants) == 1
+        assert snapshot.integrations == ("mcp:echo",)
+        live = authority.resolve(await engine.session(child.id), PermissionMode.YOLO)
+        assert live.generation > 0 and live.sandbox == "none" and len(live.tools) == 4
+        assert (len(live.integrations), len(live.rules), len(live.grants)) == (1, 1, 1)
 
         (item,) = await engine.items(child.id)
         entries = await engine.store.read(lambda: history.page_history(child.id, 0, 1000))
@@ -1072,7 +1176,9 @@ async def test_scenario_60_a_child_pipeline_reports_activity_and_its_result(
         after = await engine.session(child.id)
         assert after.last_work_id == item.id
 
-        deliveries = await engine.store.read(lambda: control.deliveries(target_id=root.id))
+        deliveries = await engine.store.read(
+            lambda: control.deliveries(target_id=root.id, limit=16)
+        )
         activity = [
             (d.payload["call_id"], d.payload["phase"])
             for d in deliveries
