@@ -129,8 +129,8 @@ class ItemRunner:
     async def _run_locked(self, slot: Slot) -> ItemOutcome:
         try:
             admitted = await self._admit(slot)
-        except StoreError as exc:
-            log.warning("session %s: admission not saved: %s", slot.session_id, exc)
+        except (StoreError, MemoryError) as exc:  # expected failures (spec §3.9 step 13)
+            log.warning("session %s: admission not saved: %r", slot.session_id, exc)
             return ItemOutcome(Result.CONTROL_FAILED)
         if isinstance(admitted, Result):
             return ItemOutcome(admitted)

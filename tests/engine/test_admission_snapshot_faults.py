@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fxdesk import messages
 from fxdesk.domain import reasons
 from fxdesk.domain.authority import AdmissionSnapshot
 from fxdesk.domain.model import WorkStatus
@@ -78,9 +79,15 @@ async def test_scenario_61_out_of_memory_building_the_snapshot_leaves_nothing(
         root = await engine.root_session()
         child = await engine.child(root, "admit me")
         failed = _fail_step(monkeypatch, step)
-
-        result = await engine.run(child.id)
+        told: list[messages.Message] = []
+        detach = messages.hub.attach(told.append)
+        try:
+            result = await engine.run(child.id)
+        finally:
+            detach()
         assert (failed, result) == ([step], expected)
+        # Out of memory is an expected failure (spec §3.9 step 13), never reported as a bug.
+        assert [m.text for m in told if m.level is messages.Level.ERROR] == []
         (item,) = await engine.items(child.id)
         if result == Result.ADMISSION_FAILED:  # failed whole, with its reason and terminal
             assert item.status == WorkStatus.FAILED
