@@ -268,16 +268,34 @@ async def test_leaving_the_workspace_asks_in_auto_and_a_deny_rule_wins_in_yolo(
 
 
 async def test_scenario_30_cancel_releases_a_waiting_turn_as_cancelled(tmp_path: Path) -> None:
+    """Scenario 30: a child's turn blocks on a real, durable approval ("mkdir blocked"). Once
+    it is pending (item and session awaiting approval, one waiting route), cancel -> 1; the
+    waiter is released at once (join -> cancelled within 5 s, no route left) and the action
+    never runs; the approval is cancelled and answering it afterwards is refused."""
     engine = await make(tmp_path, [call("run_command", command="mkdir blocked"), say("never")])
     try:
-        sid = await session(engine, PermissionMode.ASK)
+        root = await engine.sessions.create_root(
+            engine.workspace, name="parent", permission_mode=PermissionMode.ASK
+        )
+        child = await engine.sessions.create_child(
+            root.id, name="child", first_message="go", permission_mode=PermissionMode.ASK
+        )
+        sid = child.id
         engine.owner.start(sid)
         (approval,) = await pending(engine)
-        assert await engine.owner.cancel(sid) == 1
+        assert approval.session_id == sid
+        await wait_until(lambda: service(engine).routes == 1)  # the turn waits for the answer
+        assert (await engine.session(sid)).state == SessionState.AWAITING_APPROVAL
+        assert [i.status for i in await engine.items(sid)] == [WorkStatus.AWAITING_APPROVAL]
+        assert await engine.owner.cancel(sid, "user cancelled") == 1
         assert await asyncio.wait_for(engine.owner.join(sid), 5) == Result.CANCELLED
+        assert service(engine).routes == 0
         assert await approval_status(engine, approval.id) == ApprovalStatus.CANCELLED
         with pytest.raises(ApprovalNotPending):
             await service(engine).resolve(approval.id, Choice.ONCE)
+        assert [(i.status, i.reason) for i in await engine.items(sid)] == [
+            (WorkStatus.CANCELLED, "user cancelled")
+        ]
         assert not (engine.workspace / "blocked").exists()
         assert len(engine.provider.requests) == 1
     finally:
@@ -292,7 +310,7 @@ async def test_scenario_31_shutdown_releases_the_waiter_restart_marks_it_stale_r
     sid = await session(engine, PermissionMode.ASK)
     engine.owner.start(sid)
     (approval,) = await pending(engine)
-    assert service(engine).routes == 1  # the turn is blocked on the answer
+    await wait_until(lambda: service(engine).routes == 1)  # the turn waits for the answer
     commits = engine.faults.commits_seen
     await asyncio.wait_for(engine.owner.shutdown(), 5)
     # The waiter was released before the join (the slot ended), no route is left, and the

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from fxdesk.domain import reasons
-from fxdesk.domain.authority import Grant, Rule
+from fxdesk.domain.authority import AdmissionSnapshot, Grant, Rule
 from fxdesk.domain.conversation import EntryKind
 from fxdesk.domain.live import (
     EVENTS_CAP,
@@ -27,13 +28,16 @@ from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.errors import ErrorCode
 from fxdesk.engine.events import HistoryAppended
 from fxdesk.engine.owner import Result, SessionNotActive, StartResult
+from fxdesk.engine.turn import TurnRunner, TurnRuntime
 from fxdesk.engine.waiters import OwnerClosed, WaitResult
 from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
-from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider
+from fxdesk.providers.scripted import Fault, Reply, ScriptedProvider, Stall
 from fxdesk.store import control, history
 from fxdesk.store.faults import Fault as StoreFault
 from fxdesk.store.locks import SessionLock
-from tests.engine.harness import Engine, say, wait_until
+from fxdesk.tools.base import ToolRegistry
+from fxdesk.tools.registry import all_tools
+from tests.engine.harness import Engine, call, say, wait_until
 from tests.helpers import child_env
 
 
@@ -110,6 +114,40 @@ def test_scenario_2_an_exception_building_a_snapshot_leaves_nothing_half_built(
     assert live.snapshot() == after
 
 
+async def test_scenario_4_a_history_ending_in_an_interrupted_turn_proves_nothing(
+    tmp_path: Path,
+) -> None:
+    """Scenario 4 on a real history: the session's last work id is the first item's; while
+    its history ends with that normal turn, it proves the first item. A second turn then
+    commits a step (its message, a tool call and its result) and never ends: the history now
+    ends in an interrupted turn and proves no id (the last work id is still the first's), and
+    a restart's recovery interrupts the second item instead of completing it."""
+    steps = [say("done"), call("echo", text="looking"), Stall()]
+    engine = await Engine.create(tmp_path, steps)
+    try:
+        session = await engine.root_session("first")
+        assert await engine.run(session.id) == Result.IDLE
+        (first,) = await engine.items(session.id)
+        assert await engine.store.read(lambda: history.history_proof(session.id)) == first.id
+        second = await engine.sessions.send(session.id, "second")
+        engine.owner.start(session.id)
+        await wait_until(lambda: engine.provider.calls == 3)  # the step is saved; it stalls
+        kinds = await engine.history_kinds(session.id)
+        assert kinds[-4:] == ["user", "assistant", "tool_call", "tool_result"]
+        assert (await engine.session(session.id)).last_work_id == first.id
+        assert await engine.store.read(lambda: history.history_proof(session.id)) is None
+    finally:
+        await engine.close()  # the stalled turn is left to recovery
+    again = await engine.reopen([])
+    try:
+        report = await again.owner.recover()
+        assert (report.work_completed, report.work_interrupted) == (0, 1)
+        statuses = {i.id: i.status for i in await again.items(session.id)}
+        assert statuses == {first.id: WorkStatus.COMPLETED, second.id: WorkStatus.INTERRUPTED}
+    finally:
+        await again.close()
+
+
 async def test_scenario_5_admission_snapshot_is_a_copy_with_the_configured_mode(
     tmp_path: Path,
 ) -> None:
@@ -175,6 +213,7 @@ async def test_scenario_20_many_finished_sessions_keep_64_results(tmp_path: Path
         for child in children:
             engine.owner.start(child.id)
         await wait_until(lambda: engine.owner.active_slots == 0, 60)
+        assert engine.provider.calls == 65  # every child ran its item
         assert engine.owner.completion_count == 64
         assert engine.owner.last_result(children[0].id) is None  # the oldest was overwritten
         assert engine.owner.last_result(children[-1].id) == Result.COMPLETED  # one-off
@@ -345,20 +384,31 @@ async def test_scenario_24_a_failure_in_start_leaves_nothing_behind(
 
 
 async def test_scenario_23_shutdown_while_someone_joins(tmp_path: Path) -> None:
+    """Scenario 23: a session is blocked in its turn; another task joins it and is waiting on
+    the slot; shutdown then completes, and the join returns the slot's result without error
+    (owner_stopped: nothing was written, the item is left running for recovery)."""
     engine = await Engine.create(tmp_path, [say("never")])
-    root = await engine.root_session()
-    child = await engine.child(root, "blocked")
-    await engine.start_blocked(child.id)
-    joiner = asyncio.ensure_future(engine.owner.join(child.id))
-    await asyncio.sleep(0.01)
-    await engine.close()
-    assert await asyncio.wait_for(joiner, 10) == Result.OWNER_STOPPED
+    try:
+        root = await engine.root_session()
+        child = await engine.child(root, "blocked")
+        await engine.start_blocked(child.id)
+        joiner = asyncio.ensure_future(engine.owner.join(child.id))
+        await wait_until(  # the join is inside, waiting for the slot to end
+            lambda: inspect.getcoroutinestate(joiner.get_coro()) == inspect.CORO_SUSPENDED
+        )
+        await asyncio.wait_for(engine.owner.shutdown(), 10)
+        assert await asyncio.wait_for(joiner, 10) == Result.OWNER_STOPPED
+        assert engine.owner.active_slots == 0 and engine.provider.calls == 0
+        assert [i.status for i in await engine.items(child.id)] == [WorkStatus.RUNNING]
+    finally:
+        await engine.close()
 
 
 async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> None:
     """Scenario 25: three sessions run side by side, each with its own model and effort; a's two
     items run in order as two turns, each stamped with its own work id, while the slot is
-    active and the live view shows that item; locks are released; the one-off completes."""
+    active and the live view shows that item; each turn's tool ran in its own turn (a1's
+    output is "a1"); locks are released; the one-off completes."""
     seen: list[tuple[str, str, bool, str | None]] = []  # model, message, running, live item
     sessions: dict[str, str] = {}  # model -> session id
 
@@ -368,16 +418,20 @@ async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> 
         async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
             session_id = sessions[request.model]
             live = engine.owner.live_snapshot(session_id)
-            message = str(request.messages[-1].content)
-            seen.append(
-                (
-                    request.model,
-                    message,
-                    engine.owner.is_running(session_id),
-                    live.work_id if live else None,
+            if request.messages[-1].role == "tool":  # the echo ran: answer
+                message = [m.content for m in request.messages if m.role == "user"][-1]
+                reply = say(f"model={request.model} effort={request.effort} asked={message}")
+            else:  # a new turn: echo its message through a tool first
+                message = str(request.messages[-1].content)
+                seen.append(
+                    (
+                        request.model,
+                        message,
+                        engine.owner.is_running(session_id),
+                        live.work_id if live else None,
+                    )
                 )
-            )
-            reply = say(f"model={request.model} effort={request.effort} asked={message}")
+                reply = call("echo", text=message)
             async for event in ScriptedProvider([reply]).stream(request):
                 yield event
 
@@ -418,15 +472,17 @@ async def test_scenario_25_isolation_fifo_and_released_locks(tmp_path: Path) -> 
         for item in (a1, a2):
             own = [e for e in entries if e.work_id == item.id]
             assert [e.content for e in own if e.kind == EntryKind.USER] == [item.content]
-            (answer,) = [e.content for e in own if e.kind == EntryKind.ASSISTANT]
+            assert [e.content for e in own if e.kind == EntryKind.TOOL_RESULT] == [item.content]
+            answer = [e.content for e in own if e.kind == EntryKind.ASSISTANT][-1]
             assert answer == f"model=model/a effort=high asked={item.content}"
         assert {e.work_id for e in entries} == {a1.id, a2.id}  # every row carries its item
         assert (await engine.session(a.id)).last_work_id == a2.id
 
         b_entries = await engine.store.read(lambda: history.page_history(b.id, 0, 10_000))
-        assert [e.content for e in b_entries if e.kind == EntryKind.ASSISTANT] == [
+        assert [e.content for e in b_entries if e.kind == EntryKind.ASSISTANT][-1] == (
             "model=model/b effort=low asked=b1"
-        ]
+        )
+        assert [e.kind for e in b_entries].count(EntryKind.TURN_END) == 1  # 1 turn
         assert (await engine.session(once.id)).state == SessionState.COMPLETED
         assert [i.status for i in await engine.items(once.id)] == [WorkStatus.COMPLETED]
         assert all(running for _m, _t, running, _l in seen) and len(seen) == 4
@@ -450,7 +506,40 @@ async def test_scenario_26_turns_of_different_sessions_overlap(tmp_path: Path) -
         await engine.close()
 
 
-async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -> None:
+def _authority_seen(snapshot: AdmissionSnapshot) -> tuple[object, ...]:
+    """Sandbox, tools, rule patterns, grant targets and integrations of a snapshot."""
+    return (
+        snapshot.sandbox,
+        snapshot.tool_names,
+        tuple(r.pattern for r in snapshot.rules),
+        tuple(g.target for g in snapshot.grants),
+        snapshot.integrations,
+    )
+
+
+OLD_AUTHORITY = ("macos", ("read_file",), ("old.txt",), ("/tmp/old.txt",), ("mcp:old",))
+NEW_AUTHORITY = ("vercel", ("write_file",), ("new.txt",), ("/tmp/new.txt",), ("mcp:new",))
+
+
+async def test_scenario_27_snapshots_isolate_siblings_and_refresh_only_at_admission(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scenario 27: a [a-old, a-new] runs a-old under the old authority; during that run the
+    host changes every part of it (sandbox, tools, rules, grants, integrations), then sibling b
+    [b-new] starts. Three turns ran; each observed the snapshot of its own admission, the same
+    from its start to its end: a-old the old values throughout, a-new and b-new the new ones.
+    What is stored for each item and the tools each turn's model call was offered agree."""
+    observed: list[tuple[str, tuple[object, ...], tuple[object, ...]]] = []
+    real_run = TurnRunner.run
+
+    async def run(self: TurnRunner, rt: TurnRuntime) -> object:
+        at_start = _authority_seen(rt.snapshot)
+        try:
+            return await real_run(self, rt)
+        finally:
+            observed.append((rt.item.content, at_start, _authority_seen(rt.snapshot)))
+
+    monkeypatch.setattr(TurnRunner, "run", run)
     authority = HostAuthority(
         tool_names=("read_file",),
         sandbox="macos",
@@ -459,7 +548,10 @@ async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -
         integrations=("mcp:old",),
     )
     engine = await Engine.create(
-        tmp_path, [say("a-old"), say("b-new"), say("a-new")], authority=authority
+        tmp_path,
+        [say("a-old"), say("b-new"), say("a-new")],
+        authority=authority,
+        tools=ToolRegistry(all_tools()),
     )
     try:
         root = await engine.root_session()
@@ -467,7 +559,7 @@ async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -
         b = await engine.child(root, "b-new")
         engine.provider.hold()
         engine.owner.start(a.id)
-        await wait_until(lambda: engine.provider.entered == 1)
+        await wait_until(lambda: engine.provider.entered == 1)  # a-old is in its turn
         authority.update(
             tool_names=("write_file",),
             sandbox="vercel",
@@ -476,16 +568,35 @@ async def test_scenario_27_snapshots_refresh_only_at_admission(tmp_path: Path) -
             integrations=("mcp:new",),
         )
         engine.owner.start(b.id)
-        await wait_until(lambda: engine.provider.entered == 2)
+        await wait_until(lambda: engine.provider.entered == 2)  # b-new runs beside a-old
+        assert observed == []  # neither turn has ended
         engine.provider.release()
-        await engine.owner.join(a.id)
-        await engine.owner.join(b.id)
-        seen = [(s.source_id, s.sandbox, s.tool_names, s.integrations) for s in authority.captures]
-        assert len(seen) == 3
-        old = seen[0]
-        assert old[1:] == ("macos", ("read_file",), ("mcp:old",))
-        assert all(s[1:] == ("vercel", ("write_file",), ("mcp:new",)) for s in seen[1:])
+        assert await engine.owner.join(a.id) == Result.IDLE
+        assert await engine.owner.join(b.id) == Result.IDLE
+
+        assert sorted(observed) == sorted(
+            [
+                ("a-old", OLD_AUTHORITY, OLD_AUTHORITY),
+                ("a-new", NEW_AUTHORITY, NEW_AUTHORITY),
+                ("b-new", NEW_AUTHORITY, NEW_AUTHORITY),
+            ]
+        )
+        assert [s.source_id for s in authority.captures] == [root.id] * 3  # one per admission
+        for session in (a, b):
+            for item in await engine.items(session.id):
+                stored = await engine.store.read(
+                    lambda item_id=item.id: control.db.execute_sql(
+                        "SELECT admission_json FROM work_item WHERE id = ?", (item_id,)
+                    ).fetchone()[0]
+                )
+                expected = OLD_AUTHORITY if item.content == "a-old" else NEW_AUTHORITY
+                assert _authority_seen(AdmissionSnapshot.from_json(stored)) == expected
+        offered = {
+            str(r.messages[-1].content): [t.name for t in r.tools] for r in engine.provider.requests
+        }
+        assert offered == {"a-old": ["read_file"], "b-new": ["write_file"], "a-new": ["write_file"]}
     finally:
+        engine.provider.release()
         await engine.close()
 
 

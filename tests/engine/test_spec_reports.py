@@ -1,10 +1,9 @@
 """Spec child-sessions scenarios 6–18: report schedules, polls and the supervisor.
 
 Scenarios 12, 13 and 18 fail "every allocation" of the reference. Python has no allocator to
-fail; its nearest failures are a ``MemoryError`` and a store failure at each step, which 13 and 18
-inject. Scenario 12 (registration) has no such step: a registration is one dict store on the loop
-thread, done or not done, so it is covered by scenario 6's identity and by 18 (a failing poll
-leaves its schedule registered, never half-registered).
+fail; its nearest failures are a ``MemoryError`` and a store failure at each step, which 12, 13
+and 18 inject (12: at each of the three steps of a registration, for each of scenario 6's three
+registrations).
 """
 
 from __future__ import annotations
@@ -54,6 +53,79 @@ def test_scenario_6_schedule_identity_is_exact() -> None:
     scheduler.register("child", "work-b", 200)
     scheduler.register("child", "work-a", 150)  # overwrites; not the minimum
     assert scheduler.schedules() == {("child", "work-a"): 150, ("child", "work-b"): 200}
+
+
+class _Armed:
+    """A one-shot out-of-memory failure: ``hit()`` raises once after ``arm()``."""
+
+    def __init__(self) -> None:
+        self.armed = False
+
+    def arm(self) -> None:
+        self.armed = True
+
+    def hit(self) -> None:
+        if self.armed:
+            self.armed = False
+            raise MemoryError("no memory to register")
+
+
+class _Schedules(dict):  # type: ignore[type-arg]
+    def __init__(self, fault: _Armed) -> None:
+        super().__init__()
+        self.fault = fault
+
+    def __setitem__(self, key: object, value: object) -> None:
+        self.fault.hit()
+        super().__setitem__(key, value)
+
+
+class _Failures(dict):  # type: ignore[type-arg]
+    def __init__(self, fault: _Armed) -> None:
+        super().__init__()
+        self.fault = fault
+
+    def pop(self, *args: Any) -> Any:
+        self.fault.hit()
+        return super().pop(*args)
+
+
+class _Changed(asyncio.Event):
+    def __init__(self, fault: _Armed) -> None:
+        super().__init__()
+        self.fault = fault
+
+    def set(self) -> None:
+        self.fault.hit()
+        super().set()
+
+
+@pytest.mark.parametrize("step", ["store", "reset", "wake"])
+def test_scenario_12_registration_under_out_of_memory_ends_consistently(step: str) -> None:
+    """Scenario 12: scenario 6's three registrations, with out of memory at one step of one
+    registration (the schedule's store, the reset of its failure count, the supervisor's
+    wake), for each of the three in turn. The failing call raises and leaves either the state
+    before it or the state after it, nothing between; repeated, it succeeds; every run ends
+    with exactly work-a = 150 and work-b = 200."""
+    registrations = [("child", "work-a", 100), ("child", "work-b", 200), ("child", "work-a", 150)]
+    for failing in range(len(registrations)):
+        fault = _Armed()
+        scheduler = ReportScheduler(FakeClock(), FakePoller(PollOutcome(PollKind.INACTIVE)))
+        if step == "store":
+            scheduler._schedules = _Schedules(fault)
+        elif step == "reset":
+            scheduler._failures = _Failures(fault)
+        else:
+            scheduler._changed = _Changed(fault)
+        for n, (session_id, work_id, at) in enumerate(registrations):
+            before = scheduler.schedules()
+            if n == failing:
+                fault.arm()
+                with pytest.raises(MemoryError):
+                    scheduler.register(session_id, work_id, at)
+                assert scheduler.schedules() in (before, {**before, (session_id, work_id): at})
+            assert scheduler.register(session_id, work_id, at)
+        assert scheduler.schedules() == {("child", "work-a"): 150, ("child", "work-b"): 200}
 
 
 def test_schedules_need_a_clock_and_a_poller() -> None:
@@ -248,6 +320,11 @@ async def test_scenario_11_close_and_detach_stop_timers_before_dropping_them(
         engine.faults.fail(2, Fault.DEFINITE, label="stop_policies")  # its 2nd save
         receipt = await engine.sessions.detach(two.id)
         assert receipt.code == "relationship_changed"
+        faults = [(r.label, r.fault) for r in engine.faults.records if r.fault]
+        assert faults == [
+            ("stop_policies", Fault.INDETERMINATE),  # close: it landed, unconfirmed
+            ("stop_policies", Fault.DEFINITE),  # detach: it did not land
+        ]
         assert len(engine.owner.scheduler.schedules()) == 1
         clock.now = 11
         report = await engine.owner.scheduler.poll_once()
