@@ -208,9 +208,7 @@ def policy_for(
     )
 
 
-def allowed_environment(
-    environ: Mapping[str, str], extra: Iterable[str] = ()
-) -> dict[str, str]:
+def allowed_environment(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
     """The variables of ``environ`` on the allow-list (and the ``extra`` names)."""
     names = ALLOWED_VARIABLES | frozenset(extra)
     return {
@@ -370,9 +368,7 @@ def _existing(paths: Iterable[Path]) -> tuple[Path, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _split(
-    grants: Sequence[Path], protected: Sequence[Path]
-) -> tuple[list[Path], list[Path]]:
+def _split(grants: Sequence[Path], protected: Sequence[Path]) -> tuple[list[Path], list[Path]]:
     """(grants at or inside a protected path, the others)."""
     reaching = [g for g in grants if any(_under(g, p) for p in protected)]
     return reaching, [g for g in grants if g not in reaching]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import shutil
 import signal
@@ -35,7 +36,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
+import psutil  # type: ignore[import-untyped]
 
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
@@ -348,10 +349,8 @@ def _terminate_inside(bwrap: int) -> None:
         except psutil.Error:
             continue
         for member in members:
-            try:
+            with contextlib.suppress(psutil.Error):  # gone already, or beyond our reach
                 member.send_signal(signal.SIGTERM)
-            except psutil.Error:
-                pass  # gone already, or beyond our reach
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:
