@@ -165,9 +165,11 @@ async def unmounting_does_not_reveal(s: Scene) -> None:
 
 async def no_capabilities(s: Scene) -> None:
     result = await s.run("grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status")
-    assert result.output == "".join(
-        f"Cap{kind}:\t0000000000000000\n" for kind in ("Prm", "Eff", "Bnd")
-    ) + "[exit code 0]", result.output
+    assert (
+        result.output
+        == "".join(f"Cap{kind}:\t0000000000000000\n" for kind in ("Prm", "Eff", "Bnd"))
+        + "[exit code 0]"
+    ), result.output
 
 
 async def no_user_namespaces(s: Scene) -> None:
