@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from fxdesk.cli import doctor
 from fxdesk.tools import sandbox_probe, shell
 from fxdesk.tools.base import ToolContext
 from fxdesk.tools.sandbox import allowed_environment, bwrap_arguments, policy_for
@@ -215,3 +216,14 @@ async def test_without_a_sandbox_commands_run_as_before(
     assert result.data["sandboxed"] is False
     assert (place / "outside").read_text() == "made\n"
     assert os.environ["GITHUB_TOKEN"] == "not passed on"
+
+
+def test_doctor_checks_the_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = doctor.check_sandbox()
+    assert found.status == doctor.OK, found
+    assert found.data["available"] is True and found.data["bwrap"]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    missing = doctor.check_sandbox()
+    assert missing.status == doctor.FAIL
+    assert missing.summary == "commands cannot run sandboxed: bubblewrap is not installed"
+    assert "sudo apt install bubblewrap" in missing.fix
