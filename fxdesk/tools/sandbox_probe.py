@@ -16,6 +16,7 @@ import functools
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -74,6 +75,12 @@ def probe(bwrap: str | None = None, sysctl: Path = Path("/proc/sys")) -> Sandbox
         bwrap: The program to try (default: ``find_bwrap()``).
         sysctl: Where the kernel's settings are read from, to explain a refusal.
     """
+    if not sys.platform.startswith("linux"):
+        return SandboxStatus(
+            False,
+            reason=f"the sandbox is built for Linux only so far, not {sys.platform}",
+            fix="Run fxdesk on Linux for sandboxed commands; ask mode asks before each one.",
+        )
     program = find_bwrap() if bwrap is None else bwrap
     if not program:
         return SandboxStatus(False, reason="bubblewrap is not installed", fix=INSTALL_FIX)
