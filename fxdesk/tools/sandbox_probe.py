@@ -12,7 +12,6 @@ bubblewrap comes from the system (Debian's ``bubblewrap``) or, for a packaged fx
 
 from __future__ import annotations
 
-import functools
 import re
 import shutil
 import subprocess
@@ -42,6 +41,8 @@ class SandboxStatus:
         disable_userns: Whether this bubblewrap can forbid user namespaces inside.
         reason: Why the sandbox is unavailable, in one sentence ('' when it is).
         fix: What the person can do about it ('' when nothing is needed).
+        passing: The failure may pass (the probe timed out): ask again next time rather than
+            run every command of the process unconfined.
     """
 
     available: bool
@@ -50,6 +51,7 @@ class SandboxStatus:
     disable_userns: bool = False
     reason: str = ""
     fix: str = ""
+    passing: bool = False
 
 
 def find_bwrap() -> str:
@@ -96,6 +98,7 @@ def probe(bwrap: str | None = None, sysctl: Path = Path("/proc/sys")) -> Sandbox
             shown,
             reason=f"bubblewrap did not finish its check within {PROBE_TIMEOUT_S:g} s",
             fix="Run fxdesk doctor again; if it persists, the machine is overloaded.",
+            passing=True,
         )
     except OSError as exc:
         return SandboxStatus(
@@ -187,21 +190,25 @@ def _version(program: str) -> tuple[int, ...]:
 
 
 _LOCK = threading.Lock()
-
-
-@functools.cache
-def _cached() -> SandboxStatus:
-    return probe()
+_known: SandboxStatus | None = None
 
 
 def sandbox_status() -> SandboxStatus:
     """Whether commands run sandboxed here: probed at the first call, then remembered for the
-    life of the process (blocking the first time: call it off the event loop)."""
+    life of the process, unless the failure may pass (blocking while it probes: call it off
+    the event loop)."""
+    global _known
     with _LOCK:  # one probe even when two threads ask first
-        return _cached()
+        if _known is None:
+            found = probe()
+            if found.passing:
+                return found
+            _known = found
+        return _known
 
 
 def forget_status() -> None:
     """Probe again at the next ``sandbox_status`` (after the person fixed the machine)."""
+    global _known
     with _LOCK:
-        _cached.cache_clear()
+        _known = None

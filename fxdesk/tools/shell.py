@@ -261,7 +261,8 @@ class RunCommandTool(Tool):
         and the sandbox's init): the init's death ends the PID namespace and all in it.
         """
         if sandboxed:
-            _terminate_inside(proc.pid)
+            if proc.returncode is None:  # once reaped, its pid may be another process's
+                _terminate_inside(proc.pid)
         else:
             _signal_group(proc.pid, signal.SIGTERM)
         exited = asyncio.ensure_future(_exited(proc))

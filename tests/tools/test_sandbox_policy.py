@@ -187,14 +187,23 @@ def test_an_older_bubblewrap_runs_without_forbidding_user_namespaces(tmp_path: P
     assert "--disable-userns" in (tmp_path / "args").read_text().split()
 
 
-def test_the_status_is_probed_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[int] = []
-    monkeypatch.setattr(sandbox_probe, "probe", lambda: calls.append(1) or SandboxStatus(False))
+def test_the_status_is_probed_once_unless_the_failure_may_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    answers = [SandboxStatus(False, passing=True), SandboxStatus(False, reason="no")]
+    calls: list[SandboxStatus] = []
+
+    def probing() -> SandboxStatus:
+        calls.append(answers[min(len(calls), 1)])
+        return calls[-1]
+
+    monkeypatch.setattr(sandbox_probe, "probe", probing)
     sandbox_probe.forget_status()
     try:
-        assert not sandbox_probe.sandbox_status().available
-        assert not sandbox_probe.sandbox_status().available
-        assert calls == [1]
+        assert sandbox_probe.sandbox_status().passing  # a timeout: asked again next time
+        assert sandbox_probe.sandbox_status().reason == "no"
+        assert sandbox_probe.sandbox_status().reason == "no"
+        assert len(calls) == 2
     finally:
         sandbox_probe.forget_status()
 
