@@ -182,7 +182,12 @@ class App:
         self.tools = ToolRegistry(all_tools())
         await self.profiles.hide_env_keys()
         runner = TurnRunner(
-            store, self.tools, self.bus, permissions=self.permissions, clock=self.clock
+            store,
+            self.tools,
+            self.bus,
+            permissions=self.permissions,
+            clock=self.clock,
+            data_dir=self.paths.root,
         )
         scheduler = ReportScheduler(self.clock, ReportPoller(store, self.bus))
         owner = SessionOwner(

@@ -6,13 +6,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${FXDESK_VENV:-$ROOT/.venv}
 PYTHON=${PYTHON:-python3}
 
-# Qt's xcb and offscreen platform plugins need these (see docs/stack-notes.md); xvfb and xauth
-# let the GUI tests and screenshots run on a machine with no screen.
+# Qt's xcb and offscreen platform plugins need these (see docs/stack-notes.md), and bubblewrap
+# the agent's commands; xvfb and xauth let the GUI tests and screenshots run with no screen.
 APT_RUNTIME="libegl1 libgl1 libfontconfig1 libfreetype6 libxkbcommon0 libx11-6 libglib2.0-0
   libdbus-1-3 fonts-dejavu-core libxcb-icccm4 libxcb-keysyms1 libxcb-cursor0 libxkbcommon-x11-0
   libx11-xcb1 libxcb-image0 libxcb-randr0 libxcb-render-util0 libxcb-shape0 libxcb-shm0
   libxcb-sync1 libxcb-xfixes0 libxcb-xkb1 libxcb-util1 libxcb-render0
-  libwayland-client0 libwayland-cursor0 libwayland-egl1"
+  libwayland-client0 libwayland-cursor0 libwayland-egl1
+  bubblewrap"  # the sandbox every agent command runs in (fxdesk/tools/sandbox.py)
 APT_TEST="xvfb xauth dbus-daemon"  # dbus-daemon: a private bus for the notification test
 
 apt_install() {

@@ -189,6 +189,26 @@ def check_keyring() -> Check:
     return Check("keyring", OK, f"backend {state.backend} ({state.detail})", data=data)
 
 
+def check_sandbox() -> Check:
+    """Whether the agent's commands run in the sandbox (bubblewrap) here; probed afresh, so a
+    fix shows at once."""
+    from fxdesk.tools.sandbox_probe import probe  # runs bubblewrap: only when asked
+
+    status = probe()
+    data = {
+        "available": status.available,
+        "bwrap": status.bwrap,
+        "version": status.version,
+        "reason": status.reason,
+    }
+    if status.available:
+        summary = f"bubblewrap {status.version or '(version unknown)'} at {status.bwrap}"
+        return Check("sandbox", OK, summary + ": commands run sandboxed", data=data)
+    return Check(
+        "sandbox", FAIL, f"commands cannot run sandboxed: {status.reason}", status.fix, data
+    )
+
+
 def check_crash_logs(paths: DataPaths) -> Check:
     reports = CrashLog(paths.crash_dir).previous_reports()
     data = {"reports": [str(p) for p in reports]}
@@ -210,6 +230,7 @@ def run_checks(paths: DataPaths) -> list[Check]:
         checks.append(check_crash_logs(paths))
     checks.append(check_qt())
     checks.append(check_keyring())
+    checks.append(check_sandbox())
     return checks
 
 
@@ -231,8 +252,8 @@ def register(commands: Any) -> None:
     doctor = commands.add_parser(
         "doctor",
         help="check this machine and the data folder",
-        description="Check Qt, the keyring, the data folder and the database; say what to do "
-        "about each problem. Exits 1 if any check fails.",
+        description="Check Qt, the keyring, the sandbox, the data folder and the database; say "
+        "what to do about each problem. Exits 1 if any check fails.",
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.set_defaults(handler=cmd_doctor)

@@ -78,6 +78,9 @@ class Check:
     label: str  # what the person is asked about: the exact command, or the path(s)
     outside: bool  # it reaches outside the workspace (the tool must be told it may)
     detail: dict[str, Any]  # for the approval: reason, parts not yet allowed, targets
+    # What the call writes (resolved): once allowed, the sandbox lets the command write there.
+    writes: tuple[Path, ...] = ()
+    mode: PermissionMode | None = None  # the mode it was judged in (ancestors' included)
 
 
 class PermissionService:
@@ -173,7 +176,8 @@ class PermissionService:
         }
         if live is not None:
             detail["generation"] = live.generation
-        return Check(decision, label, outside, detail)
+        writes = tuple(Path(t.path) for t in request.targets if t.access is Access.WRITE)
+        return Check(decision, label, outside, detail, writes, effective)
 
     # --- asking ----------------------------------------------------------------------------
 

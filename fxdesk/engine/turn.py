@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry, ToolCall, build_messages, open_tool_calls
@@ -87,8 +88,11 @@ class TurnRunner:
         permissions: PermissionService | None = None,
         clock: Clock | None = None,
         result_retry_s: Sequence[float] = RESULT_RETRY_S,
+        data_dir: Path | None = None,
     ) -> None:
         self.store = store
+        # Hidden from the agent's commands; their /tmp is kept in it (fxdesk.tools.sandbox).
+        self.data_dir = data_dir
         self.tools = tools
         self.bus = bus
         self.clock = clock or SystemClock()  # stamps history rows and deliveries
@@ -144,6 +148,7 @@ class _Turn:
             runner.clock,
             runner.unsaved,
             runner.result_retry_s,
+            runner.data_dir,
         )
 
     # --- the loop ---------------------------------------------------------------------------

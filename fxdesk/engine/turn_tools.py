@@ -33,6 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from fxdesk.domain import reasons
@@ -41,7 +42,7 @@ from fxdesk.domain.authority import LiveAuthority, ToolDecision, tool_decision
 from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, ToolCall
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
-from fxdesk.domain.model import EntryKind
+from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
@@ -115,6 +116,16 @@ class HeldResult:
     phase: ToolPhase
 
 
+@dataclass(frozen=True)
+class Allowed:
+    """What a call was allowed, for the context it runs in: whether it may reach outside the
+    workspace, what it writes (the sandbox lets it write there), the mode it was judged in."""
+
+    outside: bool = False
+    writes: tuple[Path, ...] = ()
+    mode: PermissionMode | None = None
+
+
 class UnsavedResults:
     """Results a turn could not save, kept by this process for its resume (bounded)."""
 
@@ -145,6 +156,7 @@ class ToolCalls:
         clock: Stamps activities.
         unsaved: This process's results that could not be saved yet.
         retry_s: Pauses between attempts to save a result.
+        data_dir: fxdesk's data folder: hidden from commands; their /tmp is kept in it.
     """
 
     def __init__(
@@ -155,8 +167,10 @@ class ToolCalls:
         clock: Clock,
         unsaved: UnsavedResults,
         retry_s: Sequence[float] = RESULT_RETRY_S,
+        data_dir: Path | None = None,
     ) -> None:
         self.turn = turn
+        self.data_dir = data_dir
         self.rt = turn.rt
         self.tools = tools
         self.permissions = permissions
@@ -190,7 +204,7 @@ class ToolCalls:
         await self.turn.check_durable()
         asked: set[str] = set()  # what the person allowed for this call, kept across decisions
         for _ in range(MAX_DECISIONS):
-            refusal, outside_ok, generation = await self._permit(call, asked)
+            refusal, allowed, generation = await self._permit(call, asked)
             if refusal is not None:
                 await self._record_refusal(call, refusal)
                 return
@@ -214,7 +228,7 @@ class ToolCalls:
             return
         self._live_tool(call, ToolPhase.STARTED)
         rt = self.rt
-        ctx = ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, outside_ok)
+        ctx = self._context(call, allowed)
         began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
         try:
             result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
@@ -288,20 +302,42 @@ class ToolCalls:
 
     # --- deciding ------------------------------------------------------------------------------
 
-    async def _permit(self, call: ToolCall, asked: set[str]) -> tuple[ToolResult | None, bool, int]:
+    def _context(self, call: ToolCall, allowed: Allowed) -> ToolContext:
+        """Where the call runs, and what its sandbox lets through: the writes it was allowed,
+        and the network outside auto mode (until issue 11 item 2 asks "needs network")."""
+        rt = self.rt
+        mode = allowed.mode or rt.snapshot.permission_mode
+        data = self.data_dir
+        return ToolContext(
+            rt.workspace,
+            rt.session.id,
+            rt.item.id,
+            call.id,
+            allowed.outside,
+            write_grants=allowed.writes,
+            network=mode is not PermissionMode.AUTO,
+            data_dir=data,
+            temp_dir=None if data is None else data / "sandbox-tmp" / rt.session.id,
+        )
+
+    async def _permit(
+        self, call: ToolCall, asked: set[str]
+    ) -> tuple[ToolResult | None, Allowed, int]:
         """Decide the call against the authority of this moment; ask the person when it says
-        so. (a refusal for the model, or None to run it; whether it may leave the workspace;
-        the authority generation the decision was made under). ``asked`` collects what the
-        person allowed, so a decision made again does not ask the same again."""
+        so. (a refusal for the model, or None to run it; what it was allowed; the authority
+        generation the decision was made under). ``asked`` collects what the person allowed,
+        so a decision made again does not ask the same again."""
         live = self.live()
         service = self.permissions
+        none = Allowed()
         if service is None:  # no checks: availability alone
             if not live.available(call.name, self._admitted):
-                return _unavailable(call), False, live.generation
-            return None, False, live.generation
+                return _unavailable(call), none, live.generation
+            return None, none, live.generation
         rt = self.rt
         mode = rt.snapshot.permission_mode
         outside = False
+        writes: tuple[Path, ...] = ()
         while True:
             check = await service.check(
                 rt.session,
@@ -313,27 +349,29 @@ class ToolCalls:
                 live=live,
             )
             outside = outside or check.outside
+            writes = tuple(dict.fromkeys((*writes, *check.writes)))
+            allowed = Allowed(outside, writes, check.mode)
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
-                return _unavailable(call), False, live.generation
+                return _unavailable(call), none, live.generation
             if decision == ToolDecision.DENY:
                 prefix = (
                     "Approved, but a rule added since denies it: " if asked else "Not allowed: "
                 )
                 refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
-                return refusal, False, live.generation
+                return refusal, none, live.generation
             if decision == ToolDecision.ALLOW:
-                return None, outside, live.generation
+                return None, allowed, live.generation
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
             new_parts = set(check.decision.uncovered) - asked
             if asked and not new_parts:
-                return None, outside, live.generation
+                return None, allowed, live.generation
             answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
             if answered.status == ApprovalStatus.DENIED:
                 why = answered.resolution.get("reason")
                 text = "The person denied this action" + (f": {why}" if why else ".")
-                return ToolResult.error(text, denied=True), False, live.generation
+                return ToolResult.error(text, denied=True), none, live.generation
             asked |= set(check.decision.uncovered) or {check.label}
             # Check again against the authority of now: a tool revoked, or a deny added, while
             # the person was deciding wins.

@@ -39,6 +39,14 @@ class ToolContext:
     # it, a rule allows it, or the session runs in yolo mode). Without it, paths that resolve
     # outside are refused here too, whatever the caller decided.
     outside_ok: bool = False
+    # What the sandbox of a command lets through beyond the workspace (fxdesk.tools.sandbox):
+    # the paths the permission check allowed this call to write, and the network. The data
+    # folder is hidden from commands; the temp folder is what they see as /tmp, kept between
+    # the session's commands (None: an empty /tmp for each command).
+    write_grants: tuple[Path, ...] = ()
+    network: bool = False
+    data_dir: Path | None = None
+    temp_dir: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,18 @@
-"""``run_command``: a shell command in the workspace, with a timeout and a clean stop.
+"""``run_command``: a shell command in the workspace, in the sandbox, with a timeout and a clean
+stop.
 
-The command runs as ``bash -c COMMAND`` in a session (and so a process group) of its own, so a
-timeout or a cancelled turn stops everything it started: SIGTERM to the group, a grace period,
-then SIGKILL.
+The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbox``): the
+workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
+and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
+network per the context. Where this machine has no working sandbox (``sandbox_status``), it runs
+as before, unconfined, with the same environment; the modes decide what that means
+(issue 11 item 2).
+
+A timeout or a cancelled turn stops everything the command started: SIGTERM, a grace period,
+then SIGKILL. Unsandboxed, the signals go to the command's session (and so process group).
+Sandboxed, SIGTERM goes to every process inside (also those that left the group), and SIGKILL
+to bubblewrap, whose death ends its PID namespace and so every process in it; the same happens
+when the command ends, so nothing it started outlives it in the sandbox.
 
 Bash, not /bin/sh: the permission check reads the line as bash does (``fxdesk.domain.shell``), so
 the shell that runs it must be bash. Under dash, ``a && b &> f`` is ``a && b &`` then ``> f``: a
@@ -18,14 +28,20 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import os
 import shutil
 import signal
 import time
+from dataclasses import dataclass
 from typing import Any
+
+import psutil  # type: ignore[import-untyped]
 
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
+from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
+from fxdesk.tools.sandbox_probe import SandboxStatus, sandbox_status
 
 CHUNK_BYTES = 64 * 1024
 
@@ -79,8 +95,13 @@ _SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
 
 
 def command_environment() -> dict[str, str]:
-    """The environment of the agent's commands: fxdesk's, without API keys and without what
-    would make bash run something other than the line it was given."""
+    """The environment of the agent's commands: the allow-listed part of fxdesk's
+    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), without API keys and without what would make
+    bash run something other than the line it was given."""
+    return allowed_environment(_source_environment())
+
+
+def _source_environment() -> dict[str, str]:
     return {
         name: value
         for name, value in environment_without_secrets().items()
@@ -88,12 +109,51 @@ def command_environment() -> dict[str, str]:
     }
 
 
+def command_policy(ctx: ToolContext) -> SandboxPolicy:
+    """The sandbox of a command run in ``ctx`` (reads the file system: off the loop)."""
+    if ctx.temp_dir is not None:
+        ctx.temp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return policy_for(
+        ctx.workspace,
+        data_dir=ctx.data_dir,
+        write_grants=ctx.write_grants,
+        network=ctx.network,
+        temp_dir=ctx.temp_dir,
+        environ=_source_environment(),
+    )
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """What to start: the program and its arguments, its environment, and whether it is the
+    sandbox."""
+
+    argv: list[str]
+    env: dict[str, str]
+    sandboxed: bool
+
+
+def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
+    """The process for ``command`` in ``ctx`` (blocking: the first call probes the sandbox)."""
+    status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
+    if not status.available:
+        return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
+    policy = command_policy(ctx)
+    arguments = bwrap_arguments(
+        policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
+    )
+    return _Launch([status.bwrap, *arguments], dict(policy.environment), sandboxed=True)
+
+
 class RunCommandTool(Tool):
     name = "run_command"
     description = (
         "Run a shell command (bash -c) in the workspace and return its combined output and "
-        "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). Commands "
-        "left running in the background must redirect their output, or they are stopped too."
+        "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). It runs "
+        "in a sandbox: only the workspace and /tmp are writable (.git and .fxdesk are not), "
+        "credential folders are hidden, the network may be off, and whatever the command "
+        "leaves running in the background is stopped when it ends. A 'Read-only file system' "
+        "or network error there means the sandbox refused it."
     )
     parameters = {  # noqa: RUF012 - a schema, read only
         "type": "object",
@@ -119,6 +179,8 @@ class RunCommandTool(Tool):
     # still holds the output pipes open.
     drain_s: float = 1.0
     capture_limit: int = 64 * 1024 * 1024
+    # Off: run unconfined even where the sandbox works (tests of the fallback use it).
+    use_sandbox: bool = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = args.get("command")
@@ -135,16 +197,15 @@ class RunCommandTool(Tool):
             )
         started = time.monotonic()
         try:
+            launch = await asyncio.to_thread(_launch, command, ctx, self.use_sandbox)
             proc = await asyncio.create_subprocess_exec(
-                BASH,
-                "-c",
-                command,
+                *launch.argv,
                 cwd=ctx.workspace,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
-                env=command_environment(),
+                env=launch.env,
             )
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")
@@ -158,16 +219,18 @@ class RunCommandTool(Tool):
             except TimeoutError:
                 timed_out = True
             if timed_out or lingering:
-                await self._stop_group(proc, pumps)
+                await self._stop_group(proc, pumps, launch.sandboxed)
                 await self._settle(proc, pumps)
         except asyncio.CancelledError:
-            await self._stop_group(proc, pumps)
+            await self._stop_group(proc, pumps, launch.sandboxed)
             await self._settle(proc, pumps)
             raise
         finally:
             pumps.cancel()
 
-        return self._result(proc, capture, timeout, timed_out, lingering, started)
+        result = self._result(proc, capture, timeout, timed_out, lingering, started)
+        result.data["sandboxed"] = launch.sandboxed
+        return result
 
     async def _finish(self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> bool:
         """Wait for the shell and its output; True when background processes kept the pipes."""
@@ -188,14 +251,20 @@ class RunCommandTool(Tool):
         return pumps.done()
 
     async def _stop_group(
-        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]
+        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any], sandboxed: bool
     ) -> None:
-        """SIGTERM the process group, wait ``grace_s``, SIGKILL it, and wait for the shell.
+        """SIGTERM the command's processes, wait ``grace_s``, SIGKILL them, and wait for the
+        shell (or bubblewrap).
 
         The grace ends early once the shell is gone and the output pipes are closed, that is once
-        nothing that holds them is left.
+        nothing that holds them is left. Sandboxed, SIGKILL goes to bubblewrap's group (itself
+        and the sandbox's init): the init's death ends the PID namespace and all in it.
         """
-        _signal_group(proc.pid, signal.SIGTERM)
+        if sandboxed:
+            if proc.returncode is None:  # once reaped, its pid may be another process's
+                _terminate_inside(proc.pid)
+        else:
+            _signal_group(proc.pid, signal.SIGTERM)
         exited = asyncio.ensure_future(_exited(proc))
         try:
             await asyncio.wait({exited, pumps}, timeout=self.grace_s)
@@ -264,6 +333,25 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.1)
     return proc.returncode
+
+
+def _terminate_inside(bwrap: int) -> None:
+    """SIGTERM every process in the sandbox bubblewrap ``bwrap`` runs, but not bubblewrap and
+    its init: they do not pass the signal on but die of it, and their death would SIGKILL the
+    rest at once, with no grace. (Orphans inside are the init's children, so this reaches
+    processes that started a session of their own too.)"""
+    try:
+        inits = psutil.Process(bwrap).children()
+    except psutil.Error:
+        return
+    for init in inits:
+        try:
+            members = init.children(recursive=True)
+        except psutil.Error:
+            continue
+        for member in members:
+            with contextlib.suppress(psutil.Error):  # gone already, or beyond our reach
+                member.send_signal(signal.SIGTERM)
 
 
 def _signal_group(pgid: int, signum: signal.Signals) -> None:

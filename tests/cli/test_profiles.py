@@ -163,7 +163,7 @@ def test_commands_the_agent_runs_never_see_the_key(tmp_path: Path, llmock: LLMoc
         "--default",
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
-    command = 'env; echo "named=[$FXDESK_TEST_KEY] copied=[$COPIED_KEY] seen=[$HARMLESS]"'
+    command = 'env; echo "named=[$FXDESK_TEST_KEY] copied=[$COPIED_KEY] seen=[$TZ]"'
     llmock.scenario(
         {
             "type": "reply",
@@ -174,7 +174,7 @@ def test_commands_the_agent_runs_never_see_the_key(tmp_path: Path, llmock: LLMoc
     )
     ran = cli(
         "run", "-w", str(cli.workspace), "--mode", "yolo", "show me the environment",
-        FXDESK_TEST_KEY=SECRET, COPIED_KEY=SECRET, HARMLESS="visible-42",
+        FXDESK_TEST_KEY=SECRET, COPIED_KEY=SECRET, TZ="visible-42",
     )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     db = sqlite3.connect(f"file:{cli.data / 'fxdesk.sqlite3'}?mode=ro", uri=True)
@@ -184,7 +184,7 @@ def test_commands_the_agent_runs_never_see_the_key(tmp_path: Path, llmock: LLMoc
         ).fetchone()
     assert "named=[] copied=[] seen=[visible-42]" in output
     assert "FXDESK_TEST_KEY" not in output and "COPIED_KEY" not in output
-    assert "HARMLESS=visible-42" in output  # the rest of the environment is passed on
+    assert "TZ=visible-42" in output  # the allow-listed environment is passed on
     assert SECRET not in ran.stdout + ran.stderr
     assert _files_mention(cli.data, SECRET) == []
 

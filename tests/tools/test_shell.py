@@ -1,9 +1,11 @@
-"""run_command with real child processes: output, exit codes, timeouts and cancellation."""
+"""run_command with real child processes: output, exit codes, timeouts and cancellation, each
+in the sandbox (bubblewrap) and without it (where a machine has none)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import random
 import re
 import signal
 import time
@@ -18,9 +20,10 @@ from fxdesk.tools.base import MODEL_OUTPUT_CAP, ToolContext, ToolResult
 from fxdesk.tools.shell import RunCommandTool
 
 
-@pytest.fixture
-def tool() -> Iterator[RunCommandTool]:
+@pytest.fixture(params=["sandboxed", "bare"])
+def tool(request: pytest.FixtureRequest) -> Iterator[RunCommandTool]:
     tool = RunCommandTool()
+    tool.use_sandbox = request.param == "sandboxed"
     tool.grace_s = 0.3
     tool.drain_s = 0.3
     yield tool
@@ -41,6 +44,30 @@ def live_members(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, psutil.Error):
             continue
     return members
+
+
+def sleeper() -> str:
+    """A ``sleep`` found again by its command line: inside the sandbox, ``$$`` is a pid of
+    its own namespace, so the tests look for their processes by what they run."""
+    return f"sleep {60 + random.random():.6f}"
+
+
+def running(command: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if proc.info["cmdline"] == command.split() and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def assert_gone(command: str) -> None:
+    deadline = time.monotonic() + 3
+    while running(command):
+        assert time.monotonic() < deadline, f"still running: {running(command)}"
+        time.sleep(0.01)
 
 
 def assert_group_gone(pid: int) -> None:
@@ -76,17 +103,23 @@ async def test_non_zero_exit_is_a_failure(tool: RunCommandTool, ctx: ToolContext
 async def test_killed_by_a_signal(tool: RunCommandTool, ctx: ToolContext) -> None:
     result = await run(tool, ctx, "kill -KILL $$")
     assert not result.ok
-    assert result.output == "(no output)\n[killed by signal SIGKILL]"
-    assert result.data["exit_code"] == -signal.SIGKILL
+    if tool.use_sandbox:  # bubblewrap reports it as bash would: 128 + the signal
+        assert result.output == "(no output)\n[exit code 137]"
+        assert result.data["exit_code"] == 128 + signal.SIGKILL
+    else:
+        assert result.output == "(no output)\n[killed by signal SIGKILL]"
+        assert result.data["exit_code"] == -signal.SIGKILL
+    assert result.data["sandboxed"] is tool.use_sandbox
 
 
-async def test_runs_in_the_workspace_with_the_parent_env_and_no_stdin(
+async def test_runs_in_the_workspace_with_the_allowed_env_and_no_stdin(
     tool: RunCommandTool, ctx: ToolContext, workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FXDESK_TOOL_TEST", "from the parent")
-    result = await run(tool, ctx, 'pwd; echo "$FXDESK_TOOL_TEST"; cat; echo done')
+    monkeypatch.setenv("TZ", "from the parent")
+    monkeypatch.setenv("FXDESK_TOOL_TEST", "not on the allow-list")
+    result = await run(tool, ctx, 'pwd; echo "$TZ[$FXDESK_TOOL_TEST]"; cat; echo done')
     assert result.ok
-    assert result.output == f"{workspace.resolve()}\nfrom the parent\ndone\n[exit code 0]"
+    assert result.output == f"{workspace.resolve()}\nfrom the parent[]\ndone\n[exit code 0]"
 
 
 async def test_non_utf8_output_is_replaced_not_raised(
@@ -193,7 +226,9 @@ async def test_timeout_stops_children_that_obey_sigterm_without_waiting(
     result = await run(tool, ctx, "sleep 60 & sleep 60; wait", timeout_s=0.3)
     assert time.monotonic() - started < 5
     assert result.data["timed_out"] is True
-    assert result.data["exit_code"] == -signal.SIGTERM
+    # Sandboxed, bubblewrap outlives the shell SIGTERM ended and reports it as bash would.
+    terminated = 128 + signal.SIGTERM if tool.use_sandbox else -signal.SIGTERM
+    assert result.data["exit_code"] == terminated
     assert_group_gone(result.data["pid"])
 
 
@@ -201,61 +236,77 @@ async def test_cancellation_kills_the_group_and_re_raises(
     tool: RunCommandTool, ctx: ToolContext, workspace: Path
 ) -> None:
     pid_file = workspace / "pid"
+    first, second = sleeper(), sleeper()
     task = asyncio.create_task(
-        run(tool, ctx, f"trap '' TERM; echo $$ > {pid_file}; sleep 60 & sleep 60")
+        run(tool, ctx, f"trap '' TERM; echo $$ > {pid_file}; {first} & {second}")
     )
     deadline = time.monotonic() + 10
-    while not pid_file.exists() or not pid_file.read_text().strip():
+    while len(running(first) + running(second)) < 2:
         assert time.monotonic() < deadline, "the command never started"
         await asyncio.sleep(0.02)
-    pid = int(pid_file.read_text())
-    assert os.getpgid(pid) == pid  # a session, and so a group, of its own
-    assert len(live_members(pid)) == 3
+    if not tool.use_sandbox:  # $$ is a pid of the sandbox's own namespace there
+        pid = int(pid_file.read_text())
+        assert os.getpgid(pid) == pid  # a session, and so a group, of its own
+        assert len(live_members(pid)) == 3
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert_group_gone(pid)
+    assert_gone(first)
+    assert_gone(second)
 
 
 async def test_background_processes_holding_the_output_are_stopped(
     tool: RunCommandTool, ctx: ToolContext
 ) -> None:
     started = time.monotonic()
-    result = await run(tool, ctx, "sleep 60 & echo launched")
+    background = sleeper()
+    result = await run(tool, ctx, f"{background} & echo launched")
     assert time.monotonic() - started < 5
     assert result.ok
-    assert result.output.startswith("launched\n[exit code 0]\n[processes left in the background")
+    if tool.use_sandbox:  # the sandbox ends with the shell, and everything in it
+        assert result.output == "launched\n[exit code 0]"
+    else:
+        assert result.output.startswith(
+            "launched\n[exit code 0]\n[processes left in the background"
+        )
     assert_group_gone(result.data["pid"])
+    assert_gone(background)
 
 
 async def test_a_process_that_left_the_group_cannot_hang_the_tool(
-    tool: RunCommandTool, ctx: ToolContext, workspace: Path
+    tool: RunCommandTool, ctx: ToolContext
 ) -> None:
-    pid_file = workspace / "escaped"
+    escaped = sleeper()
     started = time.monotonic()
-    result = await run(
-        tool, ctx, f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 60' & echo launched"
-    )
-    escaped = int(pid_file.read_text())
+    result = await run(tool, ctx, f"setsid {escaped} & echo launched")
     try:
         assert time.monotonic() - started < 5
         assert result.ok
-        assert result.output.startswith("launched\n[exit code 0]\n[processes left in the backg")
+        assert result.output.startswith("launched\n[exit code 0]")
         assert_group_gone(result.data["pid"])
+        if tool.use_sandbox:  # it left the group, not the sandbox
+            assert_gone(escaped)
     finally:
-        os.kill(escaped, signal.SIGKILL)
+        for proc in running(escaped):
+            proc.kill()
 
 
-async def test_background_processes_with_their_own_output_keep_running(
+async def test_background_processes_with_their_own_output_keep_running_only_unsandboxed(
     tool: RunCommandTool, ctx: ToolContext
 ) -> None:
-    result = await run(tool, ctx, "sleep 60 >/dev/null 2>&1 & echo launched")
+    background = sleeper()
+    result = await run(tool, ctx, f"{background} >/dev/null 2>&1 & echo launched")
     try:
         assert result.ok
         assert result.output == "launched\n[exit code 0]"
-        assert len(live_members(result.data["pid"])) == 1
+        if tool.use_sandbox:
+            assert_gone(background)
+        else:
+            assert len(live_members(result.data["pid"])) == 1
+            assert len(running(background)) == 1
     finally:
-        os.killpg(result.data["pid"], signal.SIGKILL)
+        for proc in running(background):
+            proc.kill()
 
 
 @pytest.mark.parametrize("timeout_s", [0, -1, 3601, float("nan")])
@@ -299,8 +350,8 @@ async def test_nothing_in_the_environment_makes_bash_run_more_than_the_line(
     monkeypatch.setenv("ENV", str(startup))
     monkeypatch.setenv("BASHOPTS", "extglob")
     monkeypatch.setenv("BASH_FUNC_ls%%", "() { echo not the real ls; }")
-    monkeypatch.setenv("FXDESK_ORDINARY", "kept")
-    result = await run(tool, ctx, 'ls -d .; shopt extglob; echo "[$FXDESK_ORDINARY]"')
+    monkeypatch.setenv("TZ", "kept")
+    result = await run(tool, ctx, 'ls -d .; shopt extglob; echo "[$TZ]"')
     assert result.ok, result.output
     assert not sourced.exists()
     assert "not the real ls" not in result.output

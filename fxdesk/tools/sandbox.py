@@ -1,0 +1,392 @@
+"""The sandbox every command the agent runs is held in: its policy, and that policy as bubblewrap.
+
+The permission check reads a command line to explain it and to match rules; it cannot know all
+bash will do (issue 11: expansions that execute, reads it never judges, a ``$PWD`` a loop
+changes). The guarantee comes from the kernel instead. Each command runs under bubblewrap
+(``bwrap``) in namespaces of its own, where:
+
+- the whole file system is read-only, except the workspace, a private ``/tmp`` and the paths an
+  approval allowed to write;
+- inside those, what other programs obey stays read-only: ``.git`` (and the git directory a
+  ``.git`` file points to, and its common directory), ``.fxdesk``;
+- fxdesk's data folder, credential stores, keyrings, browser profiles, shell histories, ``/run``
+  (the D-Bus buses, ``systemd --user``, agents' and container engines' sockets) and the runtime
+  folder are replaced by empty ones, so not even their names' contents can be read;
+- it has its own PID namespace (``/proc/$PPID`` is bubblewrap's own init, never fxdesk), no
+  capabilities, and may not make user namespaces of its own;
+- the network is its own empty namespace, loopback only, unless the policy allows the network;
+- the environment is an allow-list, not fxdesk's environment minus some names.
+
+Why bubblewrap and not Landlock: Landlock rules only ever add access beneath a folder, so it
+cannot keep ``.git`` read-only inside a writable workspace, nor hide ``~/.ssh`` while the rest
+of the home folder stays readable; nor does it give a PID namespace, a private ``/tmp`` or a
+loopback-only network. docs/performance.md has the measurements and the comparison.
+
+This module is pure (paths, no processes): ``policy_for`` builds the policy from what the engine
+knows, ``bwrap_arguments`` turns it into the command line. ``fxdesk.tools.sandbox_probe`` says
+whether bubblewrap works on this machine; ``fxdesk.tools.shell`` runs the command.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Variables a command gets from fxdesk's environment: where things are and how to print, never
+# keys. Anything else (GITHUB_TOKEN, another provider's key, DBUS_SESSION_BUS_ADDRESS,
+# SSH_AUTH_SOCK, DISPLAY) is left out; the person may add names per workspace (``extra_env``).
+ALLOWED_VARIABLES = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LANGUAGE",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "TZ",
+        "TMPDIR",
+        "EDITOR",
+        "VISUAL",
+        # Where toolchains live: builds need them, and they hold paths, not secrets.
+        "JAVA_HOME",
+        "GOPATH",
+        "GOROOT",
+        "GOBIN",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "NVM_DIR",
+        "PYENV_ROOT",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_DIRS",
+        "XDG_DATA_DIRS",
+        # A company's certificate authority, without which https fails behind its proxy.
+        "SSL_CERT_FILE",
+        "SSL_CERT_DIR",
+        "REQUESTS_CA_BUNDLE",
+        "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)
+ALLOWED_PREFIXES = ("LC_",)
+
+# Below the home folder: what unlocks something elsewhere (keys, tokens, cookies) or records
+# what the person typed. Hidden only where present; an approval cannot open them (item 2 of
+# issue 11 offers "run outside the sandbox" for that).
+HOME_SECRETS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".pypirc",
+    ".npmrc",
+    ".vault-token",
+    ".password-store",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".terraform.d/credentials.tfrc.json",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".config/op",
+    ".config/rclone",
+    ".local/share/keyrings",
+    ".local/share/python_keyring",
+    ".codex/auth.json",
+    ".claude/.credentials.json",
+    ".mozilla",
+    ".thunderbird",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+)
+
+# Inside a writable folder, what makes other programs run something: git obeys .git/config
+# (core.fsmonitor, hooks), fxdesk will obey .fxdesk.
+PROTECTED_NAMES = (".git", ".fxdesk")
+
+# Mounted afresh in the sandbox: nothing of the host's shows there unless bound again.
+_REPLACED = (Path("/dev"), Path("/proc"), Path("/tmp"), Path("/run"))
+
+# Under /run, what programs need: name resolution (/etc/resolv.conf often points here) and, on
+# NixOS, the system's programs.
+_RUN_KEPT = (Path("/run/current-system"), Path("/run/opengl-driver"))
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """What one command may touch. Paths are absolute and resolved (no symlinks).
+
+    Attributes:
+        workspace: Writable, except its protected paths.
+        grants: Writable beyond the workspace: what an approval allowed to write.
+        protected: Read-only even inside a writable folder.
+        hidden: Replaced by an empty folder (or an empty file).
+        kept: Under ``/run``, bound again read-only (name resolution).
+        environment: The command's whole environment.
+        network: Whether the command shares fxdesk's network; else loopback only.
+        temp_dir: The folder seen as ``/tmp`` (kept between commands); None for an empty one
+            per command.
+        refused: Write grants asked for and not given, with why (for the approval's text).
+    """
+
+    workspace: Path
+    grants: tuple[Path, ...] = ()
+    protected: tuple[Path, ...] = ()
+    hidden: tuple[Path, ...] = ()
+    kept: tuple[Path, ...] = ()
+    environment: tuple[tuple[str, str], ...] = ()
+    network: bool = False
+    temp_dir: Path | None = None
+    refused: tuple[str, ...] = ()
+
+    @property
+    def writable(self) -> tuple[Path, ...]:
+        """Every folder or file a command may write, ``/tmp`` aside."""
+        return (self.workspace, *self.grants)
+
+
+def policy_for(
+    workspace: Path,
+    *,
+    data_dir: Path | None = None,
+    write_grants: Iterable[Path] = (),
+    network: bool = False,
+    temp_dir: Path | None = None,
+    extra_env: Iterable[str] = (),
+    home: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SandboxPolicy:
+    """The policy for a command run in ``workspace`` (reads the file system: call off the loop
+    when it may be slow).
+
+    Args:
+        workspace: The session's workspace.
+        data_dir: fxdesk's data folder: hidden.
+        write_grants: Paths an approval allowed the command to write.
+        network: Whether the command may use the network.
+        temp_dir: The host folder the command sees as ``/tmp``.
+        extra_env: Variable names the person lets through beyond ``ALLOWED_VARIABLES``.
+        home: The home folder (default: ``$HOME``).
+        environ: The environment to take variables from (default: this process's).
+    """
+    root = Path(os.path.realpath(workspace))
+    home = Path(os.path.expanduser("~")) if home is None else home
+    granted, refused = _grants(write_grants, root, home)
+    hidden = [*(home / name for name in HOME_SECRETS)]
+    if data_dir is not None:
+        hidden.append(data_dir)
+    source = os.environ if environ is None else environ
+    runtime = source.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        hidden.append(Path(runtime))  # /run/user/<uid> mostly, hidden with /run already
+    return SandboxPolicy(
+        workspace=root,
+        grants=granted,
+        protected=_protected(root),
+        hidden=_existing(hidden),
+        kept=_run_kept(),
+        environment=tuple(sorted(sandbox_environment(source, extra_env).items())),
+        network=network,
+        temp_dir=temp_dir,
+        refused=refused,
+    )
+
+
+def allowed_environment(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """The variables of ``environ`` on the allow-list (and the ``extra`` names)."""
+    names = ALLOWED_VARIABLES | frozenset(extra)
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in names or name.startswith(ALLOWED_PREFIXES)
+    }
+
+
+def sandbox_environment(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
+    """The environment inside the sandbox: the allow-list, with ``/tmp`` as the temp folder
+    (the host's ``TMPDIR`` may point where the sandbox cannot see)."""
+    return allowed_environment(environ, extra) | {"TMPDIR": "/tmp"}
+
+
+def bwrap_arguments(
+    policy: SandboxPolicy, command: Sequence[str], cwd: Path, *, disable_userns: bool = True
+) -> list[str]:
+    """bubblewrap's arguments (after the program) to run ``command`` in ``cwd`` under ``policy``.
+
+    The order matters: each mount covers what an earlier one put at that path. Read-only root,
+    fresh ``/dev``, ``/proc``, ``/run`` and ``/tmp``; then the writable folders; then the
+    protected paths read-only again; then the grants that reach into a protected path (an
+    approval for exactly that); hidden paths last, so nothing opens them.
+
+    Args:
+        policy: What the command may touch.
+        command: The program and its arguments.
+        cwd: Where it starts.
+        disable_userns: Forbid new user namespaces inside (bubblewrap 0.8 and later).
+    """
+    args = [
+        "--unshare-all",  # user, PID, IPC, UTS, cgroup and network namespaces of its own
+        "--unshare-user",  # also when fxdesk runs as root, so capabilities can be dropped
+        "--cap-drop",
+        "ALL",  # run as root, the command would keep every capability and could unmount
+        "--die-with-parent",
+        "--new-session",  # no terminal to push keystrokes into (TIOCSTI)
+    ]
+    if disable_userns:
+        args.append("--disable-userns")
+    if policy.network:
+        args.append("--share-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]
+    for path in policy.kept:
+        args += ["--ro-bind", str(path), str(path)]
+    if policy.temp_dir is None:
+        args += ["--tmpfs", "/tmp"]
+    else:
+        args += ["--bind", str(policy.temp_dir), "/tmp"]
+    writable = policy.writable
+    hidden = [path for path in policy.hidden if _visible(path, writable)]
+    # A hidden folder that holds a writable one (the workspace inside the data folder) is
+    # emptied first, so the writable folder is bound back into it, and made read-only last.
+    holding = [path for path in hidden if path.is_dir() and _holds_any(path, writable)]
+    for path in holding:
+        args += ["--perms", "0500", "--tmpfs", str(path)]
+    reaching, plain = _split(policy.grants, policy.protected)
+    for path in (policy.workspace, *plain):
+        args += ["--bind", str(path), str(path)]
+    for path in policy.protected:
+        if _under_any(path, writable):
+            args += ["--ro-bind", str(path), str(path)]
+    for path in reaching:
+        args += ["--bind", str(path), str(path)]
+    for path in hidden:
+        if path in holding:
+            args += ["--remount-ro", str(path)]
+        elif path.is_dir():
+            args += ["--perms", "0500", "--tmpfs", str(path), "--remount-ro", str(path)]
+        else:  # a file (or a socket): an empty one in its place
+            args += ["--ro-bind", "/dev/null", str(path)]
+    args += ["--chdir", str(cwd), "--", *command]
+    return args
+
+
+def _protected(root: Path) -> tuple[Path, ...]:
+    """The workspace's protected paths that exist, with the git directories a ``.git`` file
+    points to (a worktree's, and the common one that holds its config and hooks)."""
+    found: list[Path] = []
+    for name in PROTECTED_NAMES:
+        path = root / name
+        if not os.path.lexists(path):
+            continue
+        found.append(Path(os.path.realpath(path)))
+        if name == ".git" and path.is_file():
+            found += _git_dirs(path)
+    return tuple(dict.fromkeys(found))
+
+
+def _git_dirs(dot_git: Path) -> list[Path]:
+    """The directories a ``.git`` file names: ``gitdir:`` and that directory's ``commondir``."""
+    try:
+        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return []
+    if not line.startswith("gitdir:"):
+        return []
+    gitdir = Path(os.path.realpath(dot_git.parent / line.removeprefix("gitdir:").strip()))
+    found = [gitdir] if gitdir.is_dir() else []
+    try:
+        common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return found
+    if common:
+        common_dir = Path(os.path.realpath(gitdir / common))
+        if common_dir.is_dir():
+            found.append(common_dir)
+    return found
+
+
+def _grants(
+    requested: Iterable[Path], root: Path, home: Path
+) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The paths to bind writable for the approved write targets, and those refused.
+
+    A target that exists is bound itself. One that does not yet is made in its folder, so that
+    folder is bound, unless it is the root or the home folder (or holds it): that would open
+    far more than the approval named (``~/.bashrc`` beside ``~/notes.txt``).
+    """
+    granted: list[Path] = []
+    refused: list[str] = []
+    home_real = Path(os.path.realpath(home))
+    for raw in requested:
+        target = Path(os.path.realpath(raw))
+        if _under(target, root):
+            continue  # writable already
+        if target.exists():
+            granted.append(target)
+            continue
+        folder = target.parent
+        if not folder.is_dir():
+            refused.append(f"{raw}: its folder {folder} does not exist")
+        elif folder == Path("/") or _under(home_real, folder):
+            refused.append(f"{raw}: it does not exist yet, and its folder {folder} is too wide")
+        else:
+            granted.append(folder)
+    return tuple(dict.fromkeys(granted)), tuple(refused)
+
+
+def _run_kept() -> tuple[Path, ...]:
+    kept = [path for path in _RUN_KEPT if path.exists()]
+    resolver = Path(os.path.realpath("/etc/resolv.conf"))
+    if _under(resolver, Path("/run")) and resolver.exists():
+        kept.append(resolver.parent)
+    return tuple(kept)
+
+
+def _existing(paths: Iterable[Path]) -> tuple[Path, ...]:
+    """Resolved, existing, each once (a symlink is hidden where it points)."""
+    found = []
+    for path in paths:
+        if os.path.lexists(path):
+            real = Path(os.path.realpath(path))
+            if real.exists():
+                found.append(real)
+    return tuple(dict.fromkeys(found))
+
+
+def _split(grants: Sequence[Path], protected: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """(grants at or inside a protected path, the others)."""
+    reaching = [g for g in grants if any(_under(g, p) for p in protected)]
+    return reaching, [g for g in grants if g not in reaching]
+
+
+def _visible(path: Path, writable: Sequence[Path]) -> bool:
+    """Whether ``path`` shows in the sandbox at all: not inside a folder mounted afresh, or
+    bound again there (a data folder inside the workspace)."""
+    return not any(_under(path, fresh) for fresh in _REPLACED) or _under_any(path, writable)
+
+
+def _holds_any(folder: Path, paths: Iterable[Path]) -> bool:
+    return any(path != folder and _under(path, folder) for path in paths)
+
+
+def _under_any(path: Path, folders: Iterable[Path]) -> bool:
+    return any(_under(path, folder) for folder in folders)
+
+
+def _under(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
