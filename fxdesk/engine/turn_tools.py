@@ -33,7 +33,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
@@ -47,6 +47,7 @@ from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
+from fxdesk.logs import redact
 from fxdesk.store import StoreError
 from fxdesk.store.errors import (
     CorruptDatabaseError,
@@ -190,7 +191,7 @@ class ToolCalls:
         await self.turn.check_durable()
         asked: set[str] = set()  # what the person allowed for this call, kept across decisions
         for _ in range(MAX_DECISIONS):
-            refusal, outside_ok, generation = await self._permit(call, asked)
+            refusal, outside_ok, protected_ok, generation = await self._permit(call, asked)
             if refusal is not None:
                 await self._record_refusal(call, refusal)
                 return
@@ -214,7 +215,7 @@ class ToolCalls:
             return
         self._live_tool(call, ToolPhase.STARTED)
         rt = self.rt
-        ctx = ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, outside_ok)
+        ctx = self._context(call, outside_ok, protected_ok)
         began = time.monotonic()  # a duration, not a timestamp: the clock that never jumps
         try:
             result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
@@ -223,6 +224,8 @@ class ToolCalls:
         except Exception as exc:  # a tool bug must not take the session down
             log.exception("tool %s crashed", call.name)
             result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
+        # The one way a tool's output reaches history, and so the model and the transcript.
+        result = redacted(result)
         phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
         self._live_tool(call, phase)
         row = self.turn.entry(
@@ -288,20 +291,36 @@ class ToolCalls:
 
     # --- deciding ------------------------------------------------------------------------------
 
-    async def _permit(self, call: ToolCall, asked: set[str]) -> tuple[ToolResult | None, bool, int]:
+    def _context(self, call: ToolCall, outside_ok: bool, protected_ok: bool) -> ToolContext:
+        rt = self.rt
+        data_dir = self.permissions.data_dir if self.permissions is not None else None
+        return ToolContext(
+            rt.workspace,
+            rt.session.id,
+            rt.item.id,
+            call.id,
+            outside_ok,
+            data_dir=data_dir,
+            protected_ok=protected_ok,
+        )
+
+    async def _permit(
+        self, call: ToolCall, asked: set[str]
+    ) -> tuple[ToolResult | None, bool, bool, int]:
         """Decide the call against the authority of this moment; ask the person when it says
         so. (a refusal for the model, or None to run it; whether it may leave the workspace;
-        the authority generation the decision was made under). ``asked`` collects what the
-        person allowed, so a decision made again does not ask the same again."""
+        whether it may write a protected path; the authority generation the decision was made
+        under). ``asked`` collects what the person allowed, so a decision made again does not
+        ask the same again."""
         live = self.live()
         service = self.permissions
         if service is None:  # no checks: availability alone
             if not live.available(call.name, self._admitted):
-                return _unavailable(call), False, live.generation
-            return None, False, live.generation
+                return _unavailable(call), False, False, live.generation
+            return None, False, False, live.generation
         rt = self.rt
         mode = rt.snapshot.permission_mode
-        outside = False
+        outside = protected = False
         while True:
             check = await service.check(
                 rt.session,
@@ -313,27 +332,28 @@ class ToolCalls:
                 live=live,
             )
             outside = outside or check.outside
+            protected = protected or check.protected
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
-                return _unavailable(call), False, live.generation
+                return _unavailable(call), False, False, live.generation
             if decision == ToolDecision.DENY:
                 prefix = (
                     "Approved, but a rule added since denies it: " if asked else "Not allowed: "
                 )
                 refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
-                return refusal, False, live.generation
+                return refusal, False, False, live.generation
             if decision == ToolDecision.ALLOW:
-                return None, outside, live.generation
+                return None, outside, protected, live.generation
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
             new_parts = set(check.decision.uncovered) - asked
             if asked and not new_parts:
-                return None, outside, live.generation
+                return None, outside, protected, live.generation
             answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
             if answered.status == ApprovalStatus.DENIED:
                 why = answered.resolution.get("reason")
                 text = "The person denied this action" + (f": {why}" if why else ".")
-                return ToolResult.error(text, denied=True), False, live.generation
+                return ToolResult.error(text, denied=True), False, False, live.generation
             asked |= set(check.decision.uncovered) or {check.label}
             # Check again against the authority of now: a tool revoked, or a deny added, while
             # the person was deciding wins.
@@ -360,9 +380,7 @@ class ToolCalls:
                 explanation=self.turn.explanation,
                 # The tool's own dry run, in the context it would run in once allowed.
                 preview=await edit_preview(
-                    call,
-                    ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
-                    self.tools,
+                    call, self._context(call, check.outside, check.protected), self.tools
                 ),
                 stopping=rt.stopping,
             )
@@ -414,7 +432,7 @@ class ToolCalls:
             EntryKind.TOOL_RESULT,
             call_id=call.id,
             tool_name=call.name,
-            content=result.output,
+            content=redact(result.output),
             data={"ok": False, "denied": True}
             | ({"unavailable": True} if result.data.get("unavailable") else {}),
         )
@@ -447,6 +465,26 @@ class ToolCalls:
             work_id=self.rt.item.id,
             created_at_ms=self.clock.now_ms(),
         )
+
+
+def redacted(result: ToolResult) -> ToolResult:
+    """``result`` with every registered secret masked (``logs.redact``) in its output, its
+    full output and the strings of its data: what the model and the transcript may see.
+
+    On the whole text, after the tool joined it: a key a command printed across two reads of
+    its pipe is whole here, and one a cap cut in half is masked by its start or end piece."""
+    full = redact(result.full_output) if result.full_output is not None else None
+    return ToolResult(result.ok, redact(result.output), full, _redact_data(result.data))
+
+
+def _redact_data(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redact_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_data(item) for item in value]
+    return value
 
 
 def _unavailable(call: ToolCall) -> ToolResult:

@@ -39,6 +39,13 @@ class ToolContext:
     # it, a rule allows it, or the session runs in yolo mode). Without it, paths that resolve
     # outside are refused here too, whatever the caller decided.
     outside_ok: bool = False
+    # fxdesk's data folder: hidden from every tool like ~/.ssh (tools/protected.py). None when
+    # the caller does not know it (tests of something else).
+    data_dir: Path | None = None
+    # The permission check allowed this call to write a protected path (.git, .fxdesk): the
+    # person approved it or a rule naming that path allows it. Without it such writes are
+    # refused here too.
+    protected_ok: bool = False
 
 
 @dataclass(frozen=True)
