@@ -119,12 +119,12 @@ class _Needle:
         return cls(secret, fragment, ordered)
 
     def mask(self, text: str) -> str:
-        text = self._starts(text)
-        text = self._ends(text)
+        # Encoded forms first: masking the start of a URL-encoded key would leave the rest of
+        # it (after its first %2F) for a shorter end piece to miss.
         for form in self.encoded:
             if form in text:
                 text = text.replace(form, REDACTED)
-        return text
+        return self._ends(self._starts(text))
 
     def _starts(self, text: str) -> str:
         """Mask the secret and every piece of its start of ``fragment`` characters or more."""
