@@ -76,6 +76,7 @@ class Home:
             "dot-dot through a folder": f"sub/../../{relative}",
             "link to the file": f"links/{_slug(kind.name)}-file",
             "chain of links": f"links/{_slug(kind.name)}-chain",
+            "link to the home folder": f"links/home/{relative}",
         }
         if kind.folder != self.home:
             ways["link to the folder"] = f"links/{_slug(kind.name)}-folder/{kind.file.name}"
@@ -97,6 +98,7 @@ def make_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Home:
     monkeypatch.setenv("HOME", str(home))
     for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "GNUPGHOME"):
         monkeypatch.delenv(name, raising=False)
+    (workspace / "links" / "home").symlink_to(home)
     hidden = {}
     for name, relative in HIDDEN_FILES.items():
         file = home / relative

@@ -222,6 +222,13 @@ class PathPolicy:
         """The hidden path the resolved ``path`` is in, or None."""
         return hidden_in(self.hidden_list, path)
 
+    def below(self, folder: Path | str) -> PathPolicy:
+        """This policy for paths found below ``folder`` (resolved, not itself hidden) without
+        following a link: only the hidden paths inside it can hold them, so a search of a
+        workspace with none checks each file against none."""
+        inside = tuple(entry for entry in self.hidden_list if is_inside(entry.path, folder))
+        return PathPolicy(self.workspace, inside, self.protected_list)
+
     def protected(self, path: Path | str) -> Guarded | None:
         """The protected path a write to the resolved ``path`` would change, or None."""
         return protected_in(self.protected_list, self.workspace, path)

@@ -26,7 +26,12 @@ from fxdesk.tools.base import (
 )
 from fxdesk.tools.protected import PathPolicy
 from fxdesk.tools.textfiles import SKIPPED_DIRS, existing, policy, reach, read_lines, sniff
-from fxdesk.tools.workspace import PathOutsideWorkspace, display_path, resolve_in_workspace
+from fxdesk.tools.workspace import (
+    PathOutsideWorkspace,
+    display_path,
+    is_inside,
+    resolve_in_workspace,
+)
 
 GLOB_LIMIT = 500
 # Matches gathered before sorting: sorting needs them all, memory needs a ceiling.
@@ -80,13 +85,10 @@ def _glob_inside(base: Path, pattern: str, root: Path, paths: PathPolicy) -> lis
     if os.path.isabs(pattern):
         raise ValueError("the pattern must be relative; pass the folder as path")
     found: list[str] = []
-    for match in _glob(base, pattern, lambda path: paths.hidden(path) is None):
-        try:
-            real = resolve_in_workspace(root, str(match))
-        except PathOutsideWorkspace:
+    for match, where in _glob(base, pattern, paths):
+        if not is_inside(where, root):
             continue  # a symlink (or '..') leading out of the workspace
-        if paths.hidden(real) is not None:
-            continue  # a link into a hidden path
+        real = Path(where)
         # Keep the name the person sees (a link's own name) unless '..' made it leave the root.
         lexical = Path(os.path.normpath(match))
         shown = display_path(lexical if root in lexical.parents else real, root)
@@ -96,11 +98,11 @@ def _glob_inside(base: Path, pattern: str, root: Path, paths: PathPolicy) -> lis
     return sorted(set(found))
 
 
-def _glob(base: Path, pattern: str, visible: Callable[[str], bool]) -> Iterator[Path]:
+def _glob(base: Path, pattern: str, paths: PathPolicy) -> Iterator[tuple[Path, str]]:
     """``base.glob(pattern)`` as Python 3.11's pathlib reads it (``**`` a whole part that spans
     folders without following linked ones; other parts follow links; names starting with a dot
-    match ``*``), except that a path ``visible`` refuses, as named or where a link leads, is
-    neither yielded nor entered. In no particular order; it may yield a path twice.
+    match ``*``), except that a hidden path, by where it really is, is neither yielded nor
+    entered. Each match as named and resolved; in no particular order, maybe twice.
 
     Raises:
         ValueError: An empty pattern, or ``**`` inside a part.
@@ -111,45 +113,48 @@ def _glob(base: Path, pattern: str, visible: Callable[[str], bool]) -> Iterator[
     if any("**" in part and part != "**" for part in parts):
         raise ValueError("Invalid pattern: '**' can only be an entire path component")
     matchers = [_part_matcher(part) for part in parts]
+    root = str(base)
+    inner = paths.below(base)  # all a path resolved below base can be in
 
-    def shown(path: str) -> bool:
-        # Where a link or a '..' leads is what counts; a plain entry below ``base`` (resolved)
-        # is where it is.
-        if "/.." in path or os.path.islink(path):
-            return visible(os.path.realpath(path))
-        return visible(path)
+    def real_child(real: str, name: str, link: bool) -> str | None:
+        """Where ``name`` in the folder really at ``real`` leads; None when it is hidden."""
+        child = os.path.realpath(os.path.join(real, name)) if link else os.path.join(real, name)
+        judge = inner if is_inside(child, root) else paths
+        return child if judge.hidden(child) is None else None
 
-    stack: list[tuple[str, int]] = [(str(base), 0)]
+    # (as named, where it really is, the part to match next)
+    stack: list[tuple[str, str, int]] = [(root, root, 0)]
     spanned: set[tuple[str, int]] = set()  # '**' states done: '**/**' must not redo them
     while stack:
-        path, index = stack.pop()
+        path, real, index = stack.pop()
         if index == len(parts):
-            yield Path(path)
+            yield Path(path), real
             continue
         last = index == len(parts) - 1
         matcher = matchers[index]
         if parts[index] == "**":
-            if (path, index) in spanned:
+            if (real, index) in spanned:
                 continue
-            spanned.add((path, index))
-            stack.append((path, index + 1))
-            stack.extend(
-                (entry.path, index)
-                for entry in _entries(path)
-                if _is_dir(entry, follow=False) and shown(entry.path)
-            )
-        elif matcher is None:  # a plain name: no listing needed
-            child = os.path.join(path, parts[index])
-            if (os.path.lexists(child) if last else os.path.isdir(child)) and shown(child):
-                stack.append((child, index + 1))
+            spanned.add((real, index))
+            stack.append((path, real, index + 1))
+            for entry in _entries(real):
+                if _is_dir(entry, follow=False):
+                    found = real_child(real, entry.name, link=False)
+                    if found is not None:
+                        stack.append((os.path.join(path, entry.name), found, index))
+        elif matcher is None:  # a plain name (or '..'): no listing needed
+            name = parts[index]
+            child = os.path.join(real, name)
+            if os.path.lexists(child) if last else os.path.isdir(child):
+                found = real_child(real, name, link=name == ".." or os.path.islink(child))
+                if found is not None:
+                    stack.append((os.path.join(path, name), found, index + 1))
         else:
-            stack.extend(
-                (entry.path, index + 1)
-                for entry in _entries(path)
-                if matcher(entry.name)
-                and (last or _is_dir(entry, follow=True))
-                and shown(entry.path)
-            )
+            for entry in _entries(real):
+                if matcher(entry.name) and (last or _is_dir(entry, follow=True)):
+                    found = real_child(real, entry.name, link=entry.is_symlink())
+                    if found is not None:
+                        stack.append((os.path.join(path, entry.name), found, index + 1))
 
 
 def _part_matcher(part: str) -> Callable[[str], object] | None:
@@ -257,6 +262,7 @@ def _files_under(
     if start.is_file():
         yield start, start
         return
+    inner = paths.below(start)  # what a folder or file found below start (no link) may be in
     # Depth first in name order (like `rg --sort path`), with a stack rather than recursion
     # because folders can nest deeper than Python's recursion limit. Linked folders are not
     # entered: they could lead out of the workspace or loop forever.
@@ -266,7 +272,7 @@ def _files_under(
         if entry is None:
             stack.pop()
         elif entry.is_dir(follow_symlinks=False):
-            if entry.name not in SKIPPED_DIRS and paths.hidden(entry.path) is None:
+            if entry.name not in SKIPPED_DIRS and inner.hidden(entry.path) is None:
                 stack.append(iter(_sorted_entries(entry.path)))
         else:
             path = Path(entry.path)
@@ -274,7 +280,7 @@ def _files_under(
                 real = resolve_in_workspace(root, entry.path)
             except PathOutsideWorkspace:
                 continue
-            if paths.hidden(real) is not None:
+            if (paths if entry.is_symlink() else inner).hidden(real) is not None:
                 continue
             if real.is_file() and wanted(path):
                 yield path, real

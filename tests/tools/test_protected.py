@@ -155,7 +155,7 @@ FILE_TOOLS: dict[str, FileCall] = {
 
 def cases() -> list[tuple[str, str, str]]:
     ways = ["absolute", "tilde", "dot-dot", "dot-dot through a folder", "link to the file"]
-    ways += ["chain of links", "link to the folder", "the folder"]
+    ways += ["chain of links", "link to the home folder", "link to the folder", "the folder"]
     return [
         (tool, kind, way)
         for tool in FILE_TOOLS
@@ -234,6 +234,11 @@ SCANS = {
     "glob ~ .*/*": (GlobTool(), {"pattern": ".*/*", "path": "~"}),
     "glob links */*": (GlobTool(), {"pattern": "*/*", "path": "links"}),
     "glob ../.ssh/*": (GlobTool(), {"pattern": "../.ssh/*"}),
+    "glob through a link to home */*": (GlobTool(), {"pattern": "links/home/*/*"}),
+    "glob through a link to home .*/*": (GlobTool(), {"pattern": "links/home/.*/*"}),
+    "glob through a link to home .*/**/*": (GlobTool(), {"pattern": "links/home/.*/**/*"}),
+    "list_dir through a link to home": (ListDirTool(), {"path": "links/home"}),
+    "grep through a link to home": (GrepTool(), {"pattern": "secret", "path": "links/home"}),
     "grep ~": (GrepTool(), {"pattern": "secret", "path": "~"}),
     "grep the workspace": (GrepTool(), {"pattern": "secret"}),
     "grep links": (GrepTool(), {"pattern": "secret", "path": "links"}),
