@@ -225,7 +225,8 @@ class ToolCalls:
             log.exception("tool %s crashed", call.name)
             result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
         # The one way a tool's output reaches history, and so the model and the transcript.
-        result = redacted(result)
+        # Off the loop: a command's output may be tens of MiB (~2.5 ms a MiB, bench/redaction).
+        result = await asyncio.to_thread(redacted, result)
         phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
         self._live_tool(call, phase)
         row = self.turn.entry(

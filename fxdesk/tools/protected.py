@@ -135,7 +135,7 @@ def hidden_in(entries: Iterable[Guarded], path: Path | str) -> Guarded | None:
     for entry in entries:
         if is_inside(text, entry.path):
             return entry
-    if _PROCESS.match(text + "/"):
+    if text.startswith("/proc/") and _PROCESS.match(text + "/"):
         return Guarded(Path(text), "/proc/<pid>", "a process's environment and memory")
     return None
 
