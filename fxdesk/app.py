@@ -165,7 +165,9 @@ class App:
         self.profiles = ProfileService(self._store)
         # The one clock of the engine: every service below stamps and schedules by it.
         self.clock = SystemClock()
-        self.permissions = PermissionService(self._store, self.bus, self.clock)
+        self.permissions = PermissionService(
+            self._store, self.bus, self.clock, data_dir=self.paths.root
+        )
         # Until the engine starts (or for commands that run nothing): a facade without runs.
         self._engine = self._facade(SessionService(self._store, self.bus, clock=self.clock))
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import faulthandler
 import logging
 import logging.handlers
@@ -23,7 +24,9 @@ import sys
 import threading
 import time
 import traceback
+import urllib.parse
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
@@ -40,13 +43,24 @@ _ROTATE_COUNT = 5
 _SECRETS: set[str] = set()
 _SECRET_VARIABLES: set[str] = set()
 _SECRETS_LOCK = threading.Lock()
+_NEEDLES: tuple[_Needle, ...] = ()  # rebuilt under the lock at each register, read lock-free
+
+REDACTED = "[redacted]"
+# Whatever cuts a text (the model's output cap, grep's line cap, a command's capture limit)
+# may cut through a secret and show its start or its end. A piece of at least this many
+# characters at the start or the end of a secret is masked wherever it appears, so at most
+# FRAGMENT_CHARS - 1 characters of a key (of real keys: their public prefix) can show.
+FRAGMENT_CHARS = 12
 
 
 def register_secret(value: str) -> None:
-    """Never let ``value`` (an API key in use) reach a log record."""
+    """Never let ``value`` (an API key in use) reach a log record or the agent's model."""
+    global _NEEDLES
     if len(value) >= 8:  # shorter strings would mask ordinary words
         with _SECRETS_LOCK:
-            _SECRETS.add(value)
+            if value not in _SECRETS:
+                _SECRETS.add(value)
+                _NEEDLES = tuple(_Needle.of(secret) for secret in sorted(_SECRETS))
 
 
 def register_secret_variable(name: str) -> None:
@@ -73,13 +87,119 @@ def environment_without_secrets(environ: Mapping[str, str] | None = None) -> dic
 
 
 def redact(text: str) -> str:
-    """``text`` with every registered secret replaced by ``[redacted]``."""
-    with _SECRETS_LOCK:
-        secrets = list(_SECRETS)
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, "[redacted]")
+    """``text`` with every registered secret replaced by ``[redacted]``.
+
+    Masked: each secret as it is; a piece of it of ``FRAGMENT_CHARS`` or more characters at
+    its start or its end (what a cut leaves); its URL encoding; and its base64 encoding (both
+    alphabets, at any alignment, so also inside a longer encoded text such as an HTTP
+    ``Authorization: Basic`` header). Not masked: encodings the program chose on purpose to
+    hide it (hex, rot13, reversed, base64 wrapped over lines); the sandbox keeps keys out of
+    reach, this catches what is printed by accident or plainly.
+    """
+    for needle in _NEEDLES:
+        text = needle.mask(text)
     return text
+
+
+@dataclass(frozen=True)
+class _Needle:
+    """One secret, in the forms ``redact`` looks for."""
+
+    secret: str
+    fragment: int  # the shortest start or end piece that is masked
+    encoded: tuple[str, ...]  # URL and base64 forms, longest first
+
+    @classmethod
+    def of(cls, secret: str) -> _Needle:
+        # Short secrets are matched whole: a few characters would mask ordinary text.
+        fragment = min(len(secret), FRAGMENT_CHARS, max(8, len(secret) // 2))
+        forms = {urllib.parse.quote(secret, safe=""), *_base64_forms(secret.encode("utf-8"))}
+        forms.discard(secret)
+        ordered = tuple(sorted((f for f in forms if len(f) >= 8), key=len, reverse=True))
+        return cls(secret, fragment, ordered)
+
+    def mask(self, text: str) -> str:
+        # Encoded forms first: masking the start of a URL-encoded key would leave the rest of
+        # it (after its first %2F) for a shorter end piece to miss.
+        for form in self.encoded:
+            if form in text:
+                text = text.replace(form, REDACTED)
+        return self._ends(self._starts(text))
+
+    def _starts(self, text: str) -> str:
+        """Mask the secret and every piece of its start of ``fragment`` characters or more."""
+        head = self.secret[: self.fragment]
+        at = text.find(head)
+        if at < 0:
+            return text
+        pieces, done = [], 0
+        while at >= 0:
+            length = _common_prefix(text, at, self.secret)
+            pieces += [text[done:at], REDACTED]
+            done = at + length
+            at = text.find(head, done)
+        pieces.append(text[done:])
+        return "".join(pieces)
+
+    def _ends(self, text: str) -> str:
+        """Mask every piece of the secret's end of ``fragment`` characters or more."""
+        tail = self.secret[-self.fragment :]
+        at = text.find(tail)
+        if at < 0:
+            return text
+        pieces, done = [], 0
+        while at >= 0:
+            end = at + len(tail)
+            start = max(end - _common_suffix(text, end, self.secret), done)
+            pieces += [text[done:start], REDACTED]
+            done = end
+            at = text.find(tail, done)
+        pieces.append(text[done:])
+        return "".join(pieces)
+
+
+def _common_prefix(text: str, at: int, secret: str) -> int:
+    """How many characters of ``secret``'s start ``text`` holds from ``at`` on."""
+    length = 0
+    for mine, theirs in zip(secret, text[at : at + len(secret)], strict=False):
+        if mine != theirs:
+            break
+        length += 1
+    return length
+
+
+def _common_suffix(text: str, end: int, secret: str) -> int:
+    """How many characters of ``secret``'s end ``text`` holds just before ``end``."""
+    length = 0
+    for mine, theirs in zip(
+        reversed(secret), reversed(text[max(0, end - len(secret)) : end]), strict=False
+    ):
+        if mine != theirs:
+            break
+        length += 1
+    return length
+
+
+def _base64_forms(raw: bytes) -> set[str]:
+    """The part of base64 every encoding of a text holding ``raw`` contains, for each of the
+    three alignments ``raw`` can have in it, in the standard and the URL-safe alphabet.
+
+    Encoded after ``k`` other bytes, the first characters also carry bits of those bytes and
+    the last ones bits of what follows: only the characters made of ``raw``'s bits alone are
+    the same in every such text.
+    """
+    forms = set()
+    for k in range(3):
+        encoded = base64.b64encode(bytes(k) + raw).decode("ascii")
+        first = -(-8 * k // 6)  # ceil: the first character free of the k bytes before
+        last = 8 * (k + len(raw)) // 6  # the characters made only of raw's bits end here
+        stable = encoded[first:last]
+        forms.add(stable)
+        forms.add(stable.translate(_URLSAFE))
+    return forms
+
+
+_URLSAFE = str.maketrans("+/", "-_")
 
 
 class RedactingFormatter(logging.Formatter):

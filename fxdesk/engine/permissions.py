@@ -6,8 +6,10 @@ mode) and the rules as stored now (re-read for every action, so a rule added or 
 applies at the next action). What a call touches is the tool's own declaration (``ToolFacts``:
 read, write or execute, and which argument is the path or the command); its path is resolved as
 the tool resolves it (``tools.workspace``), symlinks followed, before the pure decision in
-``domain.permissions`` sees it. ``edit_preview`` is the tool's own dry run, so the change the
-person is shown is the change the tool makes (or the refusal it gives).
+``domain.permissions`` sees it; then ``path_guard`` denies hidden paths and asks before writes to
+protected ones (``tools/protected.py``). ``edit_preview`` is the tool's own dry run, so the
+change the person is shown is the change the tool makes (or the refusal it gives), redacted of
+registered secrets like every tool output.
 
 ``ask`` raises a durable approval: the approval row and the work item's move to
 ``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process
@@ -58,8 +60,11 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
+from fxdesk.engine.path_guard import guard
+from fxdesk.logs import redact
 from fxdesk.store import Store, approvals, control, repo
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
+from fxdesk.tools.protected import PathPolicy
 from fxdesk.tools.workspace import is_inside, resolve_path
 
 log = logging.getLogger(__name__)
@@ -81,13 +86,27 @@ class Check:
     # What the call writes (resolved): once allowed, the sandbox lets the command write there.
     writes: tuple[Path, ...] = ()
     mode: PermissionMode | None = None  # the mode it was judged in (ancestors' included)
+    protected: bool = False  # it writes a protected path (the tool must be told it may)
 
 
 class PermissionService:
-    def __init__(self, store: Store, bus: EventBus, clock: Clock) -> None:
+    """Decides tool calls and keeps the approvals.
+
+    Args:
+        store: Rules, sessions and approvals.
+        bus: Where approval and rule changes are published.
+        clock: Stamps approvals.
+        data_dir: fxdesk's data folder: hidden from the agent like ~/.ssh (None: unknown, as
+            in tests of something else).
+    """
+
+    def __init__(
+        self, store: Store, bus: EventBus, clock: Clock, *, data_dir: Path | None = None
+    ) -> None:
         self.store = store
         self.bus = bus
         self.clock = clock
+        self.data_dir = data_dir
         self._answers: dict[str, asyncio.Future[Approval]] = {}
         self._closed = False
 
@@ -162,10 +181,15 @@ class PermissionService:
         effective, rules = await self.store.read(read)
         if live is not None:
             rules = [*rules, *live.permission_rules(session.id)]
-        request, label = await asyncio.to_thread(
-            _request, tools.get(tool), tool, arguments, workspace, _known(tools)
+
+        def understand() -> tuple[Request, str, PathPolicy]:
+            request, label = _request(tools.get(tool), tool, arguments, workspace, _known(tools))
+            return request, label, PathPolicy.make(workspace, Path.home(), self.data_dir)
+
+        request, label, paths = await asyncio.to_thread(understand)
+        decision, protected = guard(
+            perms.decide(effective, rules, request), request, effective, paths
         )
-        decision = perms.decide(effective, rules, request)
         outside = any(not t.inside for t in request.targets) or _leaves(request)
         detail: dict[str, Any] = {
             "reason": decision.reason,
@@ -174,10 +198,12 @@ class PermissionService:
             "targets": [t.path for t in request.targets],
             "outside": outside,
         }
+        if protected:
+            detail["protected"] = True
         if live is not None:
             detail["generation"] = live.generation
         writes = tuple(Path(t.path) for t in request.targets if t.access is Access.WRITE)
-        return Check(decision, label, outside, detail, writes, effective)
+        return Check(decision, label, outside, detail, writes, effective, protected)
 
     # --- asking ----------------------------------------------------------------------------
 
@@ -510,8 +536,9 @@ async def edit_preview(call: ToolCall, ctx: ToolContext, tools: ToolRegistry) ->
     if result is None:
         return ""
     if not result.ok:
-        return f"{call.name} will refuse this call: {result.output}"
+        return redact(f"{call.name} will refuse this call: {result.output}")
     lines = (result.full_output or result.output).splitlines(keepends=True)
     if len(lines) > PREVIEW_LINES:
         lines = [*lines[:PREVIEW_LINES], f"... {len(lines) - PREVIEW_LINES} more lines\n"]
-    return "".join(lines)
+    # A diff shows the file's text, and a file may hold a key (.env): like any tool output.
+    return redact("".join(lines))

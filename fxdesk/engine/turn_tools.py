@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
@@ -48,6 +48,7 @@ from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
+from fxdesk.logs import redact
 from fxdesk.store import StoreError
 from fxdesk.store.errors import (
     CorruptDatabaseError,
@@ -119,11 +120,13 @@ class HeldResult:
 @dataclass(frozen=True)
 class Allowed:
     """What a call was allowed, for the context it runs in: whether it may reach outside the
-    workspace, what it writes (the sandbox lets it write there), the mode it was judged in."""
+    workspace, what it writes (the sandbox lets it write there), the mode it was judged in, and
+    whether it may write a protected path."""
 
     outside: bool = False
     writes: tuple[Path, ...] = ()
     mode: PermissionMode | None = None
+    protected: bool = False  # it may write a protected path (.git, .fxdesk): allowed by name
 
 
 class UnsavedResults:
@@ -237,6 +240,9 @@ class ToolCalls:
         except Exception as exc:  # a tool bug must not take the session down
             log.exception("tool %s crashed", call.name)
             result = ToolResult.error(f"the tool {call.name} failed: {type(exc).__name__}")
+        # The one way a tool's output reaches history, and so the model and the transcript.
+        # Off the loop: a command's output may be tens of MiB (~2.5 ms a MiB, bench/redaction).
+        result = await asyncio.to_thread(redacted, result)
         phase = ToolPhase.SUCCEEDED if result.ok else ToolPhase.FAILED
         self._live_tool(call, phase)
         row = self.turn.entry(
@@ -308,6 +314,8 @@ class ToolCalls:
         rt = self.rt
         mode = allowed.mode or rt.snapshot.permission_mode
         data = self.data_dir
+        if data is None and self.permissions is not None:  # one data folder, known to either
+            data = self.permissions.data_dir
         return ToolContext(
             rt.workspace,
             rt.session.id,
@@ -318,6 +326,7 @@ class ToolCalls:
             network=mode is not PermissionMode.AUTO,
             data_dir=data,
             temp_dir=None if data is None else data / "sandbox-tmp" / rt.session.id,
+            protected_ok=allowed.protected,
         )
 
     async def _permit(
@@ -336,7 +345,7 @@ class ToolCalls:
             return None, none, live.generation
         rt = self.rt
         mode = rt.snapshot.permission_mode
-        outside = False
+        outside = protected = False
         writes: tuple[Path, ...] = ()
         while True:
             check = await service.check(
@@ -350,7 +359,8 @@ class ToolCalls:
             )
             outside = outside or check.outside
             writes = tuple(dict.fromkeys((*writes, *check.writes)))
-            allowed = Allowed(outside, writes, check.mode)
+            protected = protected or check.protected
+            allowed = Allowed(outside, writes, check.mode, protected)
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
                 return _unavailable(call), none, live.generation
@@ -399,7 +409,9 @@ class ToolCalls:
                 # The tool's own dry run, in the context it would run in once allowed.
                 preview=await edit_preview(
                     call,
-                    ToolContext(rt.workspace, rt.session.id, rt.item.id, call.id, check.outside),
+                    self._context(
+                        call, Allowed(check.outside, check.writes, check.mode, check.protected)
+                    ),
                     self.tools,
                 ),
                 stopping=rt.stopping,
@@ -452,7 +464,7 @@ class ToolCalls:
             EntryKind.TOOL_RESULT,
             call_id=call.id,
             tool_name=call.name,
-            content=result.output,
+            content=redact(result.output),
             data={"ok": False, "denied": True}
             | ({"unavailable": True} if result.data.get("unavailable") else {}),
         )
@@ -485,6 +497,26 @@ class ToolCalls:
             work_id=self.rt.item.id,
             created_at_ms=self.clock.now_ms(),
         )
+
+
+def redacted(result: ToolResult) -> ToolResult:
+    """``result`` with every registered secret masked (``logs.redact``) in its output, its
+    full output and the strings of its data: what the model and the transcript may see.
+
+    On the whole text, after the tool joined it: a key a command printed across two reads of
+    its pipe is whole here, and one a cap cut in half is masked by its start or end piece."""
+    full = redact(result.full_output) if result.full_output is not None else None
+    return ToolResult(result.ok, redact(result.output), full, _redact_data(result.data))
+
+
+def _redact_data(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redact_data(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_data(item) for item in value]
+    return value
 
 
 def _unavailable(call: ToolCall) -> ToolResult:

@@ -40,13 +40,19 @@ class ToolContext:
     # outside are refused here too, whatever the caller decided.
     outside_ok: bool = False
     # What the sandbox of a command lets through beyond the workspace (fxdesk.tools.sandbox):
-    # the paths the permission check allowed this call to write, and the network. The data
-    # folder is hidden from commands; the temp folder is what they see as /tmp, kept between
-    # the session's commands (None: an empty /tmp for each command).
+    # the paths the permission check allowed this call to write, and the network. The temp
+    # folder is what commands see as /tmp, kept between the session's commands (None: an empty
+    # /tmp for each command).
     write_grants: tuple[Path, ...] = ()
     network: bool = False
-    data_dir: Path | None = None
     temp_dir: Path | None = None
+    # fxdesk's data folder: hidden from every tool and command like ~/.ssh (tools/protected.py).
+    # None when the caller does not know it (tests of something else).
+    data_dir: Path | None = None
+    # The permission check allowed this call to write a protected path (.git, .fxdesk): the
+    # person approved it or a rule naming that path allows it. Without it such writes are
+    # refused here too.
+    protected_ok: bool = False
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from fxdesk.tools.base import (
     ToolResult,
     run_in_thread,
 )
-from fxdesk.tools.textfiles import reach, unified_diff
-from fxdesk.tools.workspace import display_path, no_follow, resolve_in_workspace
+from fxdesk.tools.textfiles import reach, reachable, unified_diff
+from fxdesk.tools.workspace import display_path, no_follow
 
 
 class EchoTool(Tool):
@@ -94,8 +94,9 @@ class WriteFileTool(Tool):
 
 
 def _target(args: dict[str, Any], ctx: ToolContext) -> Path:
-    """The file a call writes, resolved and checked as ``run`` and ``preview`` both need it."""
-    return resolve_in_workspace(ctx.workspace, str(args["path"]), outside_ok=ctx.outside_ok)
+    """The file a call writes, resolved and checked as ``run`` and ``preview`` both need it
+    (inside the workspace unless allowed, not hidden, not protected unless allowed)."""
+    return reachable(ctx, str(args["path"]), write=True)
 
 
 def basic_tools() -> list[Tool]:

@@ -1,8 +1,9 @@
 """File tools: ``read_file``, ``list_dir`` and ``edit_file`` (``glob`` and ``grep`` are in
 ``search.py``, ``write_file`` in ``basic.py``).
 
-Every path goes through ``workspace.resolve_in_workspace`` inside the worker thread, before
-anything is read or written, so ``../`` and symlinks that lead out of the workspace are refused.
+Every path goes through ``textfiles.reachable`` inside the worker thread, before anything is
+read or written, so ``../`` and symlinks that lead out of the workspace are refused, hidden paths
+(``tools/protected.py``) always, and protected ones to write unless the check allowed it.
 Blocking I/O runs in ``run_in_thread``; expected failures become ``ToolResult.error``.
 """
 
@@ -25,9 +26,11 @@ from fxdesk.tools.base import (
     run_in_thread,
     schema,
 )
+from fxdesk.tools.protected import PathPolicy
 from fxdesk.tools.textfiles import (
     existing,
     existing_file,
+    policy,
     reach,
     read_lines,
     sniff,
@@ -116,12 +119,17 @@ class ListDirTool(Tool):
 
         def listing() -> ToolResult:
             root = reach(ctx)
-            folder = existing(ctx, raw)
+            paths = policy(ctx)
+            folder = existing(ctx, raw, paths=paths)
             if not folder.is_dir():
                 raise Refused(f"{raw} is a file, not a folder; use read_file to read it")
             with os.scandir(folder) as entries:
-                everything = sorted(entries, key=lambda entry: entry.name)
-            lines = [_describe(entry, root) for entry in everything[:LIST_LIMIT]]
+                # A hidden folder (~/.ssh when listing ~) is left out, not even named.
+                everything = sorted(
+                    (entry for entry in entries if paths.hidden(entry.path) is None),
+                    key=lambda entry: entry.name,
+                )
+            lines = [_describe(entry, root, paths) for entry in everything[:LIST_LIMIT]]
             if len(everything) > LIST_LIMIT:
                 lines.append(f"[... {len(everything) - LIST_LIMIT} more entries not shown]")
             output, full = bounded("\n".join(lines) if lines else f"{raw} is empty")
@@ -130,13 +138,15 @@ class ListDirTool(Tool):
         return await run_in_thread(listing, f"list {raw}")
 
 
-def _describe(entry: os.DirEntry[str], root: Path) -> str:
+def _describe(entry: os.DirEntry[str], root: Path, paths: PathPolicy) -> str:
     if entry.is_symlink():
         # Say where a link goes only when it stays inside; never stat what lies outside.
         try:
             target = resolve_in_workspace(root, entry.path)
         except PathOutsideWorkspace:
             return f"{entry.name} -> (outside the workspace)"
+        if paths.hidden(target) is not None:
+            return f"{entry.name} -> (a hidden path)"
         return f"{entry.name} -> {display_path(target, root)}"
     if entry.is_dir(follow_symlinks=False):
         return f"{entry.name}/"
@@ -208,11 +218,12 @@ def plan_edit(ctx: ToolContext, raw: str, old: str, new: str) -> Edit:
     so the preview refuses exactly what the run refuses.
 
     Raises:
-        Refused: The file is read-only, not UTF-8, or ``old`` does not occur exactly once.
+        Refused: The file is read-only, not UTF-8, or ``old`` does not occur exactly once;
+            it is hidden, or protected and the write was not allowed (``textfiles.reachable``).
         PathOutsideWorkspace: The path leads out of the workspace and the call may not.
         OSError: The file cannot be read.
     """
-    target = existing_file(ctx, raw)
+    target = existing_file(ctx, raw, write=True)
     # The rename that writes the edit would succeed on a read-only file; its mode says not to.
     if not os.access(target, os.W_OK):
         raise Refused(f"{raw} is read-only")

@@ -34,6 +34,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxdesk.tools.protected import hidden_paths, protected_paths
+
 # Variables a command gets from fxdesk's environment: where things are and how to print, never
 # keys. Anything else (GITHUB_TOKEN, another provider's key, DBUS_SESSION_BUS_ADDRESS,
 # SSH_AUTH_SOCK, DISPLAY) is left out; the person may add names per workspace (``extra_env``).
@@ -78,47 +80,8 @@ ALLOWED_VARIABLES = frozenset(
 )
 ALLOWED_PREFIXES = ("LC_",)
 
-# Below the home folder: what unlocks something elsewhere (keys, tokens, cookies) or records
-# what the person typed. Hidden only where present; an approval cannot open them (item 2 of
-# issue 11 offers "run outside the sandbox" for that).
-HOME_SECRETS = (
-    ".ssh",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".kube",
-    ".docker",
-    ".netrc",
-    ".git-credentials",
-    ".pypirc",
-    ".npmrc",
-    ".vault-token",
-    ".password-store",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".terraform.d/credentials.tfrc.json",
-    ".config/gh",
-    ".config/hub",
-    ".config/gcloud",
-    ".config/op",
-    ".config/rclone",
-    ".local/share/keyrings",
-    ".local/share/python_keyring",
-    ".codex/auth.json",
-    ".claude/.credentials.json",
-    ".mozilla",
-    ".thunderbird",
-    ".config/google-chrome",
-    ".config/chromium",
-    ".config/BraveSoftware",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-)
-
-# Inside a writable folder, what makes other programs run something: git obeys .git/config
-# (core.fsmonitor, hooks), fxdesk will obey .fxdesk.
-PROTECTED_NAMES = (".git", ".fxdesk")
+# What is hidden and what is read-only comes from one list shared with the file tools and the
+# permission check: fxdesk/tools/protected.py.
 
 # Mounted afresh in the sandbox: nothing of the host's shows there unless bound again.
 _REPLACED = (Path("/dev"), Path("/proc"), Path("/tmp"), Path("/run"))
@@ -187,18 +150,17 @@ def policy_for(
     """
     root = Path(os.path.realpath(workspace))
     home = Path(os.path.expanduser("~")) if home is None else home
-    granted, refused = _grants(write_grants, root, home)
-    hidden = [*(home / name for name in HOME_SECRETS)]
-    if data_dir is not None:
-        hidden.append(data_dir)
+    protected = _existing(protected_paths(root))
+    granted, refused = _grants(write_grants, root, home, protected)
     source = os.environ if environ is None else environ
+    hidden = hidden_paths(home, data_dir, source)
     runtime = source.get("XDG_RUNTIME_DIR", "")
     if runtime.startswith("/"):
         hidden.append(Path(runtime))  # /run/user/<uid> mostly, hidden with /run already
     return SandboxPolicy(
         workspace=root,
         grants=granted,
-        protected=_protected(root),
+        protected=protected,
         hidden=_existing(hidden),
         kept=_run_kept(),
         environment=tuple(sorted(sandbox_environment(source, extra_env).items())),
@@ -285,43 +247,8 @@ def bwrap_arguments(
     return args
 
 
-def _protected(root: Path) -> tuple[Path, ...]:
-    """The workspace's protected paths that exist, with the git directories a ``.git`` file
-    points to (a worktree's, and the common one that holds its config and hooks)."""
-    found: list[Path] = []
-    for name in PROTECTED_NAMES:
-        path = root / name
-        if not os.path.lexists(path):
-            continue
-        found.append(Path(os.path.realpath(path)))
-        if name == ".git" and path.is_file():
-            found += _git_dirs(path)
-    return tuple(dict.fromkeys(found))
-
-
-def _git_dirs(dot_git: Path) -> list[Path]:
-    """The directories a ``.git`` file names: ``gitdir:`` and that directory's ``commondir``."""
-    try:
-        line = dot_git.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return []
-    if not line.startswith("gitdir:"):
-        return []
-    gitdir = Path(os.path.realpath(dot_git.parent / line.removeprefix("gitdir:").strip()))
-    found = [gitdir] if gitdir.is_dir() else []
-    try:
-        common = (gitdir / "commondir").read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
-        return found
-    if common:
-        common_dir = Path(os.path.realpath(gitdir / common))
-        if common_dir.is_dir():
-            found.append(common_dir)
-    return found
-
-
 def _grants(
-    requested: Iterable[Path], root: Path, home: Path
+    requested: Iterable[Path], root: Path, home: Path, protected: Sequence[Path] = ()
 ) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     """The paths to bind writable for the approved write targets, and those refused.
 
@@ -334,8 +261,8 @@ def _grants(
     home_real = Path(os.path.realpath(home))
     for raw in requested:
         target = Path(os.path.realpath(raw))
-        if _under(target, root):
-            continue  # writable already
+        if _under(target, root) and not any(_under(target, p) for p in protected):
+            continue  # writable already (a protected path is read-only: its grant counts)
         if target.exists():
             granted.append(target)
             continue

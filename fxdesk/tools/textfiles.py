@@ -1,5 +1,6 @@
 """What the file tools (``files.py``, ``search.py``, ``basic.py``) share: finding the file a
-call names, telling text from binary, reading lines with a bound, and showing a change as a diff.
+call names (and refusing a hidden path, or a protected one to write without approval), telling
+text from binary, reading lines with a bound, and showing a change as a diff.
 
 Every function here blocks: call it inside ``base.run_in_thread``.
 """
@@ -11,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from fxdesk.tools.base import Refused, ToolContext
+from fxdesk.tools.protected import PathPolicy
 from fxdesk.tools.workspace import no_follow, resolve_in_workspace
 
 SNIFF_BYTES = 8 * 1024
@@ -23,22 +25,66 @@ def reach(ctx: ToolContext) -> Path:
     return Path("/") if ctx.outside_ok else Path(ctx.workspace).resolve()
 
 
-def existing(ctx: ToolContext, raw: str) -> Path:
-    """The path a call names, resolved and checked against the workspace; it must exist.
+class HiddenPath(Refused):
+    """The path is in a hidden path (``tools/protected.py``): refused in every mode."""
+
+
+class ProtectedPath(Refused):
+    """A write to a protected path the permission check did not allow."""
+
+
+def policy(ctx: ToolContext) -> PathPolicy:
+    """The protected and hidden paths for this call (worked out once per call)."""
+    return PathPolicy.make(ctx.workspace, Path.home(), ctx.data_dir)
+
+
+def reachable(
+    ctx: ToolContext, raw: str, *, write: bool = False, paths: PathPolicy | None = None
+) -> Path:
+    """The path a call names, resolved and checked: inside the workspace (unless reaching
+    out was allowed), not hidden, and, to write, not protected unless that was allowed.
 
     Raises:
         PathOutsideWorkspace: It leads out and the call may not.
-        Refused: It does not exist.
+        HiddenPath: It is, or leads (by ``..`` or a symbolic link) into, a hidden path.
+        ProtectedPath: ``write`` and it is in a protected path the check did not allow.
     """
     target = resolve_in_workspace(ctx.workspace, raw, outside_ok=ctx.outside_ok)
+    paths = paths or policy(ctx)
+    hidden = paths.hidden(target)
+    if hidden is not None:
+        raise HiddenPath(
+            f"{raw} is in {hidden.label} ({hidden.why}), which fxdesk hides from the agent: "
+            "no tool reads, writes, lists or searches it, in any mode"
+        )
+    if write and not ctx.protected_ok:
+        found = paths.protected(target)
+        if found is not None:
+            raise ProtectedPath(
+                f"{raw} is in a protected path ({found.label}: {found.why}); fxdesk writes "
+                "there only after the person approves that write"
+            )
+    return target
+
+
+def existing(
+    ctx: ToolContext, raw: str, *, write: bool = False, paths: PathPolicy | None = None
+) -> Path:
+    """``reachable``, and it must exist.
+
+    Raises:
+        PathOutsideWorkspace, HiddenPath, ProtectedPath: As ``reachable``.
+        Refused: It does not exist.
+    """
+    target = reachable(ctx, raw, write=write, paths=paths)
     if not target.exists():
         raise Refused(f"{raw} does not exist")
     return target
 
 
-def existing_file(ctx: ToolContext, raw: str) -> Path:
+def existing_file(ctx: ToolContext, raw: str, *, write: bool = False) -> Path:
     """``existing``, and a regular file (not a folder, FIFO or device)."""
-    target = existing(ctx, raw)
+    target = existing(ctx, raw, write=write)
     if target.is_dir():
         raise Refused(f"{raw} is a directory, not a file; use list_dir to see what it holds")
     if not target.is_file():

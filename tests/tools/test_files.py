@@ -387,8 +387,8 @@ async def test_a_file_swapped_for_a_link_after_the_check_is_not_followed(
     (workspace / "notes.txt").write_text("the secret outside\n")
     outside = tmp_path / "secret"
     before = snapshot(outside)
-    # read_file and edit_file resolve in textfiles (via existing); write_file in basic.
-    swap_after_check(monkeypatch, basic if tool == "write_file" else textfiles, outside)
+    # Every file tool resolves in textfiles (reachable).
+    swap_after_check(monkeypatch, textfiles, outside)
     if tool == "read_file":
         result = await read(ctx, "notes.txt")
     elif tool == "edit_file":

@@ -62,7 +62,11 @@ def test_a_git_file_protects_the_git_directory_it_names_and_its_common_one(place
     (worktree_dir / "commondir").write_text("../..\n")
     (workspace / ".fxdesk").mkdir()
     policy = policy_for(workspace, home=place)
-    assert policy.protected == (workspace / ".git", worktree_dir, common, workspace / ".fxdesk")
+    # The same paths as tools/protected.py lists (its order), each bound read-only once.
+    assert sorted(policy.protected) == sorted(
+        (workspace / ".git", worktree_dir, common, workspace / ".fxdesk")
+    )
+    assert len(set(policy.protected)) == len(policy.protected)
 
 
 def test_protected_paths_that_do_not_exist_are_not_bound(place: Path) -> None:
