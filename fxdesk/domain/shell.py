@@ -91,9 +91,7 @@ class CommandAnalysis:
     dynamic_reads: tuple[str, ...] = ()  # raw text of read sources only known when it runs
 
 
-def analyse(
-    command: str, *, cwd: str, home: str, cdpath: str | None = None
-) -> CommandAnalysis:
+def analyse(command: str, *, cwd: str, home: str, cdpath: str | None = None) -> CommandAnalysis:
     """What ``command`` runs, reads, writes and where it moves; never raises.
 
     Args:

@@ -80,9 +80,7 @@ def text(names: list[str]) -> str:
 def searched_by_cdpath(operand: str) -> bool:
     """Whether bash looks ``operand`` up in CDPATH (bash's ``absolute_pathname`` is false)."""
     return not (
-        operand.startswith("/")
-        or operand in (".", "..")
-        or operand.startswith(("./", "../"))
+        operand.startswith("/") or operand in (".", "..") or operand.startswith(("./", "../"))
     )
 
 
@@ -138,9 +136,7 @@ class Mover:
                 moved.append(Place(cwd, anchored, stack if name == "pushd" else place.stack))
         return Flow(union(tuple(moved)) or places, places)
 
-    def landings(
-        self, word: Word | None, place: Place, physical: bool
-    ) -> list[tuple[str, int]]:
+    def landings(self, word: Word | None, place: Place, physical: bool) -> list[tuple[str, int]]:
         """Every (cwd, anchored) `cd WORD` may land in from ``place`` ([] when it cannot be
         followed: the line is then blocked, or the operand is empty and bash stays)."""
         if word is None:
@@ -148,8 +144,8 @@ class Mover:
         elif word.dynamic or expands(word.text):
             self.block(f"moves to `{word.text}`, a directory only known when it runs")
             return []
-        elif not word.text:
-            return [(place.cwd, place.anchored)] if place.cwd is not None else []
+        elif not word.text:  # `cd ''` stays, unless CDPATH leads it to an entry
+            operand = ""
         else:
             expanded = self.tilde(word, place.cwd)
             if expanded is None:
@@ -163,8 +159,9 @@ class Mover:
         found: list[tuple[str, int]] = []
         for attempt in tried:
             if not attempt:
-                continue
-            if attempt.startswith("/"):
+                if place.cwd is not None:
+                    found.append((place.cwd, place.anchored))
+            elif attempt.startswith("/"):
                 found += self.join([], 0, parts(attempt), physical, place)
             elif place.cwd is None:
                 self.block(f"moves to `{attempt}` from a directory fxdesk cannot know")
@@ -181,7 +178,9 @@ class Mover:
                 self.block(f"has a CDPATH entry `{entry}` fxdesk cannot expand")
                 return ""
             entry = self.home + entry[1:]
-        return f"{entry.rstrip('/')}/{operand}" if entry else operand
+        if not entry:
+            return operand
+        return f"{entry.rstrip('/')}/{operand}" if operand else entry
 
     def join(
         self, base: list[str], anchored: int, names: list[str], physical: bool, place: Place
@@ -206,7 +205,7 @@ class Mover:
         logical = (text(stack), fixed)
         # Bash takes the text with `..` removed when each path before a `..` and the result are
         # directories; the ones the shell stands in, or above, are.
-        exists = self.physical(stack, fixed) or _stands_in(stack, place)
+        exists = self.physical(stack, fixed) or _stands_in(_above(stack), place)
         if checked and not (exists and all(_stands_in(path, place) for path in checked)):
             return [logical, (text(written), len(written))]
         return [logical]
@@ -241,3 +240,11 @@ def _stands_in(names: list[str], place: Place) -> bool:
         return False
     here = parts(place.cwd)
     return len(names) >= place.anchored and names == here[: len(names)]
+
+
+def _above(names: list[str]) -> list[str]:
+    """``names`` without its trailing ``..``: the parent of a directory that exists exists."""
+    end = len(names)
+    while end and names[end - 1] == "..":
+        end -= 1
+    return names[:end]
