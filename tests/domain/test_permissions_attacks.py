@@ -295,3 +295,26 @@ def test_a_git_subcommand_rule_holds_through_global_options(options: str, after:
 def test_other_git_subcommands_are_not_denied_by_a_push_rule() -> None:
     assert decision("git -C . status", YOLO, (rule("git push"),)).verdict is Verdict.ALLOW
     assert decision("git -C push status", YOLO, (rule("git push"),)).verdict is Verdict.ALLOW
+
+
+# --- writes behind wrappers ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("wrappers", [w for w in WRAPPERS if not w.startswith(("time", "X="))])
+def test_a_write_by_tee_behind_a_wrapper_is_judged(wrappers: str) -> None:
+    line = f"echo x | {wrappers} tee -a ~/.bashrc"
+    for mode in (ASK, AUTO):
+        asked = decision(line, mode, EVERY_COMMAND)
+        assert asked.verdict is Verdict.ASK, asked.reason
+        assert "writes /home/u/.bashrc" in asked.uncovered
+    denied = (rule("~/.bashrc", tool="write_file", match=Match.GLOB),)
+    assert decision(line, YOLO, denied).verdict is Verdict.DENY
+
+
+def test_reads_are_judged_even_when_the_caller_resolved_only_the_writes() -> None:
+    analysis = analyse("cat < ~/.ssh/id_rsa > out", cwd=WS, home=HOME)
+    writes = (Target(f"{WS}/out", Access.WRITE, True),)
+    for targets in ((), writes):
+        request = Request("run_command", WS, targets, analysis, HOME, TOOLS)
+        assert decide(AUTO, EVERY_COMMAND, request).uncovered == ("reads /home/u/.ssh/id_rsa",)
+        assert decide(YOLO, DENY_SSH_READS, request).verdict is Verdict.DENY

@@ -36,6 +36,7 @@ writes the analysis had placed elsewhere (`a && b &> f` is `a && b &` then `> f`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import random
 import re
@@ -80,6 +81,7 @@ NAMES = (
     "exec -a x c0", "command -p c1", "nice -n 5 env -u X stdbuf -oL c2", "env -iu X c3",
 )  # fmt: skip
 DIRECTORY_NAMES = ("cd", "pushd", "popd", "builtin cd")
+MOVES = ("cd", "cd", "pushd", "builtin cd")  # with a directory: popd takes none
 # In the sandbox, below its nest of DEPTH directories: where lines start (w), HOME, and
 # directories for the words that name them, so that `cd` often succeeds.
 DIRECTORIES = ("w/d1/d2", "w/a b", "w/x", "w/p", "w/~", "home/h", "home/d1", "d1")
@@ -112,6 +114,7 @@ JOINERS = (" && ", " || ", "; ", " | ", "\n", " & ")
 MAX_DEPTH = 3  # nesting of ( … ), { … }, $( … ), if, for
 MAX_JOINS = 2  # commands joined to the first in one list
 TAME_SHARE = 0.5  # lines that avoid what bashlex cannot read, so that most lines get checked
+MOVE_SHARE = 0.1  # commands that are a `cd` followed by a command run where it landed
 
 # A "/" starting a word, after a quote, an operator or "=", other than in /dev/null.
 _ABSOLUTE = re.compile(r"""(?:^|[\s<>|&;()'"=`])/""")
@@ -162,6 +165,11 @@ class Grammar:
         return text
 
     def command(self, depth: int) -> str:
+        if self.rng.random() < MOVE_SHARE:  # a move, then a command that shows where it landed
+            moves = f"{self.pick(MOVES)} {self.pick(PLACES)}; "
+            if self.rng.random() < 0.5:  # and often back up, where logical and physical part
+                moves += f"{self.pick(MOVES)} {self.pick(('..', '../..', *PLACES))}; "
+            return moves + "c0 ~+ > o12"
         r = self.rng.random()
         if depth >= MAX_DEPTH or r < 0.45:
             return self.simple(depth)
@@ -533,6 +541,27 @@ def test_with_cdpath_every_directory_bash_moves_to_is_one_the_analysis_found(
     tally, failures = check_seed(seed, tmp_path, cdpath=True)
     assert not failures, "the analysis missed what bash did:\n" + "\n".join(failures)
     assert tally.checked >= LINES_PER_SEED / 3, f"too few lines were understood to check: {tally}"
+
+
+SECOND_MOVES = ("..", "../..", "-P ..", "l", "../w/d1", "-P l/..")
+
+
+@pytest.mark.parametrize("cdpath", [False, True], ids=["plain", "cdpath"])
+def test_every_two_moves_land_where_the_analysis_said(cdpath: bool, tmp_path: Path) -> None:
+    """Each place, then each way back up or through a link: where logical and physical `cd`
+    part, every pair is run, not only those the random lines happen to hold."""
+    harness = Harness(tmp_path, cdpath=cdpath)
+    place = harness.place
+    failures = []
+    for first, second in itertools.product(PLACES, SECOND_MOVES):
+        line = f"cd {first}; c1 ~+ > o12; cd {second}; c0 ~+ > o13"
+        analysis = analyse(line, cwd=str(place.work), home=str(place.home), cdpath=harness.cdpath)
+        if not analysis.understood:
+            continue
+        problems = under_reports(analysis, harness.run(line), place)
+        if problems:
+            failures.append(f"{line!r}\n    " + "\n    ".join(problems))
+    assert not failures, "the analysis missed what bash did:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,9 @@ WORDS = (
     ('"${X}"z', "${X}z"), ('"$1"', "$1"), ("`id`", "`id`"), ('"`id`"x', "`id`x"),
     ('"ß"$(printf "%s" "ö")', 'ß$(printf "%s" "ö")'), ("$'x'", None), ('"\\$$X"', "$$X"),
     ('"€ $X $(date +%s)"', "€ $X $(date +%s)"), ('"\\\\"$X', "\\$X"),
+    # bashlex drops a backslash quoted alone ('\') next to an expansion
+    ("'\\'$(ls)", "\\$(ls)"), ("é$X'\\'", "é$X\\"), ('"a$X\\"\\\'"', 'a$X"\\\''),
+    ("${Y}'\\'a\\${Y}", "${Y}\\a${Y}"),
 )  # fmt: skip
 # What may come before the word on the line (bashlex used to misplace what follows these).
 BEFORE = (
