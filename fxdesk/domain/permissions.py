@@ -7,10 +7,14 @@ permission mode does: `ask` allows only reads inside the workspace, `auto` also 
 `yolo` allows everything no deny rule forbids (it ignores ask rules).
 
 A command line is cut into parts by `fxdesk.domain.shell`: every simple command, every file it
-writes and every directory it moves to. Each part is decided on its own; the line is denied if any
-part is, asks if any part asks, and runs only when every part is allowed. Deny rules are a guard
-rail, not a sandbox: they match what the line says, also behind common wrappers (`sudo rm` and
-`/bin/rm` match `rm *`), but cannot see what a program does once started.
+writes or reads through a redirection and every directory it may move to (the caller passes the
+files and directories resolved, links followed). Each part is decided on its own; the line is
+denied if any part is, asks if any part asks, and runs only when every part is allowed. Deny
+rules are a guard rail, not a sandbox: they match what the line says, also behind wrappers and
+their options (`sudo -u x rm`, `timeout -s KILL 5 rm`, `/bin/rm` match `rm *`; `git -C . push`
+matches `git push`), but cannot see what a program does once started. A command that runs text
+the line does not show as a command (`eval`, `sh -c`, `xargs`, `find -exec`, …) and a line fxdesk
+does not fully understand count as matching every deny rule: they ask, even in yolo mode.
 
 The domain knows no tool by name except run_command, whose rules are commands. A path rule covers
 the tool it names and every tool with the same access, and a tool that touches nothing is always

@@ -2,18 +2,24 @@
 
 `analyse` parses a line with bashlex and walks the tree. It lists every simple command wherever it
 sits (pipelines, lists, subshells, groups, loops, command and process substitutions), the files the
-line redirects to or hands to `tee`, and the directories `cd`, `pushd` and `popd` move to. Paths are
-lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in any of several
-directories: a relative write is listed once for each directory it may land in.
+line redirects to or hands to `tee` (also behind wrappers), the files its input redirections read,
+and the directories `cd`, `pushd` and `popd` may move to (:mod:`fxdesk.domain.shell_places`).
+Paths are lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in
+any of several directories: a relative write is listed once for each directory it may land in.
 
 The permission check trusts this module to see at least everything bash will run, and bashlex
-does not always read a line as bash does. So static words are re-read from the source, and the line
-is ``understood=False`` (the person is asked) wherever the two could differ: `$'…'` strings,
-backslashes next to backticks, commands inside `${…}` or an unquoted here-document, here-documents
-bashlex places on the wrong lines, words or substitutions it ends early, text it skipped; and for
-constructs we do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we
-cannot place). Two bashlex 0.18 bugs are patched when bashlex is first loaded: an endless loop on
-`${` without `}`, and here-documents whose delimiter is quoted (`<<'EOF'`).
+does not always read a line as bash does. So words are re-read from the source (expansions kept
+as written, for the approval and the rules), and the line is ``understood=False`` (the person is
+asked) wherever the two could differ: `$'…'` strings, backslashes next to backticks, commands
+inside `${…}` or an unquoted here-document, here-documents bashlex places on the wrong lines,
+words or substitutions it ends early, parameters it misplaces, text it skipped; for constructs we
+do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we cannot
+place); and wherever bash may do what the line does not show: a parameter expansion other than
+`$name`/`${name}` (`${v@P}`, `${!v}`, subscripts and offsets are evaluated, even as arithmetic
+that runs commands), a line that sets what the analysis reads bash by (PWD, HOME, PATH, CDPATH,
+…) or has bash evaluate a name (:mod:`fxdesk.domain.shell_variables`). Two bashlex 0.18 bugs are
+patched when bashlex is first loaded: an endless loop on `${` without `}`, and here-documents
+whose delimiter is quoted (`<<'EOF'`).
 """
 
 from __future__ import annotations

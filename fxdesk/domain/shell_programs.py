@@ -241,7 +241,7 @@ def git_subcommand(words: Sequence[str]) -> tuple[str, ...] | None:
             i += 1
         elif word in _GIT_VALUED:
             i += 2
-        elif name in ("--exec-path",):
+        elif name == "--exec-path":  # --exec-path=dir (a reason to ask, see runs_anything)
             i += 1
         else:
             break

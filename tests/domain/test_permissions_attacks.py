@@ -297,7 +297,7 @@ def test_other_git_subcommands_are_not_denied_by_a_push_rule() -> None:
     assert decision("git -C push status", YOLO, (rule("git push"),)).verdict is Verdict.ALLOW
 
 
-# --- writes behind wrappers ------------------------------------------------------------------------
+# --- writes behind wrappers ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("wrappers", [w for w in WRAPPERS if not w.startswith(("time", "X="))])
