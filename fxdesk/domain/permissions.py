@@ -7,10 +7,14 @@ permission mode does: `ask` allows only reads inside the workspace, `auto` also 
 `yolo` allows everything no deny rule forbids (it ignores ask rules).
 
 A command line is cut into parts by `fxdesk.domain.shell`: every simple command, every file it
-writes and every directory it moves to. Each part is decided on its own; the line is denied if any
-part is, asks if any part asks, and runs only when every part is allowed. Deny rules are a guard
-rail, not a sandbox: they match what the line says, also behind common wrappers (`sudo rm` and
-`/bin/rm` match `rm *`), but cannot see what a program does once started.
+writes or reads through a redirection and every directory it may move to (the caller passes the
+files and directories resolved, links followed). Each part is decided on its own; the line is
+denied if any part is, asks if any part asks, and runs only when every part is allowed. Deny
+rules are a guard rail, not a sandbox: they match what the line says, also behind wrappers and
+their options (`sudo -u x rm`, `timeout -s KILL 5 rm`, `/bin/rm` match `rm *`; `git -C . push`
+matches `git push`), but cannot see what a program does once started. A command that runs text
+the line does not show as a command (`eval`, `sh -c`, `xargs`, `find -exec`, …) and a line fxdesk
+does not fully understand count as matching every deny rule: they ask, even in yolo mode.
 
 The domain knows no tool by name except run_command, whose rules are commands. A path rule covers
 the tool it names and every tool with the same access, and a tool that touches nothing is always
@@ -33,6 +37,7 @@ from functools import lru_cache
 
 from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.shell import CommandAnalysis, SimpleCommand, analyse
+from fxdesk.domain.shell_programs import runs_anything, variants
 
 RUN_COMMAND = "run_command"
 DIRECTORY_COMMANDS = frozenset({"cd", "pushd", "popd"})  # judged by where they move, not by rule
@@ -105,10 +110,11 @@ class KnownTools:
 class Request:
     tool: str
     workspace: str
-    targets: tuple[Target, ...] = ()  # file paths; for run_command the files it writes
+    targets: tuple[Target, ...] = ()  # file paths; for run_command the files it writes and reads
     command: CommandAnalysis | None = None  # run_command only
     home: str = ""  # expands ~ in rule patterns
     known: KnownTools = KnownTools()  # the other tools, so a rule covers those of its access
+    directories: tuple[Target, ...] = ()  # run_command: where its `cd`s lead, links followed
 
 
 @dataclass(frozen=True)
@@ -131,12 +137,6 @@ _YOLO = "yolo mode allows what no deny rule forbids"
 _COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
 _MODE_ORDER = (PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO)
 _SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_WRAPPERS = frozenset(
-    {"builtin", "command", "doas", "env", "exec", "nice", "nohup", "sudo", "time", "timeout"}
-)
-# What follows a wrapper before the program: options, assignments, durations (timeout 5, nice -n 5)
-_WRAPPER_ARGUMENT = re.compile(r"-.*|[0-9.]+[smhd]?")
 _MAY_EXPAND = re.compile(r"[$`*?{]|\[.*\]|[<>]\(")  # a program name that may turn into another
 
 
@@ -293,19 +293,34 @@ class _Judge:
             (), (), (), (), False, ("was not given to the permission check",)
         )
         parts = [self.simple(command) for command in analysis.commands]
-        parts += [self.target(target, frozenset({"*"})) for target in self.write_targets(analysis)]
-        parts += [self.dynamic_write(raw) for raw in analysis.dynamic_writes]
-        parts += [self.directory(path) for path in analysis.directories]
+        parts += [self.target(target, frozenset({"*"})) for target in self.file_targets(analysis)]
+        parts += [self.dynamic_path(raw, Access.WRITE) for raw in analysis.dynamic_writes]
+        parts += [self.dynamic_path(raw, Access.READ) for raw in analysis.dynamic_reads]
+        parts += [self.directory(target) for target in self.directory_targets(analysis)]
         if not analysis.understood:
             parts.append(self.not_understood(analysis))
         return parts
 
-    def write_targets(self, analysis: CommandAnalysis) -> tuple[Target, ...]:
-        if self.request.targets or not analysis.writes:
-            return self.request.targets
-        # The caller should resolve the writes; judge them lexically rather than not at all.
+    def file_targets(self, analysis: CommandAnalysis) -> tuple[Target, ...]:
+        """The files the line writes and reads: as the caller resolved them (links followed),
+        or, for an access it gave none of, lexically rather than not at all."""
+        given = self.request.targets
+        found = list(given)
+        for access, paths in ((Access.WRITE, analysis.writes), (Access.READ, analysis.reads)):
+            if not any(target.access is access for target in given):
+                found += [Target(p, access, _inside(p, self.request.workspace)) for p in paths]
+        return tuple(found)
+
+    def directory_targets(self, analysis: CommandAnalysis) -> tuple[Target, ...]:
+        if self.request.directories:
+            return self.request.directories
         workspace = self.request.workspace
-        return tuple(Target(w, Access.WRITE, _inside(w, workspace)) for w in analysis.writes)
+        return tuple(Target(d, Access.READ, _inside(d, workspace)) for d in analysis.directories)
+
+    def guarded(self) -> frozenset[str]:
+        """The tools whose deny rules a command line can reach: commands, reads and writes."""
+        known = self.request.known
+        return _COMMAND_TOOLS | known.reading | known.writing
 
     def simple(self, command: SimpleCommand) -> _Part:
         label = command.text
@@ -318,6 +333,12 @@ class _Judge:
                 why = f"`{label}` uses values only known when it runs"
                 described = _describe(risky, command=True)
                 return _Part(label, Verdict.ASK, f"{why}, and {described} might match it")
+        indirect = runs_anything(command.words)
+        if indirect:
+            guard = self.first_deny(lambda _: True, self.guarded())
+            if guard is not None:
+                described = _describe(guard, command=guard.tool in _COMMAND_TOOLS)
+                return _Part(label, Verdict.ASK, f"{indirect}, and {described} might match it")
         if rule is not None:
             return self.by_rule(label, rule, command=True)
         if self.yolo:
@@ -359,22 +380,23 @@ class _Judge:
             return _Part(label, Verdict.ASK, f"{label}; ask mode asks before every write")
         return _Part(label, Verdict.ALLOW, f"{label}, inside the workspace")
 
-    def dynamic_write(self, raw: str) -> _Part:
-        label = f"writes {raw}"
-        guard = self.first_deny(lambda _: True, {"*", *self.request.known.writing})
+    def dynamic_path(self, raw: str, access: Access) -> _Part:
+        verb, preposition = ("writes", "to") if access is Access.WRITE else ("reads", "from")
+        label = f"{verb} {raw}"
+        guard = self.first_deny(lambda _: True, {"*", *self.request.known.with_access(access)})
         if self.yolo and guard is None:
             return _Part(label, Verdict.ALLOW, _YOLO)
-        reason = f"writes to `{raw}`, a path only known when it runs"
+        reason = f"{verb} {preposition} `{raw}`, a path only known when it runs"
         if guard is not None:
             reason += f", so {_describe(guard, command=False)} cannot be checked"
         return _Part(label, Verdict.ASK, reason)
 
-    def directory(self, path: str) -> _Part:
-        label = f"cd {path}"
-        rule = self.path_rule(path, frozenset({"*"}) | self.request.known.reading)
+    def directory(self, target: Target) -> _Part:
+        label = f"cd {target.path}"
+        rule = self.path_rule(target.path, frozenset({"*"}) | self.request.known.reading)
         if rule is not None:
             return self.by_rule(label, rule, command=False)
-        if self.yolo or _inside(path, self.request.workspace):
+        if self.yolo or target.inside:
             return _Part(label, Verdict.ALLOW, f"`{label}` stays inside the workspace")
         return _Part(label, Verdict.ASK, f"`{label}` moves outside the workspace")
 
@@ -385,7 +407,7 @@ class _Judge:
         denying = self.first_deny(lambda r: _deny_matches(r, pseudo), _COMMAND_TOOLS)
         if denying is not None:
             return self.by_rule(label, denying, command=True)
-        guard = self.first_deny(lambda _: True, _COMMAND_TOOLS)
+        guard = self.first_deny(lambda _: True, self.guarded())
         if self.yolo and guard is None:
             return _Part(label, Verdict.ALLOW, _YOLO)
         reason = f"fxdesk could not fully understand this command ({why})"
@@ -428,23 +450,9 @@ def _deny_might_match(rule: PermissionRule, command: SimpleCommand) -> bool:
 
 
 def _variants(command: SimpleCommand) -> list[SimpleCommand]:
-    """The command, then the same without leading assignments and wrappers, each also with the
-    program's base name (/bin/rm → rm)."""
-    found = [command.words]
-    words = list(command.words)
-    while True:
-        before = len(words)
-        while words and _ASSIGNMENT.match(words[0]):
-            words.pop(0)
-        if words and posixpath.basename(words[0]) in _WRAPPERS:
-            words.pop(0)
-            while words and (_WRAPPER_ARGUMENT.fullmatch(words[0]) or _ASSIGNMENT.match(words[0])):
-                words.pop(0)
-        if len(words) == before or not words:
-            break
-        found.append(tuple(words))
-    found += [(posixpath.basename(w[0]), *w[1:]) for w in found if w and "/" in w[0]]
+    """The command, then the program behind each wrapper (with its options) and git behind its
+    global options, each also with the program's base name (/bin/rm → rm)."""
     return [
         SimpleCommand(words, " ".join(words), command.cwd, command.dynamic)
-        for words in dict.fromkeys(found)
+        for words in variants(command.words)
     ]

@@ -2,18 +2,24 @@
 
 `analyse` parses a line with bashlex and walks the tree. It lists every simple command wherever it
 sits (pipelines, lists, subshells, groups, loops, command and process substitutions), the files the
-line redirects to or hands to `tee`, and the directories `cd`, `pushd` and `popd` move to. Paths are
-lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in any of several
-directories: a relative write is listed once for each directory it may land in.
+line redirects to or hands to `tee` (also behind wrappers), the files its input redirections read,
+and the directories `cd`, `pushd` and `popd` may move to (:mod:`fxdesk.domain.shell_places`).
+Paths are lexical; the caller resolves symlinks. A `cd` may fail, so a later command may run in
+any of several directories: a relative write is listed once for each directory it may land in.
 
 The permission check trusts this module to see at least everything bash will run, and bashlex
-does not always read a line as bash does. So static words are re-read from the source, and the line
-is ``understood=False`` (the person is asked) wherever the two could differ: `$'…'` strings,
-backslashes next to backticks, commands inside `${…}` or an unquoted here-document, here-documents
-bashlex places on the wrong lines, words or substitutions it ends early, text it skipped; and for
-constructs we do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we
-cannot place). Two bashlex 0.18 bugs are patched when bashlex is first loaded: an endless loop on
-`${` without `}`, and here-documents whose delimiter is quoted (`<<'EOF'`).
+does not always read a line as bash does. So words are re-read from the source (expansions kept
+as written, for the approval and the rules), and the line is ``understood=False`` (the person is
+asked) wherever the two could differ: `$'…'` strings, backslashes next to backticks, commands
+inside `${…}` or an unquoted here-document, here-documents bashlex places on the wrong lines,
+words or substitutions it ends early, parameters it misplaces, text it skipped; for constructs we
+do not follow (functions, arithmetic, `case`, `[[ … ]]`, `coproc`, `time`, a `cd` we cannot
+place); and wherever bash may do what the line does not show: a parameter expansion other than
+`$name`/`${name}` (`${v@P}`, `${!v}`, subscripts and offsets are evaluated, even as arithmetic
+that runs commands), a line that sets what the analysis reads bash by (PWD, HOME, PATH, CDPATH,
+…) or has bash evaluate a name (:mod:`fxdesk.domain.shell_variables`). Two bashlex 0.18 bugs are
+patched when bashlex is first loaded: an endless loop on `${` without `}`, and here-documents
+whose delimiter is quoted (`<<'EOF'`).
 """
 
 from __future__ import annotations
@@ -24,16 +30,21 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fxdesk.domain.shell_places import UNKNOWN, Flow, Mover, Place, Places, same, union
+from fxdesk.domain.shell_programs import program_starts
+from fxdesk.domain.shell_variables import command_trouble, loop_trouble
 from fxdesk.domain.shell_words import (
     ASSIGNMENT,
     QUOTING,
     Word,
     after_wrappers,
     breaks_word,
-    cd_refusal,
     expands,
     load_bashlex,
+    parameter_written,
+    plain_parameter,
     read_word,
+    shown,
     tee_files,
 )
 
@@ -43,9 +54,12 @@ _MAX_PLACES = 16  # directories one command may run in before we give up followi
 _WRITING = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _HEREDOCS = frozenset({"<<", "<<-"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+_NOT_READ_FILES = _NOT_FILES | {"/dev/stdin", "/dev/zero", "/dev/random", "/dev/urandom"}
 _DIRECTORY_BUILTINS = frozenset({"cd", "pushd", "popd"})
-_UNKNOWN_DIRECTORY_AFTER = frozenset({"source", ".", "eval", "trap"})  # may `cd` out of sight
-_CD_OPTIONS = re.compile(r"-[LPe@]+")
+# may `cd` out of sight
+_UNKNOWN_DIRECTORY_AFTER = frozenset({"source", ".", "eval", "trap", "enable"})
+# In an unquoted here-document bash expands $name and ${name}; anything else may run code.
+_BODY_PARAMETER = re.compile(r"\$\{(?![A-Za-z_][A-Za-z0-9_]*\}|[0-9]+\}|[@*#?$!-]\})|\$\[")
 
 
 @dataclass(frozen=True)
@@ -79,10 +93,20 @@ class CommandAnalysis:
     problems: tuple[str, ...]  # why it is not understood, then what is only known when it runs
     dynamic_writes: tuple[str, ...] = ()  # raw text of write destinations only known when it runs
     source: str = ""  # the line as given
+    reads: tuple[str, ...] = ()  # files read by input redirections (`< f`, `0< f`, `<> f`)
+    dynamic_reads: tuple[str, ...] = ()  # raw text of read sources only known when it runs
 
 
-def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
-    """What ``command`` runs, writes and where it moves, starting in ``cwd``; never raises."""
+def analyse(command: str, *, cwd: str, home: str, cdpath: str | None = None) -> CommandAnalysis:
+    """What ``command`` runs, reads, writes and where it moves; never raises.
+
+    Args:
+        command: The line as the agent wrote it.
+        cwd: Where it starts, symbolic links resolved (a ``..`` after one of its names is read
+            as text).
+        home: $HOME as bash will have it.
+        cdpath: $CDPATH as bash will have it (None or "": unset).
+    """
     if not command.strip(" \t\n") or _only_comments(command):
         return CommandAnalysis((), (), (), (), True, (), (), command)
     if len(command) > MAX_COMMAND_CHARS:
@@ -93,12 +117,12 @@ def analyse(command: str, *, cwd: str, home: str) -> CommandAnalysis:
         return _not_understood(command, f"uses a construct fxdesk does not follow ({exc})")
     except Exception as exc:  # bashlex raises assorted errors on malformed input
         return _not_understood(command, f"could not be parsed ({exc})")
-    walker = _Walker(command, home, nodes)
+    walker = _Walker(command, home, nodes, posixpath.normpath(cwd), cdpath)
     try:
         skipped = _skipped(command, nodes)
         if skipped:
             walker.block(f"has text bashlex skipped (`{skipped}`)")
-        walker.sequence(nodes, (_Place(posixpath.normpath(cwd)),))
+        walker.sequence(nodes, (Place(posixpath.normpath(cwd)),))
     except Exception as exc:  # fail closed: an analysis we could not finish is not understood
         return _not_understood(command, f"could not be analysed (internal error: {exc!r})")
     return walker.result()
@@ -150,37 +174,7 @@ def _not_understood(command: str, why: str) -> CommandAnalysis:
     return CommandAnalysis((), (), (), (), False, (why,), (), command)
 
 
-# --- directories the shell may be in --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Place:
-    cwd: str | None  # None: unknown
-    stack: tuple[str | None, ...] = ()  # the `pushd` stack, most recent first
-
-
-_Places = tuple[_Place, ...]  # the first is where every `cd` so far succeeded
-_UNKNOWN: _Places = (_Place(None),)
-
-
-@dataclass(frozen=True)
-class _Flow:
-    """Where the shell may be after a command, when it succeeded and when it failed."""
-
-    ok: _Places
-    failed: _Places
-
-    @property
-    def after(self) -> _Places:
-        return _union(self.ok, self.failed)
-
-
-def _same(places: _Places) -> _Flow:
-    return _Flow(places, places)
-
-
-def _union(*groups: _Places) -> _Places:
-    return tuple(dict.fromkeys(place for group in groups for place in group))
+# --- paths ------------------------------------------------------------------------------------
 
 
 def _collapse(path: str) -> str:
@@ -198,15 +192,18 @@ def _words_text(node: Any) -> str:
 class _Walker:
     """Walks bashlex's tree in execution order, following the directory through the line."""
 
-    def __init__(self, source: str, home: str, nodes: Sequence[Any] = ()) -> None:
+    def __init__(
+        self, source: str, home: str, nodes: Sequence[Any], cwd: str, cdpath: str | None
+    ) -> None:
         self.source = source
         self.heredoc_spans = [doc.pos for node in nodes for doc in _heredocs(node)]
-        self.home = posixpath.normpath(home) if home else "/"
+        self.mover = Mover(posixpath.normpath(home) if home else "/", cwd, cdpath, self.block)
         self.commands: list[SimpleCommand] = []
         self.redirects: list[Redirect] = []
         self.writes: list[str] = []
         self.dynamic_writes: list[str] = []
-        self.directories: list[str] = []
+        self.reads: list[str] = []
+        self.dynamic_reads: list[str] = []
         self.blockers: list[str] = []
         self.notes: list[str] = []
 
@@ -220,11 +217,13 @@ class _Walker:
             commands=tuple(dict.fromkeys(self.commands)),
             redirects=tuple(dict.fromkeys(self.redirects)),
             writes=tuple(dict.fromkeys(self.writes)),
-            directories=tuple(dict.fromkeys(self.directories)),
+            directories=tuple(dict.fromkeys(self.mover.directories)),
             understood=not self.blockers,
             problems=tuple(dict.fromkeys(self.blockers + self.notes)),
             dynamic_writes=tuple(dict.fromkeys(self.dynamic_writes)),
             source=self.source,
+            reads=tuple(dict.fromkeys(self.reads)),
+            dynamic_reads=tuple(dict.fromkeys(self.dynamic_reads)),
         )
 
     def block(self, why: str) -> None:
@@ -232,20 +231,20 @@ class _Walker:
 
     # nodes -----------------------------------------------------------------------------------
 
-    def sequence(self, nodes: Sequence[Any], places: _Places) -> _Flow:
-        flow = _same(places)
+    def sequence(self, nodes: Sequence[Any], places: Places) -> Flow:
+        flow = same(places)
         for node in nodes:
             flow = self.node(node, flow.after)
         return flow
 
-    def node(self, node: Any, places: _Places) -> _Flow:
+    def node(self, node: Any, places: Places) -> Flow:
         flow = self._dispatch(node, places)
         if len(flow.after) > _MAX_PLACES:
             self.block("changes directory in more ways than fxdesk follows")
-            return _same(flow.after[:_MAX_PLACES])
+            return same(flow.after[:_MAX_PLACES])
         return flow
 
-    def _dispatch(self, node: Any, places: _Places) -> _Flow:
+    def _dispatch(self, node: Any, places: Places) -> Flow:
         kind = node.kind
         if kind == "command":
             return self.simple(node, places)
@@ -258,17 +257,17 @@ class _Walker:
         if kind in ("if", "for", "while", "until"):
             return self.control(node, places)
         if kind in ("reservedword", "operator", "pipe"):
-            return _same(places)
+            return same(places)
         if kind == "function":
             self.block("defines a shell function")
         else:
             self.block(f"uses a construct fxdesk does not follow ({kind})")
-        return _same(places)
+        return same(places)
 
-    def list_(self, parts: Sequence[Any], places: _Places) -> _Flow:
+    def list_(self, parts: Sequence[Any], places: Places) -> Flow:
         """`a && b || c; d & e`: && and || bind tighter than ; & and newlines."""
-        result, start = _same(places), places
-        chain: _Flow | None = None
+        result, start = same(places), places
+        chain: Flow | None = None
         joiner = ""
         for part in parts:
             if part.kind != "operator":
@@ -277,18 +276,18 @@ class _Walker:
                 joiner = part.op
             elif chain is not None:
                 # A chain sent to the background runs in a subshell: its `cd`s stay there.
-                result = _same(start) if part.op == "&" else chain
+                result = same(start) if part.op == "&" else chain
                 start, chain = result.after, None
         return chain if chain is not None else result
 
-    def join(self, left: _Flow, joiner: str, node: Any) -> _Flow:
+    def join(self, left: Flow, joiner: str, node: Any) -> Flow:
         if joiner == "&&":
             right = self.node(node, left.ok)
-            return _Flow(right.ok, _union(left.failed, right.failed))
+            return Flow(right.ok, union(left.failed, right.failed))
         right = self.node(node, left.failed)
-        return _Flow(_union(left.ok, right.ok), right.failed)
+        return Flow(union(left.ok, right.ok), right.failed)
 
-    def pipeline(self, node: Any, places: _Places) -> _Flow:
+    def pipeline(self, node: Any, places: Places) -> Flow:
         negated = any(part.kind == "reservedword" and part.word == "!" for part in node.parts)
         members = [part for part in node.parts if part.kind not in ("pipe", "reservedword")]
         if len(members) == 1:  # `! cd x` runs in this shell
@@ -296,10 +295,10 @@ class _Walker:
         else:  # every side of a pipe runs in a subshell
             for member in members:
                 self.node(member, places)
-            flow = _same(places)
-        return _Flow(flow.failed, flow.ok) if negated else flow
+            flow = same(places)
+        return Flow(flow.failed, flow.ok) if negated else flow
 
-    def compound(self, node: Any, places: _Places) -> _Flow:
+    def compound(self, node: Any, places: Places) -> Flow:
         if self.source.startswith("((", node.pos[0]):
             self.block("uses an arithmetic command (( … ))")
         for redirect in getattr(node, "redirects", ()):
@@ -307,25 +306,29 @@ class _Walker:
         parts = list(getattr(node, "list", ()))
         subshell = bool(parts) and parts[0].kind == "reservedword" and parts[0].word == "("
         flow = self.sequence([part for part in parts if part.kind != "reservedword"], places)
-        return _same(places) if subshell else flow
+        return same(places) if subshell else flow
 
-    def control(self, node: Any, places: _Places) -> _Flow:
+    def control(self, node: Any, places: Places) -> Flow:
         """if / for / while / until: any branch may run, a loop body any number of times."""
         current = places
+        if node.kind == "for" and len(node.parts) > 1:
+            why = loop_trouble(_words_text(node.parts[1]))
+            if why:
+                self.block(why)
         for part in node.parts:
             if part.kind == "reservedword":
                 continue
             if part.kind == "word":  # the name and the words a `for` loop runs over
                 self.substitutions(self.word(part), current)
                 continue
-            current = _union(current, self.node(part, current).after)
+            current = union(current, self.node(part, current).after)
         if node.kind != "if" and current != places:
             self.block("changes directory inside a loop")
-        return _same(current)
+        return same(current)
 
     # simple commands -------------------------------------------------------------------------
 
-    def simple(self, node: Any, places: _Places) -> _Flow:
+    def simple(self, node: Any, places: Places) -> Flow:
         words = [self.word(part) for part in node.parts if part.kind != "redirect"]
         texts = tuple(word.text for word in words)
         if texts:
@@ -338,6 +341,9 @@ class _Walker:
             self.commands.append(SimpleCommand(texts, text, cwd, dynamic))
             if dynamic:
                 self.notes.append(f"`{text}` uses values only known when it runs")
+            why = command_trouble(texts)
+            if why:
+                self.block(why)
         for word in words:
             self.substitutions(word, places)
         for part in node.parts:
@@ -345,7 +351,7 @@ class _Walker:
                 self.redirect(part, places)
         return self.effect(words, places)
 
-    def substitutions(self, word: Word, places: _Places) -> None:
+    def substitutions(self, word: Word, places: Places) -> None:
         for command in word.substituted:  # each runs in a subshell: its `cd`s stay there
             self.node(command, places)
 
@@ -353,9 +359,10 @@ class _Walker:
         """One word, read for what expands when it runs.
 
         Where bashlex finds expansions is trusted; its quote removal is not (it mishandles
-        backslashes next to quotes), so static words are re-read from the source.
+        backslashes next to quotes), so words are re-read from the source: a static word whole,
+        a dynamic one with its expansions kept as the line writes them.
         """
-        expanding, substituted = self.expansions(node)
+        expanding, substituted, spans = self.expansions(node)
         raw = self.source[node.pos[0] : node.pos[1]]
         reading = read_word(raw)
         parsed = _words_text(node)
@@ -366,22 +373,29 @@ class _Walker:
         elif not reading.dynamic and not QUOTING.search(raw) and reading.text != parsed:
             self.block(f"bashlex placed `{parsed}` where the line has `{raw}`")
         dynamic = expanding or reading.dynamic
-        text = parsed if dynamic or reading.trouble else reading.text
-        return Word(text, node, dynamic, substituted, reading.tilde)
+        text = shown(raw, spans) if dynamic or reading.trouble else reading.text
+        return Word(text, node, dynamic, substituted, reading.tilde, spans)
 
-    def expansions(self, node: Any) -> tuple[bool, tuple[Any, ...]]:
-        """Whether bashlex found expansions in a word, and the commands substituted into it."""
+    def expansions(self, node: Any) -> tuple[bool, tuple[Any, ...], list[tuple[int, int]]]:
+        """Whether bashlex found expansions in a word, the commands substituted into it, and
+        where each expansion is (offsets into the word)."""
         expanding = False
         substituted: list[Any] = []
+        spans: list[tuple[int, int]] = []
         base = node.pos[0]
         outside = list(self.source[base : node.pos[1]])  # the word without its expansions
         for part in getattr(node, "parts", ()):
             if part.kind == "parameter":
                 value = str(getattr(part, "value", ""))
                 expanding = expanding or bool(value)  # a bare `$` is a dollar sign
+                start, end = part.pos
+                written = self.source[start:end]
                 if any(s in value for s in ("$(", "`", "<(", ">(")):
                     self.block("runs a command inside ${…}, which fxdesk cannot read")
-                start, end = part.pos
+                elif not parameter_written(written, value):
+                    self.block(f"bashlex placed `${{{value}}}` where the line has `{written}`")
+                elif value and not plain_parameter(value):
+                    self.block(f"uses `{written}`, an expansion bash may evaluate as code")
             elif part.kind in ("commandsubstitution", "processsubstitution"):
                 expanding = True
                 substituted.append(part.command)
@@ -391,10 +405,11 @@ class _Walker:
                     self.block(f"uses a construct fxdesk does not follow ({part.kind})")
                 continue
             outside[start - base : end - base] = [""] * len(outside[start - base : end - base])
+            spans.append((start - base, end - base))
         if expanding and breaks_word("".join(outside)):
             # bashlex's tokenizer takes `#` inside $(…) for a comment and runs the word on
             self.block("has a word bash and bashlex end in different places")
-        return expanding, tuple(substituted)
+        return expanding, tuple(substituted), spans
 
     def substitution_end(self, substitution: Any) -> int:
         """Where a substitution really ends. bashlex parses only its first line, so check that
@@ -407,24 +422,25 @@ class _Walker:
             return int(substitution.pos[1])
         return len(self.source) - len(rest) + 1
 
-    def effect(self, words: list[Word], places: _Places) -> _Flow:
-        """How a command moves the shell: `cd` and friends; files `tee` writes."""
+    def effect(self, words: list[Word], places: Places) -> Flow:
+        """How a command moves the shell: `cd` and friends; files `tee` writes, also behind
+        wrappers (`sudo tee`, `timeout 5 tee`)."""
         args = after_wrappers(words)
         if not args:
-            return _same(places)
-        name = posixpath.basename(args[0].text)
+            return same(places)
         if args[0].text in _DIRECTORY_BUILTINS:
-            return self.change_directory(args[0].text, args[1:], places)
+            return self.mover.change_directory(args[0].text, args[1:], places)
+        for start in program_starts([word.text for word in words]):
+            if posixpath.basename(words[start].text) == "tee" and not words[start].dynamic:
+                for word in tee_files(words[start + 1 :]):
+                    self.record(word, places, writes=True)
         if args[0].dynamic or args[0].text in _UNKNOWN_DIRECTORY_AFTER:
-            return _same(_UNKNOWN)
-        if name == "tee":
-            for word in tee_files(args[1:]):
-                self.record(word, places, writes=True)
-        return _same(places)
+            return same(UNKNOWN)
+        return same(places)
 
     # redirects and paths ---------------------------------------------------------------------
 
-    def redirect(self, node: Any, places: _Places) -> None:
+    def redirect(self, node: Any, places: Places) -> None:
         if node.type in _HEREDOCS:
             self.heredoc(node)
             return
@@ -435,10 +451,15 @@ class _Walker:
         self.substitutions(word, places)
         if node.type == "<<<":  # a here-string is text, not a file
             return
+        if word.spans == [(0, target.pos[1] - target.pos[0])] and self.source.startswith(
+            ("<(", ">("), target.pos[0]
+        ):
+            return  # `< <(cmd)`, `> >(cmd)`: a pipe to a command, listed on its own
         if node.type == ">&" and QUOTING.search(self.source[target.pos[0] : target.pos[1]]):
             # bash removes quotes twice from a csh-style `>&file` name: 1\' becomes 1, not 1'
             word = Word(word.text, target, True)
-        self.record(word, places, writes=node.type in _WRITING)
+        writes = node.type in _WRITING
+        self.record(word, places, writes=writes, reads=not writes or node.type == "<>")
 
     def body_follows_its_line(self, redirect: Any) -> bool:
         """Whether the body starts right after the line holding `<<` (and the bodies of earlier
@@ -470,11 +491,13 @@ class _Walker:
         body = str(getattr(getattr(node, "heredoc", None), "value", "") or "")
         if not quoted and ("$(" in body or "`" in body):
             self.block("runs a command inside a here-document")
+        elif not quoted and _BODY_PARAMETER.search(body):
+            self.block("has an expansion inside a here-document that bash may evaluate as code")
         if any(line.lstrip("\t").startswith(reading.text) for line in body.split("\n")[:-1]):
             # Inside $(…) bash also ends a here-document at `EOF)`; bashlex only at `EOF`.
             self.block(f"has a here-document line starting with its delimiter `{reading.text}`")
 
-    def record(self, word: Word, places: _Places, *, writes: bool) -> None:
+    def record(self, word: Word, places: Places, *, writes: bool, reads: bool = False) -> None:
         """A file the line reads or writes, once for each directory it may be relative to."""
         if not word.text:
             return  # bash refuses an empty file name before running the command
@@ -486,10 +509,15 @@ class _Walker:
                 self.notes.append(f"writes to `{word.text}`, a path only known when it runs")
             elif writes and path not in _NOT_FILES:
                 self.writes.append(path)
+            if reads and unknown:
+                self.dynamic_reads.append(path)
+                self.notes.append(f"reads from `{word.text}`, a path only known when it runs")
+            elif reads and path not in _NOT_READ_FILES:
+                self.reads.append(path)
 
     def path(self, word: Word, cwd: str | None) -> tuple[str, bool]:
         """The word as an absolute path from ``cwd``, and whether it is only known when it runs."""
-        expanded = None if word.dynamic or expands(word.text) else self.tilde(word, cwd)
+        expanded = None if word.dynamic or expands(word.text) else self.mover.tilde(word, cwd)
         if expanded is None:
             return word.text, True
         if expanded.startswith("/"):
@@ -497,70 +525,3 @@ class _Walker:
         if cwd is None:
             return word.text, True
         return _collapse(f"{cwd}/{expanded}"), False
-
-    def tilde(self, word: Word, cwd: str | None) -> str | None:
-        """The word with a leading ~ or ~+ expanded; None for ~user, ~- and the like."""
-        if word.tilde is None:
-            return word.text
-        if word.tilde == "~":
-            return self.home + word.text[1:]
-        if word.tilde == "~+" and cwd is not None:
-            return cwd + word.text[2:]
-        return None
-
-    # cd, pushd, popd -------------------------------------------------------------------------
-
-    def change_directory(self, name: str, args: list[Word], places: _Places) -> _Flow:
-        if name == "popd":
-            return self.popd(args, places)
-        operands = list(args)
-        physical = False
-        while name == "cd" and operands and _CD_OPTIONS.fullmatch(operands[0].text):
-            option = operands.pop(0).text
-            physical = physical or "P" in option
-        if operands and operands[0].text == "--":
-            operands.pop(0)
-        why = cd_refusal(name, [word.text for word in operands], physical)
-        if why:
-            self.block(why)
-            return _same(places)
-        moved: list[_Place] = []
-        for place in places:
-            target = self.destination(operands[0] if operands else None, place.cwd)
-            if target is None:
-                continue
-            self.directories.append(target)
-            stack = (place.cwd, *place.stack) if name == "pushd" else place.stack
-            moved.append(_Place(target, stack))
-        return _Flow(_union(tuple(moved)) or places, places)
-
-    def destination(self, word: Word | None, cwd: str | None) -> str | None:
-        if word is None:
-            return self.home
-        if word.dynamic or expands(word.text):
-            self.block(f"moves to `{word.text}`, a directory only known when it runs")
-            return None
-        if not word.text:
-            return cwd if cwd is not None else None
-        expanded = self.tilde(word, cwd)
-        if expanded is None:
-            self.block(f"moves to `{word.text}`, a directory fxdesk cannot know")
-            return None
-        if cwd is None and not expanded.startswith("/"):
-            self.block(f"moves to `{word.text}` from a directory fxdesk cannot know")
-            return None
-        return posixpath.normpath(posixpath.join(cwd or "/", expanded))
-
-    def popd(self, args: list[Word], places: _Places) -> _Flow:
-        if args:
-            self.block("uses `popd` with arguments")
-            return _same(places)
-        moved: list[_Place] = []
-        for place in places:
-            if place.stack:
-                if place.stack[0] is not None:
-                    self.directories.append(place.stack[0])
-                moved.append(_Place(place.stack[0], place.stack[1:]))
-            else:  # the shell's own stack, from before this line, is not ours to see
-                moved.append(_Place(None))
-        return _Flow(_union(tuple(moved)), places)

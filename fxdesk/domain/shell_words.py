@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import string
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -19,6 +19,7 @@ BRACES = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 QUOTING = re.compile(r"['\"\\\\$`]")
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
 _WRAPPERS = frozenset({"builtin", "command"})
+_PLAIN_PARAMETER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!-]")
 _EXPANDS_AFTER_DOLLAR = frozenset("({[" + string.ascii_letters + string.digits + "_@*#?-$!")
 
 
@@ -115,6 +116,7 @@ class Word:
     dynamic: bool
     substituted: tuple[Any, ...] = ()  # commands run by $(…), `…`, <(…) and >(…) in the word
     tilde: str | None = None  # an unquoted ~ prefix it starts with ("~", "~+", "~user")
+    spans: list[tuple[int, int]] = field(default_factory=list)  # its expansions, in its text
 
 
 def after_wrappers(words: list[Word]) -> list[Word]:
@@ -143,7 +145,7 @@ def tee_files(args: list[Word]) -> list[Word]:
     return [word for word in files if word.text != "-"]
 
 
-def cd_refusal(name: str, operands: list[str], physical: bool) -> str:
+def cd_refusal(name: str, operands: list[str]) -> str:
     """Why we cannot follow this cd/pushd ("" when we can)."""
     if name == "pushd" and (not operands or operands[0][:1] in ("+", "-")):
         return "uses `pushd` to rotate the directory stack"
@@ -151,9 +153,56 @@ def cd_refusal(name: str, operands: list[str], physical: bool) -> str:
         return f"gives `{name}` more than one directory"
     if operands and operands[0] == "-":
         return f"uses `{name} -`, whose directory fxdesk cannot see"
-    if physical and operands and ".." in operands[0].split("/"):
-        return "uses `cd -P` with `..`, which only the file system can resolve"
     return ""
+
+
+def plain_parameter(value: str) -> bool:
+    """Whether a parameter expansion's inside (bashlex's ``value``: `v` for `$v` and `${v}`) is
+    a name, a positional or a special parameter, and nothing bash would evaluate: `${v@P}`,
+    `${!v}`, `${a[i]}`, `${v:1}`, `${v:=x}`, `${v/a/b}`, `${#v}` are not plain."""
+    return bool(_PLAIN_PARAMETER.fullmatch(value))
+
+
+def parameter_written(raw: str, value: str) -> bool:
+    """Whether ``raw`` (the source where bashlex placed a parameter) is that parameter as
+    written: `$v` or `${v}`. bashlex's positions shift after a line continuation."""
+    return raw in (f"${value}", f"${{{value}}}")
+
+
+def shown(raw: str, spans: list[tuple[int, int]]) -> str:
+    """The word as bash reads it, for the person and the rules: quotes removed as bash removes
+    them, each expansion (``spans``, offsets into ``raw``) kept exactly as the line writes it."""
+    ends = dict(spans)
+    out: list[str] = []
+    quoted = False
+    i = 0
+    while i < len(raw):
+        if i in ends:
+            out.append(raw[i : ends[i]])
+            i = ends[i]
+            continue
+        c, following = raw[i], raw[i + 1 : i + 2]
+        if c == "'" and not quoted:
+            end = raw.find("'", i + 1)
+            end = len(raw) if end < 0 else end
+            out.append(raw[i + 1 : end])
+            i = end + 1
+            continue
+        if c == "\\":
+            if following == "\n":
+                pass
+            elif not quoted or following in '$`"\\':
+                out.append(following or c)
+            else:
+                out.append(c + following)
+            i += 2
+            continue
+        if c == '"':
+            quoted = not quoted
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
 
 
 @cache

@@ -449,17 +449,13 @@ def suggested_rules(approval: Approval, choice: Choice) -> list[PermissionRule]:
 
 
 def _is_effect(part: str) -> bool:
-    """Uncovered entries that are not commands ("writes PATH", "cd PATH"): a command rule
-    cannot allow them; they are asked about each time outside yolo mode."""
-    return part.startswith(("writes ", "cd ", "pushd "))
+    """Uncovered entries that are not commands ("writes PATH", "reads PATH", "cd PATH"): a
+    command rule cannot allow them; they are asked about each time outside yolo mode."""
+    return part.startswith(("writes ", "reads ", "cd ", "pushd "))
 
 
 def _leaves(request: Request) -> bool:
-    command = request.command
-    if command is None:
-        return False
-    root = request.workspace
-    return any(not is_inside(d, root) for d in command.directories)
+    return any(not place.inside for place in request.directories)
 
 
 def _arguments(arguments: str) -> Any:
@@ -496,9 +492,16 @@ def _request(
         return bare
     command = facts.command(args)
     if facts.access is ToolAccess.EXECUTE and command is not None:
-        analysis = shell.analyse(command, cwd=str(root), home=home)
-        writes = tuple(_target(root, path, Access.WRITE) for path in analysis.writes)
-        return Request(tool, str(root), writes, analysis, home, known), command
+        # CDPATH as fxdesk has it: what run_command passes on, or more (then `cd` is followed
+        # into every place it could lead, which only asks more).
+        cdpath = os.environ.get("CDPATH")
+        analysis = shell.analyse(command, cwd=str(root), home=home, cdpath=cdpath)
+        files = (
+            *(_target(root, path, Access.WRITE) for path in analysis.writes),
+            *(_target(root, path, Access.READ) for path in analysis.reads),
+        )
+        places = tuple(_target(root, path, Access.READ) for path in analysis.directories)
+        return Request(tool, str(root), files, analysis, home, known, places), command
     raw = facts.path(args)
     access = _TARGET_ACCESS.get(facts.access)
     if access is None or raw is None:

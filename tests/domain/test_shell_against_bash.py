@@ -12,7 +12,16 @@ The lines run one after another in a sandbox under `tmp_path`, emptied of files 
 - lines start more than ``DEPTH`` directories below the sandbox's root, and a line is only run
   if it holds fewer than ``DEPTH`` ".." (each climbs one level at most), so nothing leaves it;
 - no word names an absolute path but /dev/null (checked before a line is run); `~` is the
-  sandbox's HOME, and the one `~user` word names a user that cannot exist.
+  sandbox's HOME, and the one `~user` word names a user that cannot exist;
+- the sandbox's symbolic links point to directories inside the nest, no higher than where lines
+  start, so a `cd` through one and back up by `..` still climbs one level at most per "..";
+- the real `env`, `nice`, `stdbuf` and `nohup` sit next to the stubs, so wrapped commands run.
+
+Bash's `cd` is logical, falling back to the file system when the text path does not exist, and
+`cd -P` is physical: the analysis lists places and writes the permission check resolves
+(symbolic links followed), so bash's directory and files are compared with the analysis's after
+``os.path.realpath``, as the engine compares them. A second run sets CDPATH for bash and the
+analysis alike.
 
 Lines the analysis does not understand are skipped (the person is asked about them); a command
 whose words are only known when it runs is matched on its name, and the writes are not checked
@@ -27,8 +36,8 @@ writes the analysis had placed elsewhere (`a && b &> f` is `a && b &` then `> f`
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import posixpath
 import random
 import re
 import shutil
@@ -42,16 +51,21 @@ from pathlib import Path
 import pytest
 
 from fxdesk.domain.shell import CommandAnalysis, analyse
+from fxdesk.domain.shell_programs import variants
 
 BASH = "/usr/bin/bash"
 TEE = shutil.which("tee", path=os.defpath)
+WRAPPER_PATHS = {name: shutil.which(name, path=os.defpath) for name in ("env", "nice", "stdbuf",
+                                                                          "nohup")}  # fmt: skip
 
 pytestmark = [
     pytest.mark.skipif(not os.access(BASH, os.X_OK), reason=f"needs bash at {BASH}"),
     pytest.mark.skipif(TEE is None, reason="needs tee on the default PATH"),
+    pytest.mark.skipif(None in WRAPPER_PATHS.values(), reason="needs env, nice, stdbuf, nohup"),
 ]
 
 SEEDS = (1, 2, 3, 4, 5)
+CDPATH_SEEDS = (6, 7, 8)
 LINES_PER_SEED = 150
 DEPTH = 24  # directories between the sandbox's root and where a line starts (w and home)
 TIMEOUT = 5.0  # seconds for one line, and again for its background jobs to end
@@ -59,17 +73,24 @@ TIMEOUT = 5.0  # seconds for one line, and again for its background jobs to end
 # --- the grammar --------------------------------------------------------------------------------
 
 STUBS = ("c0", "c1", "c2", "c3")  # log and do nothing else
+WRAPPERS = ("env", "nice", "stdbuf", "nohup")  # the real programs, found next to the stubs
 NAMES = (
     *STUBS, "cd", "cd", "pushd", "popd", "tee", "'c1'", "c\\2", "X=1 c0", "command c0",
-    "builtin cd", "! c0", "true", "false",
+    "builtin cd", "! c0", "true", "false", "env -u X c1", "env -i X=1 c2", "env -- c0",
+    "nice -n 5 c3", "nice -5 c0", "stdbuf -oL c1", "stdbuf -o L -e 0 c2", "nohup c3",
+    "exec -a x c0", "command -p c1", "nice -n 5 env -u X stdbuf -oL c2", "env -iu X c3",
 )  # fmt: skip
 DIRECTORY_NAMES = ("cd", "pushd", "popd", "builtin cd")
+MOVES = ("cd", "cd", "pushd", "builtin cd")  # with a directory: popd takes none
 # In the sandbox, below its nest of DEPTH directories: where lines start (w), HOME, and
 # directories for the words that name them, so that `cd` often succeeds.
 DIRECTORIES = ("w/d1/d2", "w/a b", "w/x", "w/p", "w/~", "home/h", "home/d1", "d1")
+# Symbolic links (in the nest: to directories of the nest no higher than where lines start).
+SYMLINKS = {"w/l": "home/h", "w/d1/hx": "home", "home/h/back": "w"}
 PLACES = (
     "d1", "..", "~", "~/h", "d1/d2", "../w/d1", "~+/p", "'a b'", "a\\ b", '"x"', "'~'", "\\~",
-    "--", "-P", "''", "..//d1/./", "~/d1", "d1/../x", "~+",
+    "--", "-P", "''", "..//d1/./", "~/d1", "d1/../x", "~+", "l", "l/..", "l/../h", "l/../d1",
+    "-P l", "-P l/..", "d1/hx/../x", "d1/hx/..", "-L l/..", "-P d1/hx", "l/back/..", "h", "x",
 )  # fmt: skip
 WORDS = (
     "a", "b", "'a b'", '"x"', "d1", "..", "\\'q", "~", "~/h", "-n", "X=1", "''", "d1/d2",
@@ -93,6 +114,7 @@ JOINERS = (" && ", " || ", "; ", " | ", "\n", " & ")
 MAX_DEPTH = 3  # nesting of ( … ), { … }, $( … ), if, for
 MAX_JOINS = 2  # commands joined to the first in one list
 TAME_SHARE = 0.5  # lines that avoid what bashlex cannot read, so that most lines get checked
+MOVE_SHARE = 0.1  # commands that are a `cd` followed by a command run where it landed
 
 # A "/" starting a word, after a quote, an operator or "=", other than in /dev/null.
 _ABSOLUTE = re.compile(r"""(?:^|[\s<>|&;()'"=`])/""")
@@ -143,6 +165,11 @@ class Grammar:
         return text
 
     def command(self, depth: int) -> str:
+        if self.rng.random() < MOVE_SHARE:  # a move, then a command that shows where it landed
+            moves = f"{self.pick(MOVES)} {self.pick(PLACES)}; "
+            if self.rng.random() < 0.5:  # and often back up, where logical and physical part
+                moves += f"{self.pick(MOVES)} {self.pick(('..', '../..', *PLACES))}; "
+            return moves + "c0 ~+ > o12"
         r = self.rng.random()
         if depth >= MAX_DEPTH or r < 0.45:
             return self.simple(depth)
@@ -253,7 +280,7 @@ class Harness:
     """Runs lines one after the other in the same sandbox, emptied of files after each line (no
     line can make or remove a directory)."""
 
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, cdpath: bool = False) -> None:
         base = base.resolve()  # $PWD in bash is the physical path
         self.stubs, self.logs = base / "stubs", base / "logs"
         self.stubs.mkdir()
@@ -261,10 +288,16 @@ class Harness:
         for name in STUBS:
             self.stub(name, "")
         self.stub("tee", f'exec {TEE} "$@"')
+        for name in WRAPPERS:
+            (self.stubs / name).symlink_to(WRAPPER_PATHS[name])
         nest = (base / "sandbox").joinpath(*["n"] * DEPTH)
         for directory in DIRECTORIES:
             (nest / directory).mkdir(parents=True)
+        for link, target in SYMLINKS.items():
+            (nest / link).symlink_to(nest / target, target_is_directory=True)
         self.place = Place(base / "sandbox", nest / "w", nest / "home")
+        # CDPATH: HOME first, then the current directory (the empty entry)
+        self.cdpath = f"{self.place.home}:" if cdpath else None
 
     def stub(self, name: str, then: str) -> None:
         path = self.stubs / name
@@ -279,6 +312,7 @@ class Harness:
             "HOME": str(place.home),
             "LOG": str(self.logs / "ran"),
             "LC_ALL": "C",
+            **({"CDPATH": self.cdpath} if self.cdpath is not None else {}),
         }
         process = subprocess.Popen(
             [BASH, "-c", line],
@@ -387,6 +421,12 @@ def argv(words: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(rest)
 
 
+def programs(words: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """What the permission check matches deny rules against: the command and the program
+    behind each wrapper, as bash hands it its words."""
+    return [argv(variant) for variant in variants(words)]
+
+
 def readings(word: str, *, pwd: str, home: str) -> set[str]:
     """What bash may have made of an analysed word: the analysis leaves `~` unexpanded, and
     cannot tell `'~'` (kept) from `~` (expanded) after quote removal."""
@@ -411,22 +451,27 @@ def matches(analysed: tuple[str, ...], ran: Ran, home: str) -> bool:
 def under_reports(analysis: CommandAnalysis, observed: Observed, place: Place) -> list[str]:
     """What bash did that the analysis does not account for (empty when it accounts for all)."""
     home, work = str(place.home), str(place.work)
-    static = [argv(command.words) for command in analysis.commands if not command.dynamic]
+    static = [
+        p for command in analysis.commands if not command.dynamic for p in programs(command.words)
+    ]
     dynamic_names = {
         words[0]
         for command in analysis.commands
-        if command.dynamic and (words := argv(command.words))
+        if command.dynamic
+        for words in programs(command.words)
+        if words
     }
     places = {command.cwd for command in analysis.commands} | set(analysis.directories) | {work}
+    resolved = {os.path.realpath(place) for place in places if place}
     problems = []
     for ran in observed.ran:
         shown = " ".join((ran.name, *ran.args))
         if ran.name not in dynamic_names and not any(matches(m, ran, home) for m in static):
             problems.append(f"bash ran `{shown}`, which the analysis does not list")
-        if ran.pwd not in places:
+        if os.path.realpath(ran.pwd) not in resolved:
             problems.append(f"bash ran `{shown}` in {ran.pwd}, where the analysis never goes")
     if not analysis.dynamic_writes:
-        listed = {posixpath.normpath(path) for path in analysis.writes}
+        listed = {os.path.realpath(path) for path in analysis.writes}
         for path in sorted(observed.written - listed):
             problems.append(f"bash wrote {path}, which the analysis does not list")
     root = str(place.root)
@@ -443,13 +488,15 @@ class Tally:
     partly: int = 0  # checked, but some words or writes only known when it runs
 
 
-def check_seed(seed: int, base: Path, lines: int = LINES_PER_SEED) -> tuple[Tally, list[str]]:
-    grammar, harness = Grammar(seed), Harness(base)
+def check_seed(
+    seed: int, base: Path, lines: int = LINES_PER_SEED, *, cdpath: bool = False
+) -> tuple[Tally, list[str]]:
+    grammar, harness = Grammar(seed), Harness(base, cdpath=cdpath)
     place = harness.place
     tally, failures = Tally(), []
     for index in range(lines):
         line = grammar.line()
-        analysis = analyse(line, cwd=str(place.work), home=str(place.home))
+        analysis = analyse(line, cwd=str(place.work), home=str(place.home), cdpath=harness.cdpath)
         if not analysis.understood:
             tally.skipped += 1
             continue
@@ -485,6 +532,36 @@ def test_every_command_directory_and_write_bash_makes_is_one_the_analysis_found(
     tally, failures = check_seed(seed, tmp_path)
     assert not failures, "the analysis missed what bash did:\n" + "\n".join(failures)
     assert tally.checked >= LINES_PER_SEED / 3, f"too few lines were understood to check: {tally}"
+
+
+@pytest.mark.parametrize("seed", CDPATH_SEEDS)
+def test_with_cdpath_every_directory_bash_moves_to_is_one_the_analysis_found(
+    seed: int, tmp_path: Path
+) -> None:
+    tally, failures = check_seed(seed, tmp_path, cdpath=True)
+    assert not failures, "the analysis missed what bash did:\n" + "\n".join(failures)
+    assert tally.checked >= LINES_PER_SEED / 3, f"too few lines were understood to check: {tally}"
+
+
+SECOND_MOVES = ("..", "../..", "-P ..", "l", "../w/d1", "-P l/..")
+
+
+@pytest.mark.parametrize("cdpath", [False, True], ids=["plain", "cdpath"])
+def test_every_two_moves_land_where_the_analysis_said(cdpath: bool, tmp_path: Path) -> None:
+    """Each place, then each way back up or through a link: where logical and physical `cd`
+    part, every pair is run, not only those the random lines happen to hold."""
+    harness = Harness(tmp_path, cdpath=cdpath)
+    place = harness.place
+    failures = []
+    for first, second in itertools.product(PLACES, SECOND_MOVES):
+        line = f"cd {first}; c1 ~+ > o12; cd {second}; c0 ~+ > o13"
+        analysis = analyse(line, cwd=str(place.work), home=str(place.home), cdpath=harness.cdpath)
+        if not analysis.understood:
+            continue
+        problems = under_reports(analysis, harness.run(line), place)
+        if problems:
+            failures.append(f"{line!r}\n    " + "\n    ".join(problems))
+    assert not failures, "the analysis missed what bash did:\n" + "\n".join(failures)
 
 
 @pytest.mark.parametrize(
