@@ -492,8 +492,8 @@ def _request(
         return bare
     command = facts.command(args)
     if facts.access is ToolAccess.EXECUTE and command is not None:
-        # CDPATH as fxdesk has it: what run_command passes on, or more (then `cd` is followed
-        # into every place it could lead, which only asks more).
+        # CDPATH as fxdesk has it. run_command's environment never carries it (the allow-list
+        # of tools/sandbox.py), so following it into every place it could lead only asks more.
         cdpath = os.environ.get("CDPATH")
         analysis = shell.analyse(command, cwd=str(root), home=home, cdpath=cdpath)
         files = (
