@@ -46,12 +46,7 @@ def read_word(raw: str) -> Reading:
             i = end + 1
             continue
         if c == "\\":
-            if following == "\n":  # a line continuation
-                pass
-            elif not quoted or following in '$`"\\':
-                out.append(following or c)
-            else:
-                out.append(c + following)
+            out.append(_unescaped(following, quoted))
             i += 2
             continue
         if c == '"':
@@ -66,6 +61,17 @@ def read_word(raw: str) -> Reading:
     if quoted:
         return Reading("", trouble="has a quote bashlex closes differently")
     return Reading("".join(out), tilde=tilde_prefix(raw))
+
+
+def _unescaped(following: str, quoted: bool) -> str:
+    """What a backslash and the character after it stand for: nothing before a newline (a
+    line continuation); the character itself outside double quotes or before one of the four
+    bash unescapes inside them; else both, kept."""
+    if following == "\n":
+        return ""
+    if not quoted or following in '$`"\\':
+        return following or "\\"
+    return "\\" + following
 
 
 def breaks_word(text: str) -> bool:
@@ -189,12 +195,7 @@ def shown(raw: str, spans: list[tuple[int, int]]) -> str:
             i = end + 1
             continue
         if c == "\\":
-            if following == "\n":
-                pass
-            elif not quoted or following in '$`"\\':
-                out.append(following or c)
-            else:
-                out.append(c + following)
+            out.append(_unescaped(following, quoted))
             i += 2
             continue
         if c == '"':
