@@ -11,15 +11,27 @@ every path a call names (a file tool's path, a file a command writes):
   the protected path (``.git/hooks/*``, or the exact path "always allow" saved from an
   approval) is the person's explicit word and counts in every mode; a broad rule (``*``,
   ``**``) that only happens to cover it does not. A deny stays a deny.
+
+A git command that writes its repository (`git commit`, `git add`, ...: ``domain.git_commands``)
+writes the git folder, and is judged as such a write: the reason names the git command.
 """
 
 from __future__ import annotations
 
 import os
 import posixpath
+from collections.abc import Mapping, Sequence
 
 from fxdesk.domain.model import PermissionMode
-from fxdesk.domain.permissions import Access, Decision, PermissionRule, Request, Target, Verdict
+from fxdesk.domain.permissions import (
+    Access,
+    Decision,
+    PermissionRule,
+    Request,
+    Target,
+    Verdict,
+    path_rule_matches,
+)
 from fxdesk.tools.protected import Guarded, PathPolicy
 from fxdesk.tools.workspace import is_inside
 
@@ -27,7 +39,12 @@ _GLOB_CHARS = "*?["
 
 
 def guard(
-    decision: Decision, request: Request, mode: PermissionMode, paths: PathPolicy
+    decision: Decision,
+    request: Request,
+    mode: PermissionMode,
+    paths: PathPolicy,
+    rules: Sequence[PermissionRule] = (),
+    why: Mapping[str, str] | None = None,
 ) -> tuple[Decision, bool]:
     """``decision`` with the path policy applied.
 
@@ -36,6 +53,9 @@ def guard(
         request: The call, its paths resolved (symbolic links followed).
         mode: The permission mode it was decided under.
         paths: The protected and hidden paths of this workspace.
+        rules: The rules it was decided with: when several parts were allowed (a command and
+            the git folder it writes), an allow rule naming the protected path still counts.
+        why: For a target written by a git command: that command (shown in the reason).
 
     Returns:
         The decision, and whether the call writes a protected path (a call that then runs was
@@ -59,12 +79,19 @@ def guard(
         return decision, False
     if decision.verdict is Verdict.DENY:
         return decision, True
-    if decision.verdict is Verdict.ALLOW and _names(decision.rule, protected, request):
+    if decision.verdict is Verdict.ALLOW and (
+        _names(decision.rule, protected, request) or _named(rules, protected, request)
+    ):
         return decision, True
     target, found = protected[0]
-    reason = f"a protected path ({found.label}): {_label(target)}; {found.why}"
+    by = (why or {}).get(target.path)
+    written = f" (`{by}` writes the repository)" if by else ""
+    reason = f"a protected path ({found.label}): {_label(target)}{written}; {found.why}"
     if mode is PermissionMode.YOLO:
-        reason += ", so it stays read-only in yolo mode, which never asks"
+        reason += (
+            ", so it stays read-only in yolo mode, which never asks"
+            " (an allow rule naming that path lets it through)"
+        )
         return Decision(Verdict.DENY, reason, (_label(target),)), True
     labels = [_label(target) for target, _ in protected]
     uncovered = tuple(dict.fromkeys([*decision.uncovered, *labels]))
@@ -74,6 +101,29 @@ def guard(
 def _label(target: Target) -> str:
     verb = "reads" if target.access is Access.READ else "writes"
     return f"{verb} {target.path}"
+
+
+def _named(
+    rules: Sequence[PermissionRule], protected: list[tuple[Target, Guarded]], request: Request
+) -> bool:
+    """Whether, for every protected target, an allow rule for writes matches it and names it
+    (the decision was allowed, so no deny or ask rule decided any part). A folder written as a
+    whole (a git folder a git command writes) counts as matched by a rule for everything in
+    it (``.git/**``)."""
+    tools = {"*", *request.known.writing}
+    allowing = [r for r in rules if r.action is Verdict.ALLOW and r.tool in tools]
+    where = request.workspace, request.home
+    return all(
+        any(
+            (
+                path_rule_matches(r, target.path, *where)
+                or path_rule_matches(r, target.path + "/", *where)
+            )
+            and _names(r, [(target, found)], request)
+            for r in allowing
+        )
+        for target, found in protected
+    )
 
 
 def _names(

@@ -60,6 +60,7 @@ from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
+from fxdesk.engine.git_writes import written_git_folders
 from fxdesk.engine.path_guard import guard
 from fxdesk.logs import redact
 from fxdesk.store import Store, approvals, control, repo
@@ -182,13 +183,15 @@ class PermissionService:
         if live is not None:
             rules = [*rules, *live.permission_rules(session.id)]
 
-        def understand() -> tuple[Request, str, PathPolicy]:
-            request, label = _request(tools.get(tool), tool, arguments, workspace, _known(tools))
-            return request, label, PathPolicy.make(workspace, Path.home(), self.data_dir)
+        def understand() -> tuple[Request, str, dict[str, str], PathPolicy]:
+            request, label, why = _request(
+                tools.get(tool), tool, arguments, workspace, _known(tools)
+            )
+            return request, label, why, PathPolicy.make(workspace, Path.home(), self.data_dir)
 
-        request, label, paths = await asyncio.to_thread(understand)
+        request, label, why, paths = await asyncio.to_thread(understand)
         decision, protected = guard(
-            perms.decide(effective, rules, request), request, effective, paths
+            perms.decide(effective, rules, request), request, effective, paths, rules, why
         )
         outside = any(not t.inside for t in request.targets) or _leaves(request)
         detail: dict[str, Any] = {
@@ -477,17 +480,20 @@ def _known(tools: ToolRegistry) -> KnownTools:
 
 def _request(
     found: Tool | None, tool: str, arguments: str, workspace: Path, known: KnownTools
-) -> tuple[Request, str]:
-    """The pure request for a tool call, and the label the person sees (runs in a thread:
-    resolving paths touches the file system). What it touches is what ``found`` declares;
-    ``known`` is what every registered tool declares."""
+) -> tuple[Request, str, dict[str, str]]:
+    """The pure request for a tool call, the label the person sees, and why some targets are
+    written (a git folder: the git command that writes it). Runs in a thread: resolving paths
+    touches the file system. What it touches is what ``found`` declares; ``known`` is what every
+    registered tool declares. A command's git subcommands that write a repository
+    (``domain.git_commands``) write its git folder (``engine.git_writes``)."""
     root = workspace.resolve()
     home = os.path.expanduser("~")
     args = _arguments(arguments)
     if not isinstance(args, dict):
         args = {}
     facts = found.facts if found is not None else None
-    bare = Request(tool, str(root), home=home, known=known), tool  # by name: rules and mode
+    none: dict[str, str] = {}
+    bare = Request(tool, str(root), home=home, known=known), tool, none  # by name: rules, mode
     if facts is None:
         return bare
     command = facts.command(args)
@@ -496,18 +502,21 @@ def _request(
         # of tools/sandbox.py), so following it into every place it could lead only asks more.
         cdpath = os.environ.get("CDPATH")
         analysis = shell.analyse(command, cwd=str(root), home=home, cdpath=cdpath)
+        git = written_git_folders(analysis.commands, home)
         files = (
             *(_target(root, path, Access.WRITE) for path in analysis.writes),
+            *(_target(root, path, Access.WRITE) for path in git),
             *(_target(root, path, Access.READ) for path in analysis.reads),
         )
         places = tuple(_target(root, path, Access.READ) for path in analysis.directories)
-        return Request(tool, str(root), files, analysis, home, known, places), command
+        request = Request(tool, str(root), files, analysis, home, known, places)
+        return request, command, git
     raw = facts.path(args)
     access = _TARGET_ACCESS.get(facts.access)
     if access is None or raw is None:
         return bare
     target = _target(root, raw, access)
-    return Request(tool, str(root), (target,), home=home, known=known), target.path
+    return Request(tool, str(root), (target,), home=home, known=known), target.path, none
 
 
 def _target(root: Path, raw: str, access: Access) -> Target:
