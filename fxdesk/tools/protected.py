@@ -248,21 +248,35 @@ def _git_dirs(git: Path) -> list[Path]:
     """The folders a ``.git`` *file* (a worktree or a submodule) points to: its ``gitdir`` and
     that folder's ``commondir`` (which holds the ``config`` and ``hooks``)."""
     try:
-        if not git.is_file():
-            return []
-        first = git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
+        is_file = git.is_file()
+    except OSError:
+        return []
+    gitdir = pointed_gitdir(git) if is_file else None
+    return with_common(gitdir) if gitdir is not None else []
+
+
+def pointed_gitdir(dot_git: Path) -> Path | None:
+    """The folder a ``.git`` file's ``gitdir:`` line names, resolved (None: not such a file)."""
+    try:
+        first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[0]
     except (OSError, IndexError):
-        return []
+        return None
     if not first.startswith("gitdir:"):
-        return []
-    gitdir = Path(os.path.realpath(git.parent / first.partition(":")[2].strip()))
+        return None
+    return Path(os.path.realpath(dot_git.parent / first.partition(":")[2].strip()))
+
+
+def with_common(gitdir: Path) -> list[Path]:
+    """``gitdir`` and, for a worktree's, the common folder its ``commondir`` file names."""
     found = [gitdir]
     try:
         common = (gitdir / "commondir").read_text(encoding="utf-8").strip()
     except OSError:
         return found
     if common:
-        found.append(Path(os.path.realpath(gitdir / common)))
+        path = Path(os.path.realpath(gitdir / common))
+        if path != gitdir:
+            found.append(path)
     return found
 
 
