@@ -25,6 +25,20 @@ MKDIR = {
 }
 
 
+def mkdir_agent(s: Setup) -> None:
+    """The default profile: an agent that asks to run ``mkdir made``, then says "Done."."""
+    s.write_script(MKDIR, {"text": "Done."})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+
+
+def run_stopped_for_approval(s: Setup) -> subprocess.CompletedProcess[str]:
+    """``fxdesk run --no-input`` of the mkdir agent in auto mode: it stops with exit 3."""
+    mkdir_agent(s)
+    ran = s.fx("run", "-w", str(s.workspace), "--mode", "auto", "--no-input", "make a folder")
+    assert ran.returncode == 3, ran.stderr
+    return ran
+
+
 def approvals(s: Setup) -> list[dict[str, Any]]:
     done = s.fx("approvals", "--json")
     assert done.returncode == 0, done.stderr
@@ -56,10 +70,7 @@ def test_without_a_terminal_run_stops_with_exit_3_and_approve_then_resume_finish
     tmp_path: Path,
 ) -> None:
     s = Setup(tmp_path)
-    s.write_script(MKDIR, {"text": "Done."})
-    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
-    ran = s.fx("run", "-w", str(s.workspace), "--mode", "auto", "--no-input", "make a folder")
-    assert ran.returncode == 3, ran.stderr
+    ran = run_stopped_for_approval(s)
     (pending,) = approvals(s)
     assert pending["label"] == "mkdir made" and pending["status"] == "pending"
     assert pending["detail"]["uncovered"] == ["mkdir made"]
@@ -87,8 +98,7 @@ def test_without_a_terminal_run_stops_with_exit_3_and_approve_then_resume_finish
 
 def test_on_a_terminal_run_asks_and_the_answer_runs_it(tmp_path: Path) -> None:
     s = Setup(tmp_path)
-    s.write_script(MKDIR, {"text": "Done."})
-    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    mkdir_agent(s)
     process, terminal = start_on_a_terminal(s, "run", "-w", str(s.workspace), "make it")
     try:
         wait_for(lambda: len(approvals(s)) == 1, 60, what="the approval to be asked")
@@ -108,8 +118,7 @@ def test_a_pending_approval_survives_sigkill_as_stale_and_resuming_asks_again(
     tmp_path: Path,
 ) -> None:
     s = Setup(tmp_path)
-    s.write_script(MKDIR, {"text": "Done."})
-    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    mkdir_agent(s)
     process, terminal = start_on_a_terminal(s, "run", "-w", str(s.workspace), "make it")
     try:
         wait_for(lambda: len(approvals(s)) == 1, 60, what="the approval to be asked")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_approvals import MKDIR, approvals, status_of
+from tests.cli.test_approvals import approvals, run_stopped_for_approval, status_of
 from tests.cli.test_sessions import Setup
 
 
@@ -18,10 +18,7 @@ def test_listing_sessions_between_exit_3_and_approve_keeps_the_approval_pending(
     tmp_path: Path,
 ) -> None:
     s = Setup(tmp_path)
-    s.write_script(MKDIR, {"text": "Done."})
-    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
-    ran = s.fx("run", "-w", str(s.workspace), "--mode", "auto", "--no-input", "make a folder")
-    assert ran.returncode == 3, ran.stderr
+    run_stopped_for_approval(s)
     (pending,) = approvals(s)
 
     listed = s.fx("sessions", "--json")
