@@ -26,6 +26,7 @@ from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import PermissionMode, Session, SessionMode, Workspace
 from fxdesk.domain.permissions import PermissionRule, Scope
+from fxdesk.domain.sandbox_settings import SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
@@ -35,7 +36,7 @@ from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
 from fxdesk.engine.profiles import ProfileError, ProfileService
 from fxdesk.engine.sessions import Catalog, InvalidWorkspace, SessionError, SessionService
-from fxdesk.store import Store, control, history
+from fxdesk.store import Store, control, history, repo
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
@@ -50,11 +51,13 @@ __all__ = [
     "ProfileService",
     "RegistryClosed",
     "Result",
+    "SandboxSettingsError",
     "SecretsUnavailable",
     "SessionError",
     "StartResult",
     "StoreError",
     "Transcript",
+    "WorkspaceSandbox",
     "suggested_rules",
 ]
 
@@ -362,6 +365,18 @@ class Engine:
 
     async def remove_rule(self, rule_id: int) -> bool:
         return await self._permissions.remove_rule(rule_id)
+
+    # --- the sandbox ---------------------------------------------------------------------------
+
+    async def workspace_sandbox(self, workspace_id: int) -> WorkspaceSandbox:
+        """What the person lets one workspace's commands do beyond the sandbox's defaults."""
+        return await self._store.read(lambda: repo.get_workspace_sandbox(workspace_id))
+
+    async def set_workspace_sandbox(self, workspace_id: int, settings: WorkspaceSandbox) -> None:
+        """Save one workspace's sandbox settings (its next command runs with them)."""
+        await self._store.write(
+            lambda: repo.set_workspace_sandbox(workspace_id, settings), label="workspace sandbox"
+        )
 
     def _running(self) -> SessionOwner:
         if self._owner is None:

@@ -55,6 +55,7 @@ from fxdesk.domain.permissions import (
     Target,
     Verdict,
 )
+from fxdesk.domain.sandbox_settings import DEFAULTS, WorkspaceSandbox
 from fxdesk.domain.work import Change, WaitTransition
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
@@ -88,6 +89,7 @@ class Check:
     writes: tuple[Path, ...] = ()
     mode: PermissionMode | None = None  # the mode it was judged in (ancestors' included)
     protected: bool = False  # it writes a protected path (the tool must be told it may)
+    sandbox: WorkspaceSandbox = DEFAULTS  # the workspace's sandbox settings, read now
 
 
 class PermissionService:
@@ -166,7 +168,7 @@ class PermissionService:
                 saved rules (whether the tool is available at all is the caller's question).
         """
 
-        def read() -> tuple[PermissionMode, list[PermissionRule]]:
+        def read() -> tuple[PermissionMode, list[PermissionRule], WorkspaceSandbox]:
             effective = mode
             current = repo.get_session(session.id)
             parent_id = current.parent_id if current else session.parent_id
@@ -177,9 +179,10 @@ class PermissionService:
                     break
                 effective = perms.stricter(effective, parent.permission_mode)
                 parent_id, seen = parent.parent_id, seen + 1
-            return effective, approvals.rules_for(session.id, session.workspace_id)
+            rules = approvals.rules_for(session.id, session.workspace_id)
+            return effective, rules, repo.get_workspace_sandbox(session.workspace_id)
 
-        effective, rules = await self.store.read(read)
+        effective, rules, sandbox = await self.store.read(read)
         if live is not None:
             rules = [*rules, *live.permission_rules(session.id)]
 
@@ -206,7 +209,7 @@ class PermissionService:
         if live is not None:
             detail["generation"] = live.generation
         writes = tuple(Path(t.path) for t in request.targets if t.access is Access.WRITE)
-        return Check(decision, label, outside, detail, writes, effective, protected)
+        return Check(decision, label, outside, detail, writes, effective, protected, sandbox)
 
     # --- asking ----------------------------------------------------------------------------
 

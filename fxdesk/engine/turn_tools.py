@@ -43,6 +43,7 @@ from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, Too
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, PermissionMode
+from fxdesk.domain.sandbox_settings import DEFAULTS, WorkspaceSandbox
 from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
@@ -127,6 +128,7 @@ class Allowed:
     writes: tuple[Path, ...] = ()
     mode: PermissionMode | None = None
     protected: bool = False  # it may write a protected path (.git, .fxdesk): allowed by name
+    sandbox: WorkspaceSandbox = DEFAULTS  # the workspace's sandbox settings
 
 
 class UnsavedResults:
@@ -310,7 +312,8 @@ class ToolCalls:
 
     def _context(self, call: ToolCall, allowed: Allowed) -> ToolContext:
         """Where the call runs, and what its sandbox lets through: the writes it was allowed,
-        and the network outside auto mode (until issue 11 item 2 asks "needs network")."""
+        and the network outside auto mode (until issue 11 item 2 asks "needs network") or when
+        the workspace's settings give it; the workspace's writable paths and variables."""
         rt = self.rt
         mode = allowed.mode or rt.snapshot.permission_mode
         data = self.data_dir
@@ -323,10 +326,12 @@ class ToolCalls:
             call.id,
             allowed.outside,
             write_grants=allowed.writes,
-            network=mode is not PermissionMode.AUTO,
+            network=mode is not PermissionMode.AUTO or allowed.sandbox.network,
             data_dir=data,
             temp_dir=None if data is None else data / "sandbox-tmp" / rt.session.id,
             protected_ok=allowed.protected,
+            extra_writable=allowed.sandbox.writable,
+            extra_env=allowed.sandbox.extra_env,
         )
 
     async def _permit(
@@ -360,7 +365,7 @@ class ToolCalls:
             outside = outside or check.outside
             writes = tuple(dict.fromkeys((*writes, *check.writes)))
             protected = protected or check.protected
-            allowed = Allowed(outside, writes, check.mode, protected)
+            allowed = Allowed(outside, writes, check.mode, protected, check.sandbox)
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
                 return _unavailable(call), none, live.generation
@@ -410,7 +415,10 @@ class ToolCalls:
                 preview=await edit_preview(
                     call,
                     self._context(
-                        call, Allowed(check.outside, check.writes, check.mode, check.protected)
+                        call,
+                        Allowed(
+                            check.outside, check.writes, check.mode, check.protected, check.sandbox
+                        ),
                     ),
                     self.tools,
                 ),

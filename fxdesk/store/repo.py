@@ -21,6 +21,8 @@ from fxdesk.domain.model import (
     SessionState,
     Workspace,
 )
+from fxdesk.domain.sandbox_settings import WorkspaceSandbox
+from fxdesk.domain.sandbox_settings import setting_key as sandbox_setting_key
 from fxdesk.store.schema import (
     ControlEventRow,
     OperationRow,
@@ -139,6 +141,15 @@ def set_setting(key: str, value: Any) -> None:
         .on_conflict_replace()
         .execute()
     )
+
+
+def get_workspace_sandbox(workspace_id: int) -> WorkspaceSandbox:
+    """One workspace's sandbox settings (the defaults when none are saved)."""
+    return WorkspaceSandbox.from_value(get_setting(sandbox_setting_key(workspace_id)))
+
+
+def set_workspace_sandbox(workspace_id: int, settings: WorkspaceSandbox) -> None:
+    set_setting(sandbox_setting_key(workspace_id), settings.to_value())
 
 
 def append_event(

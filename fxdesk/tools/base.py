@@ -53,6 +53,10 @@ class ToolContext:
     # person approved it or a rule naming that path allows it. Without it such writes are
     # refused here too.
     protected_ok: bool = False
+    # The workspace's own sandbox settings (domain/sandbox_settings.py): folders its commands
+    # may write besides the workspace (``~`` not yet expanded) and variable names passed on.
+    extra_writable: tuple[str, ...] = ()
+    extra_env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

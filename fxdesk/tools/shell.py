@@ -119,6 +119,7 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
         write_grants=ctx.write_grants,
         network=ctx.network,
         temp_dir=ctx.temp_dir,
+        extra_env=ctx.extra_env,
         environ=_source_environment(),
     )
 
