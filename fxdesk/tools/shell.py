@@ -41,7 +41,8 @@ import psutil  # type: ignore[import-untyped]
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
-from fxdesk.tools.sandbox_probe import SandboxStatus, sandbox_status
+from fxdesk.tools.sandbox_macos import seatbelt_launch
+from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
 
 CHUNK_BYTES = 64 * 1024
 
@@ -126,12 +127,14 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
 
 @dataclass(frozen=True)
 class _Launch:
-    """What to start: the program and its arguments, its environment, and whether it is the
-    sandbox."""
+    """What to start: the program and its arguments, its environment, whether it is the
+    sandbox, and whether that sandbox has a PID namespace (bubblewrap's; Seatbelt has none, so
+    its command is stopped through its process group as an unsandboxed one)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
+    pid_namespace: bool = False
 
 
 def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
@@ -140,10 +143,15 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     if not status.available:
         return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
     policy = command_policy(ctx)
+    if status.kind == SEATBELT:
+        argv, env = seatbelt_launch(status.bwrap, policy, [BASH, "-c", command])
+        return _Launch(argv, env, sandboxed=True)
     arguments = bwrap_arguments(
         policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
     )
-    return _Launch([status.bwrap, *arguments], dict(policy.environment), sandboxed=True)
+    return _Launch(
+        [status.bwrap, *arguments], dict(policy.environment), sandboxed=True, pid_namespace=True
+    )
 
 
 class RunCommandTool(Tool):
@@ -220,10 +228,10 @@ class RunCommandTool(Tool):
             except TimeoutError:
                 timed_out = True
             if timed_out or lingering:
-                await self._stop_group(proc, pumps, launch.sandboxed)
+                await self._stop_group(proc, pumps, launch.pid_namespace)
                 await self._settle(proc, pumps)
         except asyncio.CancelledError:
-            await self._stop_group(proc, pumps, launch.sandboxed)
+            await self._stop_group(proc, pumps, launch.pid_namespace)
             await self._settle(proc, pumps)
             raise
         finally:
@@ -252,7 +260,7 @@ class RunCommandTool(Tool):
         return pumps.done()
 
     async def _stop_group(
-        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any], sandboxed: bool
+        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any], pid_namespace: bool
     ) -> None:
         """SIGTERM the command's processes, wait ``grace_s``, SIGKILL them, and wait for the
         shell (or bubblewrap).
@@ -261,7 +269,7 @@ class RunCommandTool(Tool):
         nothing that holds them is left. Sandboxed, SIGKILL goes to bubblewrap's group (itself
         and the sandbox's init): the init's death ends the PID namespace and all in it.
         """
-        if sandboxed:
+        if pid_namespace:
             if proc.returncode is None:  # once reaped, its pid may be another process's
                 _terminate_inside(proc.pid)
         else:
