@@ -4,7 +4,8 @@ stop.
 The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbox``): the
 workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
 and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
-network per the context. Where this machine has no working sandbox (``sandbox_status``), it runs
+network per the context (with it, no Unix socket: ``sandbox_seccomp``). On macOS, Seatbelt
+(``sandbox_macos``). Where this machine has no working sandbox (``sandbox_status``), it runs
 as before, unconfined, with the same environment; the modes decide what that means
 (issue 11 item 2).
 
@@ -43,6 +44,7 @@ from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResu
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
 from fxdesk.tools.sandbox_macos import seatbelt_launch
 from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
+from fxdesk.tools.sandbox_seccomp import filter_for, passed_to_bwrap
 
 CHUNK_BYTES = 64 * 1024
 
@@ -135,6 +137,7 @@ class _Launch:
     env: dict[str, str]
     sandboxed: bool
     pid_namespace: bool = False
+    seccomp: bytes | None = None  # bubblewrap installs it (sandbox_seccomp)
 
 
 def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
@@ -150,7 +153,11 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
         policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
     )
     return _Launch(
-        [status.bwrap, *arguments], dict(policy.environment), sandboxed=True, pid_namespace=True
+        [status.bwrap, *arguments],
+        dict(policy.environment),
+        sandboxed=True,
+        pid_namespace=True,
+        seccomp=filter_for() if policy.network else None,
     )
 
 
@@ -207,15 +214,20 @@ class RunCommandTool(Tool):
         started = time.monotonic()
         try:
             launch = await asyncio.to_thread(_launch, command, ctx, self.use_sandbox)
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                cwd=ctx.workspace,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                env=launch.env,
-            )
+            program, *arguments = launch.argv
+            with passed_to_bwrap(launch.seccomp) as (seccomp, fds):
+                proc = await asyncio.create_subprocess_exec(
+                    program,
+                    *seccomp,
+                    *arguments,
+                    cwd=ctx.workspace,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    env=launch.env,
+                    pass_fds=fds,
+                )
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")
 
