@@ -43,6 +43,7 @@ from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
 from fxdesk.tools.sandbox_macos import seatbelt_launch
+from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
 from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
 from fxdesk.tools.sandbox_seccomp import filter_for, passed_to_bwrap
 
@@ -145,10 +146,11 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
     if not status.available:
         return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
-    policy = command_policy(ctx)
     if status.kind == SEATBELT:
-        argv, env = seatbelt_launch(status.bwrap, policy, [BASH, "-c", command])
+        argv, env = seatbelt_launch(status.bwrap, command_policy(ctx), [BASH, "-c", command])
         return _Launch(argv, env, sandboxed=True)
+    make_fxdesk_folder(ctx.workspace)  # bubblewrap keeps only what exists read-only
+    policy = command_policy(ctx)
     arguments = bwrap_arguments(
         policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
     )
