@@ -27,6 +27,7 @@ from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import ProfileResolver, ProviderResolver
 from fxdesk.engine.report_poller import ReportPoller
 from fxdesk.engine.report_scheduler import ReportScheduler
+from fxdesk.engine.sandbox_temp import sweep_sandbox_temp
 from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.turn import TurnRunner
 from fxdesk.logs import CrashLog
@@ -221,6 +222,7 @@ class App:
             await asyncio.to_thread(instance.share)
             if alone:  # tidy up after processes that were killed (their files stay behind)
                 await asyncio.to_thread(prune_dead_instances, self.paths.locks)
+                await sweep_sandbox_temp(store, self.paths.sandbox_temp)  # none can be in use
         except BaseException:
             instance.release()
             raise

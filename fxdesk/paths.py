@@ -19,6 +19,8 @@ from fxdesk import APP_NAME
 
 ENV_HOME = "FXDESK_HOME"
 DATABASE_NAME = "fxdesk.sqlite3"
+# Under the data folder: one folder per session, which its sandboxed commands see as /tmp.
+SANDBOX_TEMP = "sandbox-tmp"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,10 @@ class DataPaths:
     @property
     def locks(self) -> Path:
         return self.root / "locks"
+
+    @property
+    def sandbox_temp(self) -> Path:
+        return self.root / SANDBOX_TEMP
 
     def ensure(self) -> None:
         """Create the folders, private to the user (they hold transcripts and logs)."""

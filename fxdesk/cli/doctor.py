@@ -190,9 +190,9 @@ def check_keyring() -> Check:
 
 
 def check_sandbox() -> Check:
-    """Whether the agent's commands run in the sandbox (bubblewrap) here; probed afresh, so a
-    fix shows at once."""
-    from fxdesk.tools.sandbox_probe import probe  # runs bubblewrap: only when asked
+    """Whether the agent's commands run in the sandbox (bubblewrap, or Seatbelt on macOS) here;
+    probed afresh, so a fix shows at once."""
+    from fxdesk.tools.sandbox_probe import SEATBELT, probe  # runs the sandbox: only when asked
 
     status = probe()
     data = {
@@ -202,7 +202,10 @@ def check_sandbox() -> Check:
         "reason": status.reason,
     }
     if status.available:
-        summary = f"bubblewrap {status.version or '(version unknown)'} at {status.bwrap}"
+        what = f"bubblewrap {status.version or '(version unknown)'}"
+        if status.kind == SEATBELT:
+            what = "Seatbelt (sandbox-exec)"
+        summary = f"{what} at {status.bwrap}"
         return Check("sandbox", OK, summary + ": commands run sandboxed", data=data)
     return Check(
         "sandbox", FAIL, f"commands cannot run sandboxed: {status.reason}", status.fix, data

