@@ -32,18 +32,25 @@ _EXIT_LINE = re.compile(rb"(?:\r?\n)?" + re.escape(EXIT_MARKER) + rb"[0-9]*\r?\n
 NUL_SYMBOL = "\u2400"
 
 _MARK = SCHEME_MARK.encode()
-_BREAKS = (b"\n", b"\r")
 
 
 def _last_break(data: bytes) -> int:
     return max(data.rfind(b"\n"), data.rfind(b"\r"))
 
 
-def _line_bounds(data: bytes, at: int) -> tuple[int, int]:
-    """Start and end (exclusive, before the break) of the complete line around index ``at``."""
-    start = max(data.rfind(b"\n", 0, at), data.rfind(b"\r", 0, at)) + 1
-    ends = [end for end in (data.find(brk, at) for brk in _BREAKS) if end != -1]
-    return start, min(ends)
+_BREAK = re.compile(rb"[\r\n]")
+
+
+def _line_bounds(data: bytes, at: int, floor: int) -> tuple[int, int]:
+    """Start and end (before the break) of the complete line around index ``at``.
+
+    ``floor`` is a known line start at or before ``at``, so both searches stay within the
+    line: scanning a chunk costs its length once, however many URLs it holds.
+    """
+    start = max(data.rfind(b"\n", floor, at), data.rfind(b"\r", floor, at)) + 1
+    end = _BREAK.search(data, at)
+    assert end is not None  # the caller only looks before the chunk's last break
+    return max(start, floor), end.start()
 
 
 class UrlScanner:
@@ -102,9 +109,10 @@ class UrlScanner:
         """Look at the lines of ``chunk[start:end]`` that contain ``://`` and at no other."""
         at = chunk.find(_MARK, start, end)
         while at != -1:
-            line_start, line_end = _line_bounds(chunk, at)
+            line_start, line_end = _line_bounds(chunk, at, start)
             self._look_at_line(chunk[line_start : min(line_end, line_start + self._max_line)])
-            at = chunk.find(_MARK, line_end, end)
+            start = line_end + 1
+            at = chunk.find(_MARK, start, end)
 
     def _look_at_line(self, raw: bytes) -> None:
         if _MARK not in raw:

@@ -32,6 +32,7 @@ escape code (``http:ESC[0m//``), which no known server prints, is therefore not 
 from __future__ import annotations
 
 import enum
+import functools
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -184,7 +185,13 @@ def _valid_host(host: str) -> bool:
     return True
 
 
-def _candidate(raw: str, own_names: Iterable[str]) -> ServerUrl | None:
+@functools.lru_cache(maxsize=1024)
+def _reach_of_valid(host: str, own_names: frozenset[str]) -> HostReach | None:
+    """``host_reach`` for a valid host, None for an invalid one; cached (logs repeat hosts)."""
+    return host_reach(host, own_names) if _valid_host(host) else None
+
+
+def _candidate(raw: str, own_names: frozenset[str]) -> ServerUrl | None:
     """The URL as it will be shown, or None when it is not a local server address."""
     written, _, rest = _trim(raw).partition("://")
     scheme = _SCHEMES[written.lower()]
@@ -195,10 +202,10 @@ def _candidate(raw: str, own_names: Iterable[str]) -> ServerUrl | None:
         host, port = parts.hostname, parts.port
     except ValueError:  # a bad port or bracket: a template such as http://[your-ip]:5000
         return None
-    if not host or not _valid_host(host):
+    if not host:
         return None
-    reach = host_reach(host, own_names)
-    if reach is HostReach.PUBLIC:
+    reach = _reach_of_valid(host, own_names)
+    if reach is None or reach is HostReach.PUBLIC:
         return None
     if reach is HostReach.ANY_ADDRESS:
         host = "localhost"
@@ -218,10 +225,11 @@ def line_candidates(raw_line: str, own_names: Iterable[str] = ()) -> list[Server
     if SCHEME_MARK not in raw_line:
         return []
     line = strip_terminal_codes(raw_line)
+    names = frozenset(own_names)
     found = [
         (match, candidate)
         for match in _URL.finditer(line)
-        if (candidate := _candidate(match.group(0), own_names)) is not None
+        if (candidate := _candidate(match.group(0), names)) is not None
     ]
     if not found:
         return []
