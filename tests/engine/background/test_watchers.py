@@ -30,13 +30,23 @@ VITE_BANNER = (
     " to expose\x1b[22m\n"
 )
 
-# Prints some start-up noise, then the banner; writes the moment it printed to argv[2].
+# vercel/next.js app-info-log.ts logStartInfo, with its bold purple title and a docs warning.
+NEXT_BANNER = (
+    "   \x1b[1m\x1b[35m▲ Next.js 15.1.0\x1b[39m\x1b[22m\n"
+    "   - Local:        http://localhost:3000\n"
+    "   - Network:      http://192.168.1.23:3000\n\n"
+    " \x1b[33m⚠\x1b[39m See more info here: https://nextjs.org/docs/messages/invalid-next-config\n"
+    " \x1b[32m✓\x1b[39m Ready in 1843ms\n"
+)
+
+# Prints some start-up noise, then (after argv[3] seconds) the banner; writes the moment it
+# printed it to argv[2].
 REPLAY = """
 import sys, time
-banner, stamp = sys.argv[1], sys.argv[2]
+banner, stamp, delay = sys.argv[1], sys.argv[2], float(sys.argv[3])
 sys.stdout.write("> my-app@0.0.0 dev\\n> vite\\n\\n")
 sys.stdout.flush()
-time.sleep(0.6)
+time.sleep(delay)
 sys.stdout.write(banner)
 sys.stdout.flush()
 printed = time.monotonic()
@@ -113,17 +123,28 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-async def test_replayed_vite_banner_is_detected_within_a_second(tmp_path, children) -> None:
-    log, stamp = tmp_path / "task.log", tmp_path / "printed"
-    calls = Calls()
-    start_logged(children, [sys.executable, "-c", REPLAY, VITE_BANNER, str(stamp)], log)
-    url_watcher = watcher(log, calls)
-    url_watcher.start()
-    await calls.wait()
-    assert calls.urls == ["http://localhost:5173/"]
-    assert calls.at[0] - float(stamp.read_text()) < 1.0
-    await asyncio.sleep(0)
-    assert url_watcher.done and url_watcher.url == "http://localhost:5173/"
+async def test_replayed_coloured_banners_are_detected_within_a_second(tmp_path, children):
+    # Banners printed at different moments, so no phase of the polling hides a slow one.
+    replays = [(VITE_BANNER, 0.6), (NEXT_BANNER, 1.1), (VITE_BANNER, 1.6), (NEXT_BANNER, 2.1)]
+    runs = []
+    for n, (banner, delay) in enumerate(replays):
+        log, stamp, calls = tmp_path / f"task{n}.log", tmp_path / f"printed{n}", Calls()
+        argv = [sys.executable, "-c", REPLAY, banner, str(stamp), str(delay)]
+        start_logged(children, argv, log)
+        url_watcher = watcher(log, calls)
+        url_watcher.start()
+        runs.append((url_watcher, calls, stamp))
+    for url_watcher, calls, stamp in runs:
+        await calls.wait()
+        await asyncio.sleep(0)
+        assert url_watcher.done and calls.urls == [url_watcher.url]
+        assert calls.at[0] - float(stamp.read_text()) < 1.0
+    assert [url_watcher.url for url_watcher, _c, _s in runs] == [
+        "http://localhost:5173/",
+        "http://localhost:3000",
+        "http://localhost:5173/",
+        "http://localhost:3000",
+    ]
 
 
 async def test_real_http_server_url_is_found_and_confirmed_by_one_head(tmp_path, children):
