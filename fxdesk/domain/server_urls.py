@@ -31,12 +31,12 @@ escape code (``http:ESC[0m//``), which no known server prints, is therefore not 
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 # A candidate this good is published at once; a weaker one only once nothing better followed
@@ -79,7 +79,7 @@ _CONTEXT: tuple[tuple[tuple[str, ...], int], ...] = (
 )
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ServerUrl:
     """A URL found in a server's output, as it will be shown and opened."""
 
@@ -112,7 +112,7 @@ _TERMINAL_CODE = re.compile(
             r"\x1b[P^_X][^\x07\x1b]*(?:\x07|\x1b\\|$)",  # DCS, PM, APC, SOS strings
             r"\x1b[()*+#%][ -~]?",  # character set selection
             r"\x1b[ -~]?",  # any other escape, and a lone ESC
-            r"[\x00-\x08\x0b-\x1f\x7f-\x9f]",  # other control characters
+            r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]",  # other control characters
         )
     )
 )
@@ -138,6 +138,7 @@ def strip_terminal_codes(text: str) -> str:
 # backslash, '^', backtick (and space, control and non-ASCII characters by omission).
 _URL = re.compile(r"(?<![A-Za-z0-9])(https?|tcp|ssl)://[!#-&(-;=?-\[\]_a-z~]+", re.IGNORECASE)
 _TRAILING = ".,;:!?"
+_LINE_BREAK = re.compile(r"[\r\n]")  # as the scanner: a CR ends a line too (progress bars)
 _SCHEMES = {"http": "http", "https": "https", "tcp": "http", "ssl": "https"}
 _NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.?")
 
@@ -227,7 +228,7 @@ def line_candidates(raw_line: str, own_names: Iterable[str] = ()) -> list[Server
     line = strip_terminal_codes(raw_line)
     names = frozenset(own_names)
     found = [
-        (match, candidate)
+        candidate
         for match in _URL.finditer(line)
         if (candidate := _candidate(match.group(0), names)) is not None
     ]
@@ -235,7 +236,7 @@ def line_candidates(raw_line: str, own_names: Iterable[str] = ()) -> list[Server
         return []
     words = _URL.sub(" ", line).lower()
     context = sum(bonus for group, bonus in _CONTEXT if any(word in words for word in group))
-    return [ServerUrl(c.url, c.host, c.port, c.reach, c.score + context) for _match, c in found]
+    return [dataclasses.replace(c, score=c.score + context) for c in found]
 
 
 def better(current: ServerUrl | None, challenger: ServerUrl) -> ServerUrl:
@@ -243,11 +244,6 @@ def better(current: ServerUrl | None, challenger: ServerUrl) -> ServerUrl:
     if current is None or challenger.score > current.score:
         return challenger
     return current
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as the scanner sees them: LF and CR both end a line (progress bars redraw with CR)."""
-    return re.split(r"[\r\n]", text)
 
 
 def detect_server_url(text: str, own_names: Iterable[str] = ()) -> ServerUrl | None:
@@ -258,7 +254,7 @@ def detect_server_url(text: str, own_names: Iterable[str] = ()) -> ServerUrl | N
     answer chunk by chunk.
     """
     best: ServerUrl | None = None
-    for line in split_lines(text):
+    for line in _LINE_BREAK.split(text):
         for candidate in line_candidates(line, own_names):
             best = better(best, candidate)
     return best

@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import ipaddress
 import logging
-import os
 import socket
 import ssl
 from collections.abc import Callable, Iterable
@@ -40,6 +38,7 @@ from urllib.parse import urlsplit
 
 from fxdesk.domain.log_scan import UrlScanner
 from fxdesk.domain.server_urls import ServerUrl
+from fxdesk.tools.background.logs import GrowingFile
 
 log = logging.getLogger(__name__)
 
@@ -62,37 +61,23 @@ class _LogReader:
     """The log from an offset on, fed to a scanner; used from one worker thread at a time."""
 
     def __init__(self, path: Path, offset: int, own_names: frozenset[str]) -> None:
-        self._path = path
-        self._offset = offset
+        self._log = GrowingFile(path, offset)
         self._own_names = own_names
-        self._file: io.FileIO | None = None
         self.scanner = UrlScanner(own_names)
 
     def read_new(self) -> bool:
         """Feed what was appended since the last call (up to a budget); True when caught up."""
-        if self._file is None:
-            try:
-                self._file = io.FileIO(self._path, "r")  # unbuffered: blocks go straight in
-            except FileNotFoundError:
-                return True  # not created yet: the runtime creates it at prepare
-        if (
-            os.fstat(self._file.fileno()).st_size < self._offset
-        ):  # truncated: read the new content afresh
-            self._offset = 0
-            self.scanner = UrlScanner(self._own_names)
         for _ in range(READ_BUDGET // READ_BLOCK):
-            self._file.seek(self._offset)
-            block = self._file.read(READ_BLOCK)
-            if not block:
+            got = self._log.read(READ_BLOCK)
+            if got is None:
                 return True
-            self._offset += len(block)
-            self.scanner.feed(block)
+            if got.reset:  # truncated or replaced: scan the new content afresh
+                self.scanner = UrlScanner(self._own_names)
+            self.scanner.feed(got.data)
         return False
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._log.close()
 
 
 class UrlWatcher:

@@ -195,56 +195,53 @@ def tail(path: Path, max_bytes: int = TAIL_BYTES, *, display_path: str | None = 
     return LogChunk(display_text(without_exit_marker(data)), start, size)
 
 
-class LogFollower:
-    """What a growing log gained since the last look; for the live view and ``logs --follow``.
+@dataclass(frozen=True)
+class Appended:
+    """Bytes a growing log gained: ``data`` starts at offset ``start``."""
 
-    Truncation (the file got shorter) and replacement (the path now names another file) start it
-    afresh from the new file's beginning, flagged ``reset``. More than ``max_behind`` unread
-    bytes are skipped to the last ``max_behind`` (from a line start): a task writing hundreds of
-    megabytes costs the view a bounded amount. ``max_behind=None`` never skips.
-    Not thread-safe: one reader at a time.
+    data: bytes
+    start: int
+    skipped: int  # bytes passed over before ``start`` (the reader was too far behind)
+    reset: bool  # truncated or replaced: ``data`` starts the log afresh
+
+
+class GrowingFile:
+    """A log read from an offset on as it grows: the watcher's and the follower's reading.
+
+    It is opened once it exists. When the file gets shorter (truncated) or its path names another
+    file (replaced), reading starts again at the new content's beginning, flagged ``reset``. A
+    deleted log is read to its end. Not thread-safe: one reader at a time.
     """
 
-    def __init__(
-        self,
-        path: Path,
-        offset: int = 0,
-        *,
-        read_bytes: int = FOLLOW_READ_BYTES,
-        max_behind: int | None = FOLLOW_MAX_BEHIND,
-    ) -> None:
+    def __init__(self, path: Path, offset: int = 0) -> None:
         self._path = path
         self._offset = offset
-        self._read_bytes = read_bytes
-        self._max_behind = max_behind
         self._file: io.FileIO | None = None
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._held = b""  # the start of what may be an exit-marker line, not shown yet
 
     @property
     def offset(self) -> int:
+        """Where the next read starts."""
         return self._offset
 
-    def read_new(self) -> LogChunk | None:
-        """The text appended since the last call (at most ``read_bytes``), or None if none."""
+    def read(self, max_bytes: int, *, max_behind: int | None = None) -> Appended | None:
+        """Up to ``max_bytes`` appended since the last read, or None when nothing was.
+
+        With ``max_behind``, more unread bytes than that are skipped to the last ``max_behind``.
+        """
         reset = self._reopen_if_replaced()
         if self._file is None:
             return None
         size = os.fstat(self._file.fileno()).st_size
         if size < self._offset:
             reset, self._offset = True, 0
-            self._restart_decoding()
         start, skipped = self._offset, 0
-        if self._max_behind is not None and size - start > self._max_behind:
-            skipped = size - self._max_behind - start
-            start = size - self._max_behind
-            self._restart_decoding()
-        raw = _read_at(self._file, start, min(self._read_bytes, size - start))
-        self._offset = start + len(raw)
-        if not raw and not reset:
+        if max_behind is not None and size - start > max_behind:
+            skipped, start = size - max_behind - start, size - max_behind
+        data = _read_at(self._file, start, min(max_bytes, size - start))
+        self._offset = start + len(data)
+        if not data and not reset:
             return None
-        data, dropped = _after_first_break(raw) if skipped else (raw, 0)
-        return LogChunk(self._decode(data), start + dropped, self._offset, skipped + dropped, reset)
+        return Appended(data, start, skipped, reset)
 
     def close(self) -> None:
         if self._file is not None:
@@ -256,24 +253,64 @@ class LogFollower:
         try:
             current = os.stat(self._path)
         except FileNotFoundError:
-            return False  # deleted: keep reading what is open, if anything
+            return False
+        replaced = False
         if self._file is not None:
             opened = os.fstat(self._file.fileno())
             if (opened.st_dev, opened.st_ino) == (current.st_dev, current.st_ino):
                 return False
             self.close()
-            self._offset = 0
-            self._restart_decoding()
-            replaced = True
-        else:
-            replaced = False
+            self._offset, replaced = 0, True
         with contextlib.suppress(FileNotFoundError):
             self._file = io.FileIO(self._path, "r")
         return replaced
 
-    def _restart_decoding(self) -> None:
-        self._decoder.reset()
-        self._held = b""
+
+class LogFollower:
+    """What a growing log gained since the last look, as text; the live view, ``logs --follow``.
+
+    Reading starts afresh (``reset``) after truncation or replacement (``GrowingFile``). More
+    than ``max_behind`` unread bytes are skipped to the last ``max_behind``, from a line start:
+    a task writing hundreds of megabytes costs the view a bounded amount (``None``: never skip).
+    Not thread-safe: one reader at a time.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        offset: int = 0,
+        *,
+        read_bytes: int = FOLLOW_READ_BYTES,
+        max_behind: int | None = FOLLOW_MAX_BEHIND,
+    ) -> None:
+        self._log = GrowingFile(path, offset)
+        self._read_bytes = read_bytes
+        self._max_behind = max_behind
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._held = b""  # the start of what may be an exit-marker line, not shown yet
+
+    @property
+    def offset(self) -> int:
+        return self._log.offset
+
+    def read_new(self) -> LogChunk | None:
+        """The text appended since the last call (at most ``read_bytes``), or None if none."""
+        got = self._log.read(self._read_bytes, max_behind=self._max_behind)
+        if got is None:
+            return None
+        data, dropped = got.data, 0
+        if got.reset or got.skipped:  # what came before is not what this continues
+            self._decoder.reset()
+            self._held = b""
+        if got.skipped:
+            data, dropped = _after_first_break(data)
+        end = got.start + len(got.data)
+        return LogChunk(
+            self._decode(data), got.start + dropped, end, got.skipped + dropped, got.reset
+        )
+
+    def close(self) -> None:
+        self._log.close()
 
     def _decode(self, data: bytes) -> str:
         """Bytes to text, holding back a line that may still become an exit marker."""

@@ -330,13 +330,15 @@ async def test_log_created_late_and_text_before_the_offset_ignored(tmp_path) -> 
 
 async def test_a_truncated_log_is_read_again_from_its_start(tmp_path) -> None:
     log = tmp_path / "task.log"
-    log.write_bytes(b"noise " * 1000 + b"\n")
+    log.write_bytes(b"noise " * 1000 + b"\nAPI_URL=http://localhost:1111\n")  # weak: settling
     calls = Calls()
-    watcher(log, calls).start()
+    watcher(log, calls, settle_s=1.0).start()
     await asyncio.sleep(0.4)
-    log.write_bytes(b"ready on http://localhost:4444\n")  # shorter than what was read
+    # The server restarted and its log began again: only what it prints now counts, even
+    # though it scores lower than the old line did.
+    log.write_bytes(b"Serving HTTP on 0.0.0.0 port 4444 (http://0.0.0.0:4444/) ...\n")
     await calls.wait()
-    assert calls.urls == ["http://localhost:4444"]
+    assert calls.urls == ["http://localhost:4444/"]
 
 
 async def test_a_failing_callback_is_logged_and_the_watcher_ends(tmp_path, caplog) -> None:

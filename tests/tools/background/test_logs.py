@@ -195,15 +195,31 @@ def test_follower_hides_the_exit_marker_even_when_written_in_pieces(tmp_path) ->
     assert "__FX" not in "".join(texts)
 
 
+def test_follower_reads_a_deleted_log_to_its_end(tmp_path) -> None:
+    log = tmp_path / "task.log"
+    log.write_bytes(b"a\n")
+    follower = LogFollower(log)
+    follower.read_new()
+    with open(log, "ab") as out:
+        out.write(b"b\n")
+    log.unlink()
+    assert follower.read_new().text == "b\n"
+    assert follower.read_new() is None
+
+
 def test_follower_far_behind_skips_to_the_last_part(tmp_path) -> None:
     log = tmp_path / "task.log"
-    log.write_bytes(b"")
+    log.write_bytes(b"half a snowman \xe2\x98")
     follower = LogFollower(log, max_behind=4096, read_bytes=64 * 1024)
-    log.write_bytes(numbered(1, 100_000))
+    assert follower.read_new().text == "half a snowman "  # the decoder holds two bytes
+    with open(log, "ab") as out:
+        out.write(b"\n" + numbered(1, 100_000))
     chunk = follower.read_new()
-    assert chunk.skipped > log.stat().st_size - 4096
+    size = log.stat().st_size
+    assert chunk.start - chunk.skipped == len(b"half a snowman \xe2\x98")  # skipped from there
+    assert (chunk.end, chunk.start >= size - 4096) == (size, True)
     assert chunk.text.endswith("line 100000\n")
-    assert chunk.text.startswith("line ")  # from a line start
+    assert chunk.text.startswith("line ")  # from a line start, nothing held from before
     assert len(chunk.text) <= 4096
     assert follower.read_new() is None
 
