@@ -1,0 +1,1 @@
+"""Background tasks: long-running commands (dev servers, watchers) started, tracked and stopped."""

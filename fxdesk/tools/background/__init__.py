@@ -1,0 +1,1 @@
+"""Background tasks' tools: process identity, the held-back launch and reading their logs."""
