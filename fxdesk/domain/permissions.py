@@ -135,7 +135,7 @@ class _Part:
 
 _YOLO = "yolo mode allows what no deny rule forbids"
 _COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
-_MODE_ORDER = (PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO)
+_MODE_ORDER = tuple(PermissionMode)  # ask < auto < yolo < unrestricted
 _SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
 _MAY_EXPAND = re.compile(r"[$`*?{]|\[.*\]|[<>]\(")  # a program name that may turn into another
 
@@ -205,7 +205,8 @@ def approval_id(session_id: str, work_id: str, fingerprint: str) -> str:
 
 
 def stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode:
-    """The stricter of two modes (ask < auto < yolo): a child never gets more than its parent."""
+    """The stricter of two modes (ask < auto < yolo < unrestricted): a child never gets more
+    than its parent."""
     return min(a, b, key=_MODE_ORDER.index)
 
 
@@ -257,7 +258,7 @@ class _Judge:
         self.mode = mode
         self.rules = rules
         self.request = request
-        self.yolo = mode is PermissionMode.YOLO
+        self.yolo = mode.never_asks
 
     # rule selection --------------------------------------------------------------------------
 
