@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.permissions import (
@@ -96,7 +97,10 @@ def guard(
         return Decision(Verdict.DENY, reason, (_label(target),)), True
     labels = [_label(target) for target, _ in protected]
     uncovered = tuple(dict.fromkeys([*decision.uncovered, *labels]))
-    return Decision(Verdict.ASK, reason + " (writing it needs your approval)", uncovered), True
+    asking = reason + " (writing it needs your approval)"
+    return replace(
+        decision, verdict=Verdict.ASK, reason=asking, uncovered=uncovered, rule=None
+    ), True
 
 
 def _label(target: Target) -> str:

@@ -4,9 +4,12 @@ stop.
 The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbox``): the
 workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
 and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
-network per the context. Where this machine has no working sandbox (``sandbox_status``), it runs
-as before, unconfined, with the same environment; the modes decide what that means
-(issue 11 item 2).
+network per the context. It runs outside the sandbox, with the same allow-listed environment,
+when the context says why (unrestricted mode, or the person's "run outside the sandbox, once")
+or where this machine has no working sandbox (``sandbox_status``: auto mode then asks before
+each command); the result then says so, so neither the model nor the person mistakes it for a
+sandboxed run. Without the network, a failure that looks like one (``Could not resolve host``)
+gets a hint telling the model how to ask for it (the ``network`` argument).
 
 A timeout or a cancelled turn stops everything the command started: SIGTERM, a grace period,
 then SIGKILL. Unsandboxed, the signals go to the command's session (and so process group).
@@ -30,20 +33,36 @@ import asyncio
 import codecs
 import contextlib
 import os
+import re
 import shutil
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
+from fxdesk.domain.approvals import SandboxSummary
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
 from fxdesk.tools.sandbox_probe import SandboxStatus, sandbox_status
 
 CHUNK_BYTES = 64 * 1024
+# What programs print when they find no network (or no server on the host's loopback).
+NETWORK_FAILURE = re.compile(
+    r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+    r"Name or service not known|getaddrinfo (?:EAI_AGAIN|ENOTFOUND)|No route to host|"
+    r"Connection refused|Failed to connect to",
+    re.IGNORECASE,
+)
+NETWORK_HINT = (
+    "[the sandbox has no network in auto mode; if this command needs the internet or a server "
+    'on the host\'s localhost, ask for it by running it again with "network": true (the person '
+    "is asked)]"
+)
+_SCANNED = 256 * 1024  # the end of the output, where a failure is printed
 
 
 class _Capture:
@@ -94,14 +113,10 @@ BASH = shutil.which("bash", path=os.defpath) or "/bin/bash"  # Essential on Debi
 _SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
 
 
-def command_environment() -> dict[str, str]:
-    """The environment of the agent's commands: the allow-listed part of fxdesk's
-    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), without API keys and without what would make
-    bash run something other than the line it was given."""
-    return allowed_environment(_source_environment())
-
-
 def _source_environment() -> dict[str, str]:
+    """fxdesk's environment without API keys and without what would make bash run something
+    other than the line it was given; commands get its allow-listed part
+    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), in the sandbox or not."""
     return {
         name: value
         for name, value in environment_without_secrets().items()
@@ -126,24 +141,58 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
 
 @dataclass(frozen=True)
 class _Launch:
-    """What to start: the program and its arguments, its environment, and whether it is the
-    sandbox."""
+    """What to start: the program and its arguments, its environment, whether it is the
+    sandbox, and why not ('' when it is, or when this tool runs unconfined by design)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
+    outside: str = ""
+
+
+def no_sandbox(status: SandboxStatus) -> str:
+    """Why commands run outside the sandbox on this machine, in a few words."""
+    return f"no sandbox on this machine ({status.reason or 'unknown reason'})"
 
 
 def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     """The process for ``command`` in ``ctx`` (blocking: the first call probes the sandbox)."""
-    status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
+    unconfined = [BASH, "-c", command]
+    environment = allowed_environment(_source_environment(), ctx.extra_env)
+    if ctx.outside_sandbox:
+        return _Launch(unconfined, environment, sandboxed=False, outside=ctx.outside_sandbox)
+    if not use_sandbox:
+        return _Launch(unconfined, environment, sandboxed=False)
+    status = sandbox_status()
     if not status.available:
-        return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
+        return _Launch(unconfined, environment, sandboxed=False, outside=no_sandbox(status))
     policy = command_policy(ctx)
     arguments = bwrap_arguments(
-        policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
+        policy, unconfined, ctx.workspace, disable_userns=status.disable_userns
     )
     return _Launch([status.bwrap, *arguments], dict(policy.environment), sandboxed=True)
+
+
+def sandbox_summary(ctx: ToolContext) -> SandboxSummary:
+    """What a command run in ``ctx`` may do, for the approval that asks about it (blocking:
+    reads the file system, and the first call probes the sandbox)."""
+    if ctx.outside_sandbox:
+        return SandboxSummary(False, outside=ctx.outside_sandbox)
+    status = sandbox_status()
+    if not status.available:
+        return SandboxSummary(False, outside=no_sandbox(status))
+    policy = command_policy(ctx)
+
+    def protected(path: Path) -> bool:
+        return any(path == p or p in path.parents for p in policy.protected)
+
+    return SandboxSummary(
+        True,
+        writes=tuple(str(path) for path in policy.grants if not protected(path)),
+        protected=tuple(str(path) for path in policy.grants if protected(path)),
+        network=policy.network,
+        refused=policy.refused,
+    )
 
 
 class RunCommandTool(Tool):
@@ -164,13 +213,19 @@ class RunCommandTool(Tool):
                 "type": "number",
                 "description": "Seconds before the command is stopped (default 120, max 3600).",
             },
+            "network": {
+                "type": "boolean",
+                "description": "true when the command needs the internet or a server on the "
+                "host's localhost: where the sandbox has no network, the person is asked to "
+                "give it to this command.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
     }
     # The check reads the line as bash will (fxdesk.domain.shell); the command's own output is
     # its result, so there is nothing to preview beyond the line itself.
-    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="command")
+    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="command", network_argument="network")
 
     default_timeout_s: float = 120.0
     max_timeout_s: float = 3600.0
@@ -229,8 +284,11 @@ class RunCommandTool(Tool):
         finally:
             pumps.cancel()
 
-        result = self._result(proc, capture, timeout, timed_out, lingering, started)
+        notes = _notes(launch, ctx)
+        result = self._result(proc, capture, timeout, timed_out, lingering, started, notes)
         result.data["sandboxed"] = launch.sandboxed
+        if launch.outside:
+            result.data["outside_sandbox"] = launch.outside
         return result
 
     async def _finish(self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> bool:
@@ -300,6 +358,7 @@ class RunCommandTool(Tool):
         timed_out: bool,
         lingering: bool,
         started: float,
+        notes: _Notes,
     ) -> ToolResult:
         code = proc.returncode
         if timed_out:
@@ -313,7 +372,16 @@ class RunCommandTool(Tool):
                 "\n[processes left in the background still held the output open, so its process "
                 "group was stopped; redirect the output of anything meant to keep running]"
             )
-        output, full = bounded(capture.text(footer))
+        if notes.outside:
+            footer += f"\n[ran outside the sandbox: {notes.outside}]"
+        text = capture.text(footer)
+        if (
+            notes.offline
+            and code != 0
+            and NETWORK_FAILURE.search(text, max(0, len(text) - _SCANNED))
+        ):
+            text += "\n" + NETWORK_HINT
+        output, full = bounded(text)
         data = {
             "exit_code": code,
             "timed_out": timed_out,
@@ -321,6 +389,19 @@ class RunCommandTool(Tool):
             "pid": proc.pid,
         }
         return ToolResult(code == 0 and not timed_out, output, full, data)
+
+
+@dataclass(frozen=True)
+class _Notes:
+    """What the result adds to the command's output: why it ran outside the sandbox, and
+    whether it ran in it without the network (a network failure then gets the hint)."""
+
+    outside: str
+    offline: bool
+
+
+def _notes(launch: _Launch, ctx: ToolContext) -> _Notes:
+    return _Notes(launch.outside, launch.sandboxed and not ctx.network)
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> int:
