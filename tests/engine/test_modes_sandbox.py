@@ -19,10 +19,8 @@ Everything lives under /var/tmp: the sandbox's /tmp is its own, so a file under 
 from __future__ import annotations
 
 import asyncio
-import http.server
 import shutil
 import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +42,7 @@ from fxdesk.tools.registry import all_tools
 from fxdesk.tools.sandbox_probe import SandboxStatus
 from fxdesk.tools.shell import NETWORK_HINT
 from tests.engine.harness import Engine, call, say
+from tests.host_server import GREETING, Host, serving
 
 AUTO, ASK, YOLO = PermissionMode.AUTO, PermissionMode.ASK, PermissionMode.YOLO
 UNRESTRICTED = PermissionMode.UNRESTRICTED
@@ -55,43 +54,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-class Counter(http.server.BaseHTTPRequestHandler):
-    """Answers every GET with "hello from the host" and records its path."""
-
-    seen: list[str]
-
-    def do_GET(self) -> None:
-        self.seen.append(self.path)
-        body = b"hello from the host\n"
-        self.send_response(200)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: object) -> None:
-        pass
-
-
-@dataclass
-class Host:
-    """A real HTTP server on the host's loopback, and what it was asked."""
-
-    url: str
-    seen: list[str]
-
-
 @pytest.fixture
 def host() -> Iterator[Host]:
-    seen: list[str] = []
-    handler = type("Recording", (Counter,), {"seen": seen})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield Host(f"http://127.0.0.1:{server.server_address[1]}", seen)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving() as found:
+        yield found
 
 
 @pytest.fixture
@@ -198,7 +164,7 @@ async def test_auto_asks_before_curl_and_allowed_once_it_reaches_the_host(
     (approval,) = run.asked
     assert approval.detail["reason"] == f"`{curl(host)}` {NEEDS_NETWORK}"
     assert approval.detail["network"] == [curl(host)]
-    assert "hello from the host" in run.results[0], run.results
+    assert GREETING in run.results[0], run.results
     assert host.seen == ["/curl"]
 
 
@@ -213,14 +179,14 @@ async def test_a_workspace_that_gives_the_network_does_not_ask(place: Path, host
     settings = WorkspaceSandbox(network=True)
     run = await run_turn(place, [command(curl(host))], AUTO, sandbox=settings)
     assert run.asked == []
-    assert "hello from the host" in run.results[0]
+    assert GREETING in run.results[0]
     assert host.seen == ["/curl"]
 
 
 async def test_an_allow_rule_naming_curl_does_not_ask(place: Path, host: Host) -> None:
     run = await run_turn(place, [command(curl(host))], AUTO, rules=(allow("curl *"),))
     assert run.asked == []
-    assert "hello from the host" in run.results[0]
+    assert GREETING in run.results[0]
     assert host.seen == ["/curl"]
 
 
@@ -243,12 +209,12 @@ async def test_a_command_the_table_does_not_know_fails_with_the_hint(
     refused, unresolved, reached = run.results
     for failed in (refused, unresolved):
         assert failed.endswith(NETWORK_HINT), failed
-        assert "hello from the host" not in failed
+        assert GREETING not in failed
     assert "Connection refused" in refused
     assert "name resolution" in unresolved or "Name or service" in unresolved, unresolved
     (approval,) = run.asked
     assert "the agent says it needs the network" in approval.detail["reason"]
-    assert "hello from the host" in reached and NETWORK_HINT not in reached
+    assert GREETING in reached and NETWORK_HINT not in reached
     assert host.seen == ["/py"]
 
 
