@@ -6,10 +6,14 @@ mode) and the rules as stored now (re-read for every action, so a rule added or 
 applies at the next action). What a call touches is the tool's own declaration (``ToolFacts``:
 read, write or execute, and which argument is the path or the command); its path is resolved as
 the tool resolves it (``tools.workspace``), symlinks followed, before the pure decision in
-``domain.permissions`` sees it; then ``path_guard`` denies hidden paths and asks before writes to
-protected ones (``tools/protected.py``). ``edit_preview`` is the tool's own dry run, so the
-change the person is shown is the change the tool makes (or the refusal it gives), redacted of
-registered secrets like every tool output.
+``domain.permissions`` sees it (``engine/call_facts.py``), with what a command will run in: the
+sandbox if this machine has one (``sandbox_status``) and the workspace's network setting. Then
+``path_guard`` denies hidden paths and asks before writes to protected ones
+(``tools/protected.py``). The ``Check`` also says what the call gets once allowed: the paths it
+may write, the network, and whether it runs outside the sandbox (unrestricted mode; a session
+in it runs as yolo while ``UNRESTRICTED_SETTING`` is off). ``edit_preview`` is the tool's own
+dry run, so the change the person is shown is the change the tool makes (or the refusal it
+gives), redacted of registered secrets like every tool output.
 
 ``ask`` raises a durable approval: the approval row and the work item's move to
 ``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process

@@ -201,9 +201,10 @@ class RunCommandTool(Tool):
         "Run a shell command (bash -c) in the workspace and return its combined output and "
         "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). It runs "
         "in a sandbox: only the workspace and /tmp are writable (.git and .fxdesk are not), "
-        "credential folders are hidden, the network may be off, and whatever the command "
-        "leaves running in the background is stopped when it ends. A 'Read-only file system' "
-        "or network error there means the sandbox refused it."
+        "credential folders are hidden, the network may be off (set network: true when the "
+        "command needs it, and the person is asked), and whatever the command leaves running "
+        "in the background is stopped when it ends. A 'Read-only file system' or network "
+        "error there means the sandbox refused it."
     )
     parameters = {  # noqa: RUF012 - a schema, read only
         "type": "object",
