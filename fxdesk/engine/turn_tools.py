@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -118,6 +118,16 @@ class HeldResult:
     phase: ToolPhase
 
 
+@dataclass
+class Asked:
+    """What the person allowed for one call, kept across its decisions: the parts asked about
+    (a decision made again asks only about new ones), and why it may run outside the sandbox
+    ('' when it may not)."""
+
+    parts: set[str] = field(default_factory=set)
+    outside_sandbox: str = ""
+
+
 class UnsavedResults:
     """Results a turn could not save, kept by this process for its resume (bounded)."""
 
@@ -194,7 +204,7 @@ class ToolCalls:
     async def run(self, call: ToolCall) -> None:
         """Decide, (ask,) run and record one call the model made."""
         await self.turn.check_durable()
-        asked: set[str] = set()  # what the person allowed for this call, kept across decisions
+        asked = Asked()  # what the person allowed for this call, kept across decisions
         for _ in range(MAX_DECISIONS):
             refusal, allowed, generation = await self._permit(call, asked)
             if refusal is not None:
@@ -322,9 +332,7 @@ class ToolCalls:
             outside_sandbox=allowed.outside_sandbox,
         )
 
-    async def _permit(
-        self, call: ToolCall, asked: set[str]
-    ) -> tuple[ToolResult | None, Allowed, int]:
+    async def _permit(self, call: ToolCall, asked: Asked) -> tuple[ToolResult | None, Allowed, int]:
         """Decide the call against the authority of this moment; ask the person when it says
         so. (a refusal for the model, or None to run it; what it was allowed; the authority
         generation the decision was made under). ``asked`` collects what the person allowed,
@@ -344,7 +352,6 @@ class ToolCalls:
             )
         outside = protected = False
         writes: tuple[Path, ...] = ()
-        unsandboxed = ""  # the person let this call out of the sandbox
         while True:
             check = await service.check(
                 rt.session,
@@ -359,7 +366,7 @@ class ToolCalls:
             writes = tuple(dict.fromkeys((*writes, *check.writes)))
             protected = protected or check.protected
             allowed = replace(
-                Allowed.by_check(check, unsandboxed),
+                Allowed.by_check(check, asked.outside_sandbox),
                 outside=outside,
                 writes=writes,
                 protected=protected,
@@ -369,7 +376,9 @@ class ToolCalls:
                 return _unavailable(call), none, live.generation
             if decision == ToolDecision.DENY:
                 prefix = (
-                    "Approved, but a rule added since denies it: " if asked else "Not allowed: "
+                    "Approved, but a rule added since denies it: "
+                    if asked.parts
+                    else "Not allowed: "
                 )
                 refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
                 return refusal, none, live.generation
@@ -377,17 +386,18 @@ class ToolCalls:
                 return None, allowed, live.generation
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
-            new_parts = set(check.decision.uncovered) - asked
-            if asked and not new_parts:
+            new_parts = set(check.decision.uncovered) - asked.parts
+            if asked.parts and not new_parts:
                 return None, allowed, live.generation
-            answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
+            widening = sorted(new_parts) if asked.parts else None
+            answered = await self._ask(call, check, widening=widening)
             if answered.status == ApprovalStatus.DENIED:
                 why = answered.resolution.get("reason")
                 text = "The person denied this action" + (f": {why}" if why else ".")
                 return ToolResult.error(text, denied=True), none, live.generation
-            asked |= set(check.decision.uncovered) or {check.label}
+            asked.parts |= set(check.decision.uncovered) or {check.label}
             if answered.unsandboxed:
-                unsandboxed = OUTSIDE_ONCE
+                asked.outside_sandbox = OUTSIDE_ONCE
             # Check again against the authority of now: a tool revoked, or a deny added, while
             # the person was deciding wins.
             live = self.live()

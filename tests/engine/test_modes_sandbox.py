@@ -19,6 +19,7 @@ Everything lives under /var/tmp: the sandbox's /tmp is its own, so a file under 
 from __future__ import annotations
 
 import asyncio
+import functools
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -29,10 +30,13 @@ import pytest
 
 from fxdesk import messages
 from fxdesk.domain.approvals import Approval, ApprovalStatus, Choice, ChoiceNotOffered
-from fxdesk.domain.model import UNRESTRICTED_SETTING, EntryKind, PermissionMode
+from fxdesk.domain.authority import LiveAuthority
+from fxdesk.domain.model import UNRESTRICTED_SETTING, EntryKind, PermissionMode, Session
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.domain.sandbox_settings import WorkspaceSandbox
+from fxdesk.engine.authority import HostAuthority
 from fxdesk.engine.errors import SessionError
+from fxdesk.engine.events import ApprovalChanged
 from fxdesk.engine.owner import Result
 from fxdesk.providers.scripted import Reply
 from fxdesk.store import history, repo
@@ -41,7 +45,7 @@ from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 from fxdesk.tools.sandbox_probe import SandboxStatus
 from fxdesk.tools.shell import NETWORK_HINT
-from tests.engine.harness import Engine, call, say
+from tests.engine.harness import Engine, call, say, wait_until
 from tests.host_server import GREETING, Host, serving
 
 AUTO, ASK, YOLO = PermissionMode.AUTO, PermissionMode.ASK, PermissionMode.YOLO
@@ -284,6 +288,55 @@ async def test_run_outside_the_sandbox_sees_what_it_hides_once_only(place: Path)
     assert unsandboxed.status is ApprovalStatus.ALLOWED_ONCE
     assert unsandboxed.resolution == {"choice": "unsandboxed", "unsandboxed": True}
     assert unsandboxed.unsandboxed and not once.unsandboxed
+
+
+@dataclass
+class ChangesAfterTheAnswer(HostAuthority):
+    """Changes (a new generation, the same rights) right after the first resolve once armed:
+    the call allowed just now is decided again before it starts."""
+
+    armed: bool = False
+
+    def resolve(self, session: Session, mode: PermissionMode) -> LiveAuthority:
+        live = super().resolve(session, mode)
+        if self.armed:
+            self.armed = False
+            asyncio.get_running_loop().call_soon(functools.partial(self.update, grants=()))
+        return live
+
+
+async def test_run_outside_holds_when_the_call_is_decided_again(place: Path) -> None:
+    """The host's authority changes between the answer and the start: the call is decided
+    again, and what the person chose for it, running outside the sandbox, still holds."""
+    authority = ChangesAfterTheAnswer(tool_names=tuple(tool.name for tool in all_tools()))
+    line = f"cat {place / 'home' / '.ssh' / 'marker'}"
+    engine = await Engine.create(
+        place / "data",
+        [command(line), say("done")],
+        authority=authority,
+        permissions=True,
+        tools=ToolRegistry(all_tools()),
+    )
+    service = engine.permissions
+    assert service is not None
+    try:
+        created = await engine.sessions.create_root(
+            place / "ws", name="again", permission_mode=ASK, first_message="go"
+        )
+        engine.owner.start(created.id)
+        await wait_until(lambda: engine.events and any(
+            isinstance(e, ApprovalChanged) for e in engine.events))  # fmt: skip
+        (approval,) = await service.pending(created.id)
+        before = authority.generation
+        authority.armed = True
+        await service.resolve(approval.id, Choice.ONCE_UNSANDBOXED)
+        assert await asyncio.wait_for(engine.owner.join(created.id), 30) == Result.IDLE
+        rows = await engine.store.read(lambda: history.page_history(created.id, 0, 10_000))
+    finally:
+        await engine.close()
+    assert authority.generation == before + 1  # it did change in between
+    (result,) = [r.content for r in rows if r.kind is EntryKind.TOOL_RESULT]
+    assert "only outside the sandbox" in result and "[ran outside the sandbox:" in result
 
 
 async def test_run_outside_is_not_offered_for_a_file_edit(place: Path) -> None:
