@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.cli.runner import CommandError, execute
-from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
+from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice, ChoiceNotOffered
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
 from fxdesk.paths import DataPaths
 
@@ -27,7 +27,11 @@ CHOICES = {
     "session": Choice.SESSION,
     "always": Choice.ALWAYS,
     "deny": Choice.DENY,
+    "unsandboxed": Choice.ONCE_UNSANDBOXED,
 }
+# The terminal's question: the digit for each answer. 5 is offered only where it applies.
+_PROMPTED = {"1": Choice.ONCE, "2": Choice.SESSION, "3": Choice.ALWAYS, "4": Choice.DENY}
+_OUTSIDE_KEY = "5"
 
 
 def register(commands: Any) -> None:
@@ -40,10 +44,11 @@ def register(commands: Any) -> None:
         help="answer a pending approval",
         description="once: this action only; session: allow it for the rest of the session; "
         "always: store a workspace rule allowing exactly this; deny: refuse (the model is told, "
-        "with --reason).",
+        "with --reason); unsandboxed: run this one command outside the sandbox (nothing hides "
+        "your files, keys or network from it; commands only, never for the session).",
     )
     approve.add_argument("approval", metavar="ID", help="approval id or unique prefix")
-    approve.add_argument("choice", choices=["once", "session", "always", "deny"])
+    approve.add_argument("choice", choices=list(CHOICES))
     approve.add_argument("--reason", default="", help="why (deny): the model reads it")
     approve.set_defaults(handler=cmd_approve)
 
@@ -78,6 +83,9 @@ def describe(approval: Approval, out: TextIO = sys.stdout) -> None:
         file=out,
     )
     print(f"  {approval.label}", file=out)
+    sandbox = approval.sandbox
+    for line in sandbox.lines() if sandbox is not None else []:
+        print(f"  {line}", file=out)
     if detail.get("reason"):
         print(f"  why it asks: {detail['reason']}", file=out)
     for part in detail.get("uncovered", []):
@@ -122,8 +130,12 @@ def cmd_approve(args: argparse.Namespace, paths: DataPaths) -> int:
         except ApprovalNotPending as exc:
             print(f"fxdesk: {exc}", file=sys.stderr)
             return ExitCode.FAILED
+        except ChoiceNotOffered as exc:
+            raise CommandError(str(exc)) from exc
         made = answered.resolution.get("rules") or []
         extra = f"; {len(made)} rule(s) stored" if made else ""
+        if answered.unsandboxed:
+            extra += ", outside the sandbox"
         print(f"approval {answered.id[:12]}: {answered.status.value.replace('_', ' ')}{extra}")
         return ExitCode.OK
 
@@ -190,16 +202,18 @@ async def prompt(engine: Engine, approval: Approval) -> bool:
     """Ask on the terminal; answer the approval. False when the person quit (EOF)."""
     print(file=sys.stderr)
     describe(approval, sys.stderr)
-    question = "  [1] allow once  [2] allow for this session  [3] always allow  [4] deny > "
+    question = "  [1] allow once  [2] allow for this session  [3] always allow  [4] deny"
+    choices = dict(_PROMPTED)
+    if approval.offers_outside:
+        question += f"  [{_OUTSIDE_KEY}] run outside the sandbox, once (not confined!)"
+        choices[_OUTSIDE_KEY] = Choice.ONCE_UNSANDBOXED
     loop = asyncio.get_running_loop()
     while True:
-        print(question, end="", file=sys.stderr, flush=True)
+        print(question + " > ", end="", file=sys.stderr, flush=True)
         line = await loop.run_in_executor(None, sys.stdin.readline)
         if not line:
             return False
-        picked = {"1": Choice.ONCE, "2": Choice.SESSION, "3": Choice.ALWAYS, "4": Choice.DENY}.get(
-            line.strip()
-        )
+        picked = choices.get(line.strip())
         if picked is None:
             continue
         reason = ""

@@ -38,9 +38,10 @@ def register(commands: Any) -> None:
     run.add_argument("--name", help="session name (default: from the prompt)")
     run.add_argument(
         "--mode",
-        choices=["ask", "auto", "yolo"],
+        choices=[mode.value for mode in PermissionMode],
         default="auto",
-        help="permission mode (default: auto)",
+        help="permission mode (default: auto; unrestricted runs commands without the sandbox, "
+        "once turned on in Settings → General)",
     )
     run.add_argument("prompt", help="what the agent should do")
     run.add_argument(

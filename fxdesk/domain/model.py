@@ -54,9 +54,31 @@ class SessionMode(enum.StrEnum):
 
 
 class PermissionMode(enum.StrEnum):
+    """How much a session's agent may do without asking (``domain.permissions``).
+
+    ``ask``: reads inside the workspace only; ``auto``: commands and writes inside the workspace,
+    in the sandbox, asking before anything that must leave it; ``yolo``: no questions, still in
+    the sandbox; ``unrestricted``: yolo without the sandbox, offered only once the person turns
+    it on (``UNRESTRICTED_SETTING``).
+    """
+
     ASK = "ask"
     AUTO = "auto"
     YOLO = "yolo"
+    UNRESTRICTED = "unrestricted"
+
+    @property
+    def never_asks(self) -> bool:
+        """yolo and unrestricted: no questions, only deny rules refuse."""
+        return self in (PermissionMode.YOLO, PermissionMode.UNRESTRICTED)
+
+
+# The app setting that makes ``unrestricted`` a mode the person can pick (off by default).
+UNRESTRICTED_SETTING = "permissions.unrestricted_enabled"
+UNRESTRICTED_OFF = (
+    "unrestricted mode (commands without the sandbox) is turned off: turn it on in Settings → "
+    f"General (the setting {UNRESTRICTED_SETTING}), or pick yolo, which runs in the sandbox"
+)
 
 
 class WorkKind(enum.StrEnum):

@@ -4,7 +4,19 @@ Rules name a tool and a pattern: a command for run_command, a path glob for file
 wins wherever it sits. Otherwise only the matching rules of the most specific scope count (session,
 then workspace, then global), and inside one scope ask beats allow. Where no rule decides, the
 permission mode does: `ask` allows only reads inside the workspace, `auto` also writes there, and
-`yolo` allows everything no deny rule forbids (it ignores ask rules).
+`yolo` (and `unrestricted`, which is yolo without the sandbox) allows everything no deny rule
+forbids (it ignores ask rules).
+
+Commands in auto mode depend on what they run in (``Request.confinement``). Where the OS sandbox
+holds them, what stays inside it runs without asking: any command, reads anywhere (hidden paths
+are refused by the engine's path guard), `cd` anywhere, writes inside the workspace, lines only
+partly understood. What must leave it asks: a write outside the workspace (the sandbox then
+grants that path), a protected path (the engine's path guard), and a command that needs the
+network (``domain.network_commands``, or the agent's word) while the workspace does not give
+the network: "needs the network (auto mode runs commands without it)". An allow rule that names
+the program (`curl *`, not `*`) covers its network too. ``Decision.network`` lists those
+commands: once allowed, the call runs with the network. Where no sandbox holds, auto mode asks
+before each command no rule allows, saying why.
 
 A command line is cut into parts by `fxdesk.domain.shell`: every simple command, every file it
 writes or reads through a redirection and every directory it may move to (the caller passes the
@@ -25,60 +37,57 @@ declares). A request without it knows no other tool: a rule covers only the tool
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import posixpath
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
-from functools import lru_cache
 
 from fxdesk.domain.model import PermissionMode
-from fxdesk.domain.shell import CommandAnalysis, SimpleCommand, analyse
-from fxdesk.domain.shell_programs import runs_anything, variants
+from fxdesk.domain.network_commands import REASON as NETWORK_REASON
+from fxdesk.domain.network_commands import needs_network
+from fxdesk.domain.rules import (
+    Access,
+    Match,
+    PermissionRule,
+    Scope,
+    Verdict,
+    command_rule_applies,
+    command_rule_matches,
+    command_words,
+    deny_matches,
+    deny_might_match,
+    names_program,
+    path_rule_matches,
+)
+from fxdesk.domain.shell import CommandAnalysis, SimpleCommand
+from fxdesk.domain.shell_programs import runs_anything
+
+# The rule types and matching live in ``domain.rules``; callers may name them from here.
+__all__ = [
+    "DIRECTORY_COMMANDS",
+    "RUN_COMMAND",
+    "Access",
+    "Confinement",
+    "Decision",
+    "KnownTools",
+    "Match",
+    "PermissionRule",
+    "Request",
+    "Scope",
+    "Target",
+    "Verdict",
+    "approval_id",
+    "command_rule_matches",
+    "command_words",
+    "decide",
+    "fingerprint",
+    "path_rule_matches",
+    "stricter",
+]
 
 RUN_COMMAND = "run_command"
 DIRECTORY_COMMANDS = frozenset({"cd", "pushd", "popd"})  # judged by where they move, not by rule
-
-
-class Verdict(enum.StrEnum):
-    ALLOW = "allow"
-    ASK = "ask"
-    DENY = "deny"
-
-
-class Scope(enum.StrEnum):
-    """Where a rule was saved; the most specific first."""
-
-    SESSION = "session"
-    WORKSPACE = "workspace"
-    GLOBAL = "global"
-
-
-class Match(enum.StrEnum):
-    """How a command rule matches: the same words, leading words, or fnmatch on the text."""
-
-    EXACT = "exact"
-    PREFIX = "prefix"
-    GLOB = "glob"
-
-
-class Access(enum.StrEnum):
-    READ = "read"
-    WRITE = "write"
-
-
-@dataclass(frozen=True)
-class PermissionRule:
-    tool: str  # a tool name, or "*" for any tool
-    pattern: str  # a command, or a path glob (absolute, ~/…, or relative to the workspace)
-    action: Verdict
-    scope: Scope
-    match: Match = Match.EXACT  # commands only; path rules are globs
-    id: int | None = None
-    scope_key: str = ""  # the session or workspace id; the caller passes only rules that apply
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,23 @@ class KnownTools:
 
 
 @dataclass(frozen=True)
+class Confinement:
+    """What a command will run in, as the caller knows it.
+
+    Attributes:
+        sandboxed: The OS sandbox holds it (``tools/sandbox.py``): auto mode then lets it run
+            without asking, unless it must leave the sandbox. Not sandboxed (no sandbox on
+            this machine), auto mode asks before each command no rule allows.
+        network: The workspace gives commands the network without asking.
+        why_not: Why there is no sandbox ('' when there is one), for the reason.
+    """
+
+    sandboxed: bool
+    network: bool = False
+    why_not: str = ""
+
+
+@dataclass(frozen=True)
 class Request:
     tool: str
     workspace: str
@@ -115,6 +141,10 @@ class Request:
     home: str = ""  # expands ~ in rule patterns
     known: KnownTools = KnownTools()  # the other tools, so a rule covers those of its access
     directories: tuple[Target, ...] = ()  # run_command: where its `cd`s lead, links followed
+    # run_command: what it will run in. None (unknown) judges it as before the sandbox: auto
+    # mode asks before any command no rule allows, with no word about a sandbox.
+    confinement: Confinement | None = None
+    wants_network: bool = False  # run_command: the agent said the line needs the network
 
 
 @dataclass(frozen=True)
@@ -123,6 +153,9 @@ class Decision:
     reason: str  # one plain sentence
     uncovered: tuple[str, ...] = ()  # the parts not allowed yet, shown to the person
     rule: PermissionRule | None = None  # the deciding rule, if one decided
+    # The commands that need the network the sandbox of auto mode lacks (asked about, or let
+    # through by an allow rule naming them): once allowed, the call runs with the network.
+    network: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -131,13 +164,13 @@ class _Part:
     verdict: Verdict
     reason: str
     rule: PermissionRule | None = None
+    network: bool = False  # a command that needs the network (see ``Decision.network``)
 
 
 _YOLO = "yolo mode allows what no deny rule forbids"
 _COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
-_MODE_ORDER = (PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO)
+_MODE_ORDER = tuple(PermissionMode)  # ask < auto < yolo < unrestricted
 _SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
-_MAY_EXPAND = re.compile(r"[$`*?{]|\[.*\]|[<>]\(")  # a program name that may turn into another
 
 
 def decide(mode: PermissionMode, rules: Sequence[PermissionRule], request: Request) -> Decision:
@@ -149,45 +182,6 @@ def decide(mode: PermissionMode, rules: Sequence[PermissionRule], request: Reque
         tools = frozenset({"*", request.tool})
         return _combine([judge.target(target, tools) for target in request.targets])
     return _combine([judge.tool()])
-
-
-@lru_cache(maxsize=1024)
-def command_words(pattern: str) -> tuple[str, ...]:
-    """A command rule's pattern read like a command: quotes removed, one word per argument."""
-    analysis = analyse(pattern, cwd="/", home="/")
-    if analysis.understood and len(analysis.commands) == 1:
-        return analysis.commands[0].words
-    return tuple(pattern.split())
-
-
-def command_rule_matches(rule: PermissionRule, command: SimpleCommand) -> bool:
-    """Whether a command rule names ``command`` as written (dynamic words included)."""
-    if rule.pattern.strip() == "*":
-        return True
-    words = command_words(rule.pattern)
-    if rule.match is Match.GLOB:
-        return fnmatchcase(command.text, " ".join(words))
-    if rule.match is Match.PREFIX:
-        return bool(words) and command.words[: len(words)] == words
-    return command.words == words
-
-
-def path_rule_matches(rule: PermissionRule, path: str, workspace: str, home: str = "") -> bool:
-    """Whether a path rule's glob matches ``path`` or a folder holding it (* crosses "/")."""
-    pattern = rule.pattern.strip()
-    if pattern == "*":
-        return True
-    if pattern.startswith("~"):
-        if not home:  # unknown home: a deny or ask rule still guards any such path
-            if rule.action is Verdict.ALLOW:
-                return False
-            pattern = "*" + pattern[1:]
-        else:
-            pattern = home + pattern[1:]
-    if not pattern.startswith(("/", "*")):
-        pattern = posixpath.join(workspace, pattern)
-    pattern = posixpath.normpath(pattern) if not pattern.startswith("*") else pattern
-    return fnmatchcase(path, pattern) or fnmatchcase(path, pattern.rstrip("/") + "/*")
 
 
 def fingerprint(tool: str, arguments: str) -> str:
@@ -205,7 +199,8 @@ def approval_id(session_id: str, work_id: str, fingerprint: str) -> str:
 
 
 def stricter(a: PermissionMode, b: PermissionMode) -> PermissionMode:
-    """The stricter of two modes (ask < auto < yolo): a child never gets more than its parent."""
+    """The stricter of two modes (ask < auto < yolo < unrestricted): a child never gets more
+    than its parent."""
     return min(a, b, key=_MODE_ORDER.index)
 
 
@@ -219,17 +214,18 @@ def _combine(parts: Sequence[_Part]) -> Decision:
     pending = tuple(
         dict.fromkeys(part.label for part in parts if part.verdict is not Verdict.ALLOW)
     )
+    network = tuple(dict.fromkeys(part.label for part in parts if part.network))
     denied = [part for part in parts if part.verdict is Verdict.DENY]
     asking = [part for part in parts if part.verdict is Verdict.ASK]
     if denied or asking:
         first = (denied or asking)[0]
         verdict = Verdict.DENY if denied else Verdict.ASK
         reason = first.reason + _more(len(pending) - 1)
-        return Decision(verdict, reason, pending, first.rule)
+        return Decision(verdict, reason, pending, first.rule, network)
     if len(parts) == 1:
-        return Decision(Verdict.ALLOW, parts[0].reason, (), parts[0].rule)
+        return Decision(Verdict.ALLOW, parts[0].reason, (), parts[0].rule, network)
     count = "both parts" if len(parts) == 2 else f"all {len(parts)} parts"
-    return Decision(Verdict.ALLOW, f"{count} are allowed")
+    return Decision(Verdict.ALLOW, f"{count} are allowed", network=network)
 
 
 def _more(others: int) -> str:
@@ -257,7 +253,14 @@ class _Judge:
         self.mode = mode
         self.rules = rules
         self.request = request
-        self.yolo = mode is PermissionMode.YOLO
+        self.yolo = mode.never_asks
+        confinement = request.confinement
+        auto = mode is PermissionMode.AUTO and confinement is not None
+        # Auto mode with the sandbox holding: what stays inside runs without asking.
+        self.contained = auto and confinement is not None and confinement.sandboxed
+        self.network_off = self.contained and confinement is not None and not confinement.network
+        # Auto mode where no sandbox holds: each command asks unless a rule allows it.
+        self.unconfined_why = "" if self.contained or not auto else _no_sandbox(confinement)
 
     # rule selection --------------------------------------------------------------------------
 
@@ -293,7 +296,10 @@ class _Judge:
             (), (), (), (), False, ("was not given to the permission check",)
         )
         parts = [self.simple(command) for command in analysis.commands]
-        parts += [self.target(target, frozenset({"*"})) for target in self.file_targets(analysis)]
+        parts += [
+            self.target(target, frozenset({"*"}), command=True)
+            for target in self.file_targets(analysis)
+        ]
         parts += [self.dynamic_path(raw, Access.WRITE) for raw in analysis.dynamic_writes]
         parts += [self.dynamic_path(raw, Access.READ) for raw in analysis.dynamic_reads]
         parts += [self.directory(target) for target in self.directory_targets(analysis)]
@@ -324,11 +330,11 @@ class _Judge:
 
     def simple(self, command: SimpleCommand) -> _Part:
         label = command.text
-        rule = self.pick(lambda r: r.tool in _COMMAND_TOOLS and _command_rule_applies(r, command))
+        rule = self.pick(lambda r: r.tool in _COMMAND_TOOLS and command_rule_applies(r, command))
         if rule is not None and rule.action is Verdict.DENY:
             return self.by_rule(label, rule, command=True)
         if command.dynamic:
-            risky = self.first_deny(lambda r: _deny_might_match(r, command), _COMMAND_TOOLS)
+            risky = self.first_deny(lambda r: deny_might_match(r, command), _COMMAND_TOOLS)
             if risky is not None:
                 why = f"`{label}` uses values only known when it runs"
                 described = _describe(risky, command=True)
@@ -339,25 +345,50 @@ class _Judge:
             if guard is not None:
                 described = _describe(guard, command=guard.tool in _COMMAND_TOOLS)
                 return _Part(label, Verdict.ASK, f"{indirect}, and {described} might match it")
+        network = self.network_need(command)
         if rule is not None:
-            return self.by_rule(label, rule, command=True)
+            if network and rule.action is Verdict.ALLOW and not names_program(rule):
+                return self.needs_network(label, network)
+            return self.by_rule(label, rule, command=True, network=bool(network))
         if self.yolo:
             return _Part(label, Verdict.ALLOW, _YOLO)
         if command.words and command.words[0] in DIRECTORY_COMMANDS:
             return _Part(label, Verdict.ALLOW, f"`{label}` only changes directory")
+        if network:
+            return self.needs_network(label, network)
+        if self.contained:
+            return _Part(label, Verdict.ALLOW, f"auto mode runs `{label}` in the sandbox")
+        if self.unconfined_why:
+            return _Part(label, Verdict.ASK, self.unconfined_why)
         if command.dynamic:
             why = f"`{label}` uses values only known when it runs, so only a `*` rule can cover it"
             return _Part(label, Verdict.ASK, why)
         return _Part(label, Verdict.ASK, f"`{label}` is not covered by any rule")
 
-    def by_rule(self, label: str, rule: PermissionRule, *, command: bool) -> _Part:
+    def by_rule(
+        self, label: str, rule: PermissionRule, *, command: bool, network: bool = False
+    ) -> _Part:
         described = _describe(rule, command=command)
         subject = f"`{label}`" if command else label
         if rule.action is Verdict.DENY:
             return _Part(label, Verdict.DENY, f"{subject} is denied by {described}", rule)
         if rule.action is Verdict.ASK:
-            return _Part(label, Verdict.ASK, f"{described} asks before {subject}", rule)
-        return _Part(label, Verdict.ALLOW, f"{subject} is allowed by {described}", rule)
+            return _Part(label, Verdict.ASK, f"{described} asks before {subject}", rule, network)
+        return _Part(label, Verdict.ALLOW, f"{subject} is allowed by {described}", rule, network)
+
+    def network_need(self, command: SimpleCommand) -> str:
+        """Why ``command`` needs the network auto mode's sandbox lacks, as the reason says it
+        ('' when it does not, or when the sandbox has the network)."""
+        if not self.network_off or (command.words and command.words[0] in DIRECTORY_COMMANDS):
+            return ""
+        if needs_network(command.words):
+            return f"`{command.text}` {NETWORK_REASON}"
+        if self.request.wants_network:
+            return f"`{command.text}`: the agent says it {NETWORK_REASON}"
+        return ""
+
+    def needs_network(self, label: str, reason: str) -> _Part:
+        return _Part(label, Verdict.ASK, reason, network=True)
 
     # files and directories -------------------------------------------------------------------
 
@@ -365,7 +396,7 @@ class _Judge:
         workspace, home = self.request.workspace, self.request.home
         return self.pick(lambda r: r.tool in tools and path_rule_matches(r, path, workspace, home))
 
-    def target(self, target: Target, tools: frozenset[str]) -> _Part:
+    def target(self, target: Target, tools: frozenset[str], *, command: bool = False) -> _Part:
         verb = "reads" if target.access is Access.READ else "writes"
         label = f"{verb} {target.path}"
         same_access = self.request.known.with_access(target.access)
@@ -374,6 +405,8 @@ class _Judge:
             return self.by_rule(label, rule, command=False)
         if self.yolo:
             return _Part(label, Verdict.ALLOW, _YOLO)
+        if command and self.contained and target.access is Access.READ:
+            return _Part(label, Verdict.ALLOW, f"{label}: the sandbox lets commands read it")
         if not target.inside:
             return _Part(label, Verdict.ASK, f"{label}, outside the workspace")
         if target.access is Access.WRITE and self.mode is PermissionMode.ASK:
@@ -386,6 +419,8 @@ class _Judge:
         guard = self.first_deny(lambda _: True, {"*", *self.request.known.with_access(access)})
         if self.yolo and guard is None:
             return _Part(label, Verdict.ALLOW, _YOLO)
+        if self.contained and guard is None:
+            return _Part(label, Verdict.ALLOW, f"{label}: the sandbox holds wherever it leads")
         reason = f"{verb} {preposition} `{raw}`, a path only known when it runs"
         if guard is not None:
             reason += f", so {_describe(guard, command=False)} cannot be checked"
@@ -398,18 +433,22 @@ class _Judge:
             return self.by_rule(label, rule, command=False)
         if self.yolo or target.inside:
             return _Part(label, Verdict.ALLOW, f"`{label}` stays inside the workspace")
+        if self.contained:
+            return _Part(label, Verdict.ALLOW, f"`{label}`: the sandbox holds wherever it moves")
         return _Part(label, Verdict.ASK, f"`{label}` moves outside the workspace")
 
     def not_understood(self, analysis: CommandAnalysis) -> _Part:
         label = analysis.source.strip() or "the command"
         why = analysis.problems[0] if analysis.problems else "is not understood"
         pseudo = SimpleCommand(tuple(label.split()), " ".join(label.split()), "", True)
-        denying = self.first_deny(lambda r: _deny_matches(r, pseudo), _COMMAND_TOOLS)
+        denying = self.first_deny(lambda r: deny_matches(r, pseudo), _COMMAND_TOOLS)
         if denying is not None:
             return self.by_rule(label, denying, command=True)
         guard = self.first_deny(lambda _: True, self.guarded())
         if self.yolo and guard is None:
             return _Part(label, Verdict.ALLOW, _YOLO)
+        if self.contained and guard is None:
+            return _Part(label, Verdict.ALLOW, f"auto mode runs it in the sandbox ({why})")
         reason = f"fxdesk could not fully understand this command ({why})"
         return _Part(label, Verdict.ASK, reason)
 
@@ -427,32 +466,6 @@ class _Judge:
         return _Part(name, Verdict.ASK, f"`{name}` is not covered by any rule")
 
 
-def _command_rule_applies(rule: PermissionRule, command: SimpleCommand) -> bool:
-    if rule.action is Verdict.DENY:
-        return _deny_matches(rule, command)
-    if rule.action is Verdict.ALLOW and command.dynamic:  # its words are not what will run
-        return rule.pattern.strip() == "*"
-    return command_rule_matches(rule, command)
-
-
-def _deny_matches(rule: PermissionRule, command: SimpleCommand) -> bool:
-    """A deny rule matches the command as written, or the program behind wrappers and paths."""
-    return any(command_rule_matches(rule, variant) for variant in _variants(command))
-
-
-def _deny_might_match(rule: PermissionRule, command: SimpleCommand) -> bool:
-    """Whether a deny rule could match what a dynamic command turns into when it runs."""
-    first = (command_words(rule.pattern) or ("",))[0]
-    if rule.pattern.strip() == "*" or _MAY_EXPAND.search(first):
-        return True
-    names = {variant.words[0] for variant in _variants(command) if variant.words}
-    return any(_MAY_EXPAND.search(name) or name == first for name in names)
-
-
-def _variants(command: SimpleCommand) -> list[SimpleCommand]:
-    """The command, then the program behind each wrapper (with its options) and git behind its
-    global options, each also with the program's base name (/bin/rm → rm)."""
-    return [
-        SimpleCommand(words, " ".join(words), command.cwd, command.dynamic)
-        for words in variants(command.words)
-    ]
+def _no_sandbox(confinement: Confinement | None) -> str:
+    why = confinement.why_not if confinement is not None and confinement.why_not else "unknown"
+    return f"no sandbox on this machine: {why}; auto mode asks before each command"

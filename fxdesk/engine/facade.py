@@ -350,7 +350,8 @@ class Engine:
         reason: str = "",
         rules: list[PermissionRule] | None = None,
     ) -> Approval:
-        """Answer an approval (raises ``ApprovalNotPending`` if it was answered already)."""
+        """Answer an approval (raises ``ApprovalNotPending`` if it was answered already,
+        ``ChoiceNotOffered`` for "run outside the sandbox" where it does not apply)."""
         return await self._permissions.resolve(approval_id, choice, reason=reason, rules=rules)
 
     async def approval_counts(self) -> dict[str, int]:

@@ -10,7 +10,8 @@ every path a call names (a file tool's path, a file a command writes):
   sandboxed"), and the file tools keep to the same line. An allow rule whose fixed part names
   the protected path (``.git/hooks/*``, or the exact path "always allow" saved from an
   approval) is the person's explicit word and counts in every mode; a broad rule (``*``,
-  ``**``) that only happens to cover it does not. A deny stays a deny.
+  ``**``) that only happens to cover it does not. A deny stays a deny. ``unrestricted`` mode
+  (yolo without the sandbox) keeps to the same line: the check still refuses what it sees.
 
 A git command that writes its repository (`git commit`, `git add`, ...: ``domain.git_commands``)
 writes the git folder, and is judged as such a write: the reason names the git command.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.permissions import (
@@ -87,15 +89,18 @@ def guard(
     by = (why or {}).get(target.path)
     written = f" (`{by}` writes the repository)" if by else ""
     reason = f"a protected path ({found.label}): {_label(target)}{written}; {found.why}"
-    if mode is PermissionMode.YOLO:
+    if mode.never_asks:
         reason += (
-            ", so it stays read-only in yolo mode, which never asks"
+            f", so it stays read-only in {mode} mode, which never asks"
             " (an allow rule naming that path lets it through)"
         )
         return Decision(Verdict.DENY, reason, (_label(target),)), True
     labels = [_label(target) for target, _ in protected]
     uncovered = tuple(dict.fromkeys([*decision.uncovered, *labels]))
-    return Decision(Verdict.ASK, reason + " (writing it needs your approval)", uncovered), True
+    asking = reason + " (writing it needs your approval)"
+    return replace(
+        decision, verdict=Verdict.ASK, reason=asking, uncovered=uncovered, rule=None
+    ), True
 
 
 def _label(target: Target) -> str:

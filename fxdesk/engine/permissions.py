@@ -6,10 +6,14 @@ mode) and the rules as stored now (re-read for every action, so a rule added or 
 applies at the next action). What a call touches is the tool's own declaration (``ToolFacts``:
 read, write or execute, and which argument is the path or the command); its path is resolved as
 the tool resolves it (``tools.workspace``), symlinks followed, before the pure decision in
-``domain.permissions`` sees it; then ``path_guard`` denies hidden paths and asks before writes to
-protected ones (``tools/protected.py``). ``edit_preview`` is the tool's own dry run, so the
-change the person is shown is the change the tool makes (or the refusal it gives), redacted of
-registered secrets like every tool output.
+``domain.permissions`` sees it (``engine/call_facts.py``), with what a command will run in: the
+sandbox if this machine has one (``sandbox_status``) and the workspace's network setting. Then
+``path_guard`` denies hidden paths and asks before writes to protected ones
+(``tools/protected.py``). The ``Check`` also says what the call gets once allowed: the paths it
+may write, the network, and whether it runs outside the sandbox (unrestricted mode; a session
+in it runs as yolo while ``UNRESTRICTED_SETTING`` is off). ``edit_preview`` is the tool's own
+dry run, so the change the person is shown is the change the tool makes (or the refusal it
+gives), redacted of registered secrets like every tool output.
 
 ``ask`` raises a durable approval: the approval row and the work item's move to
 ``awaiting_approval`` commit together. ``wait`` returns when it is answered: in this process
@@ -24,57 +28,52 @@ itself, so an ask already on its way to the writer when shutdown begins writes n
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fxdesk import messages
 from fxdesk.domain import permissions as perms
-from fxdesk.domain import shell
 from fxdesk.domain import work as reducers
 from fxdesk.domain.approvals import (
     CHOICE_STATUS,
     Approval,
     ApprovalNotPending,
     Choice,
+    ChoiceNotOffered,
+    SandboxSummary,
 )
 from fxdesk.domain.authority import LiveAuthority
-from fxdesk.domain.conversation import ToolCall
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.permissions import (
     Access,
+    Confinement,
     Decision,
-    KnownTools,
     Match,
     PermissionRule,
     Request,
     Scope,
-    Target,
     Verdict,
 )
 from fxdesk.domain.sandbox_settings import DEFAULTS, WorkspaceSandbox
 from fxdesk.domain.work import Change, WaitTransition
 from fxdesk.engine.bus import EventBus
+from fxdesk.engine.call_facts import edit_preview as edit_preview
+from fxdesk.engine.call_facts import known_tools, leaves, parse_arguments, understand
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import ApprovalChanged, RulesChanged, publish_change
-from fxdesk.engine.git_writes import written_git_folders
 from fxdesk.engine.path_guard import guard
-from fxdesk.logs import redact
 from fxdesk.store import Store, approvals, control, repo
-from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolRegistry
+from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.protected import PathPolicy
-from fxdesk.tools.workspace import is_inside, resolve_path
+from fxdesk.tools.sandbox_probe import sandbox_status
 
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0  # how often a waiting turn looks for an answer given by another process
-
-# How a tool's declared access is judged for its path.
-_TARGET_ACCESS = {ToolAccess.READ: Access.READ, ToolAccess.WRITE: Access.WRITE}
 
 
 @dataclass(frozen=True)
@@ -90,6 +89,10 @@ class Check:
     mode: PermissionMode | None = None  # the mode it was judged in (ancestors' included)
     protected: bool = False  # it writes a protected path (the tool must be told it may)
     sandbox: WorkspaceSandbox = DEFAULTS  # the workspace's sandbox settings, read now
+    # Once allowed, a command runs with the network: outside auto mode, where the workspace
+    # gives it, or for a command that needs it (asked about, or named by an allow rule).
+    network: bool = False
+    outside_sandbox: str = ""  # why it runs outside the sandbox ('' for in it)
 
 
 class PermissionService:
@@ -112,6 +115,7 @@ class PermissionService:
         self.data_dir = data_dir
         self._answers: dict[str, asyncio.Future[Approval]] = {}
         self._closed = False
+        self._told_unrestricted_off: set[str] = set()
 
     # --- the registry's life ------------------------------------------------------------------
 
@@ -168,7 +172,7 @@ class PermissionService:
                 saved rules (whether the tool is available at all is the caller's question).
         """
 
-        def read() -> tuple[PermissionMode, list[PermissionRule], WorkspaceSandbox]:
+        def read() -> tuple[PermissionMode, list[PermissionRule], WorkspaceSandbox, bool]:
             effective = mode
             current = repo.get_session(session.id)
             parent_id = current.parent_id if current else session.parent_id
@@ -180,23 +184,29 @@ class PermissionService:
                 effective = perms.stricter(effective, parent.permission_mode)
                 parent_id, seen = parent.parent_id, seen + 1
             rules = approvals.rules_for(session.id, session.workspace_id)
-            return effective, rules, repo.get_workspace_sandbox(session.workspace_id)
+            sandbox = repo.get_workspace_sandbox(session.workspace_id)
+            return effective, rules, sandbox, repo.unrestricted_enabled()
 
-        effective, rules, sandbox = await self.store.read(read)
+        effective, rules, sandbox, unrestricted = await self.store.read(read)
+        if effective is PermissionMode.UNRESTRICTED and not unrestricted:
+            effective = PermissionMode.YOLO  # still sandboxed: the person turned it off
+            self._say_unrestricted_is_off(session)
         if live is not None:
             rules = [*rules, *live.permission_rules(session.id)]
 
-        def understand() -> tuple[Request, str, dict[str, str], PathPolicy]:
-            request, label, why = _request(
-                tools.get(tool), tool, arguments, workspace, _known(tools)
+        def read_call() -> tuple[Request, str, dict[str, str], PathPolicy]:
+            status = sandbox_status()  # probed once per process
+            confinement = Confinement(status.available, sandbox.network, status.reason)
+            request, label, why = understand(
+                tools.get(tool), tool, arguments, workspace, known_tools(tools), confinement
             )
             return request, label, why, PathPolicy.make(workspace, Path.home(), self.data_dir)
 
-        request, label, why, paths = await asyncio.to_thread(understand)
+        request, label, why, paths = await asyncio.to_thread(read_call)
         decision, protected = guard(
             perms.decide(effective, rules, request), request, effective, paths, rules, why
         )
-        outside = any(not t.inside for t in request.targets) or _leaves(request)
+        outside = any(not t.inside for t in request.targets) or leaves(request)
         detail: dict[str, Any] = {
             "reason": decision.reason,
             "uncovered": list(decision.uncovered),
@@ -206,10 +216,36 @@ class PermissionService:
         }
         if protected:
             detail["protected"] = True
+        if decision.network:
+            detail["network"] = list(decision.network)
         if live is not None:
             detail["generation"] = live.generation
         writes = tuple(Path(t.path) for t in request.targets if t.access is Access.WRITE)
-        return Check(decision, label, outside, detail, writes, effective, protected, sandbox)
+        network = effective is not PermissionMode.AUTO or sandbox.network or bool(decision.network)
+        unsandboxed = "unrestricted mode" if effective is PermissionMode.UNRESTRICTED else ""
+        return Check(
+            decision,
+            label,
+            outside,
+            detail,
+            writes,
+            effective,
+            protected,
+            sandbox,
+            network,
+            unsandboxed,
+        )
+
+    def _say_unrestricted_is_off(self, session: Session) -> None:
+        """Once per session and process: its unrestricted mode runs as yolo, sandboxed."""
+        if session.id in self._told_unrestricted_off:
+            return
+        self._told_unrestricted_off.add(session.id)
+        messages.warning(
+            f"Session “{session.name}” is in unrestricted mode, which is turned off in "
+            "Settings → General: it runs as yolo, in the sandbox.",
+            key=f"unrestricted-off:{session.id}",
+        )
 
     # --- asking ----------------------------------------------------------------------------
 
@@ -224,21 +260,25 @@ class PermissionService:
         explanation: str = "",
         preview: str = "",
         stopping: Callable[[], bool] | None = None,
+        sandbox: SandboxSummary | None = None,
     ) -> Approval | None:
         """Raise (or find again) the approval for this call, and move the work item to
         ``awaiting_approval``, in one transaction. None when the item no longer runs.
 
         ``stopping`` says whether the asking turn is being stopped (its session closed or the
         owner shutting down): then, like after ``close``, ``RegistryClosed`` and nothing is
-        written, even when the write was already queued."""
+        written, even when the write was already queued. ``sandbox`` (commands): what it
+        would run with if allowed, shown with the question."""
         self._refuse_if_closed(stopping)
         fingerprint = perms.fingerprint(tool, arguments)
         now = self.clock.now_ms()
         detail = dict(
-            check.detail, arguments=_arguments(arguments), workspace_id=session.workspace_id
+            check.detail, arguments=parse_arguments(arguments), workspace_id=session.workspace_id
         )
         if preview:
             detail["preview"] = preview
+        if sandbox is not None:
+            detail["sandbox"] = sandbox.to_detail()
         wanted = Approval(
             id=perms.approval_id(session.id, work_id, fingerprint),
             session_id=session.id,
@@ -303,9 +343,11 @@ class PermissionService:
         rules: list[PermissionRule] | None = None,
     ) -> Approval:
         """Answer a pending approval. ``session`` and ``always`` also store rules: ``rules`` as
-        the person edited them, else the exact parts asked about. The work item goes back to
-        running in the same transaction. ``ApprovalNotPending`` when it was already answered,
-        cancelled or went stale; ``RegistryClosed`` after shutdown began (nothing written)."""
+        the person edited them, else the exact parts asked about. ``unsandboxed`` lets that
+        one command run outside the sandbox (``ChoiceNotOffered`` unless it would run in it).
+        The work item goes back to running in the same transaction. ``ApprovalNotPending`` when
+        it was already answered, cancelled or went stale; ``RegistryClosed`` after shutdown
+        began (nothing written)."""
         self._refuse_if_closed()
         now = self.clock.now_ms()
 
@@ -314,7 +356,11 @@ class PermissionService:
             current = approvals.get_approval(approval_id)
             if current is None or not current.pending:
                 raise ApprovalNotPending(approval_id, current.status if current else None)
+            if choice is Choice.ONCE_UNSANDBOXED and not current.offers_outside:
+                raise ChoiceNotOffered(approval_id, choice)
             resolution: dict[str, Any] = {"choice": choice.value}
+            if choice is Choice.ONCE_UNSANDBOXED:
+                resolution["unsandboxed"] = True  # the status stays allowed_once
             if reason:
                 resolution["reason"] = reason[:2000]
             made: list[PermissionRule] = []
@@ -458,102 +504,3 @@ def _is_effect(part: str) -> bool:
     """Uncovered entries that are not commands ("writes PATH", "reads PATH", "cd PATH"): a
     command rule cannot allow them; they are asked about each time outside yolo mode."""
     return part.startswith(("writes ", "reads ", "cd ", "pushd "))
-
-
-def _leaves(request: Request) -> bool:
-    return any(not place.inside for place in request.directories)
-
-
-def _arguments(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except (TypeError, ValueError):
-        return arguments
-
-
-def _known(tools: ToolRegistry) -> KnownTools:
-    """Every registered tool by its declared access: a path rule for one tool then covers the
-    others that read (or write) too, and the tools that touch nothing are always allowed."""
-
-    def having(access: ToolAccess) -> frozenset[str]:
-        return frozenset(tool.name for tool in tools if tool.facts.access is access)
-
-    return KnownTools(having(ToolAccess.READ), having(ToolAccess.WRITE), having(ToolAccess.NONE))
-
-
-def _request(
-    found: Tool | None, tool: str, arguments: str, workspace: Path, known: KnownTools
-) -> tuple[Request, str, dict[str, str]]:
-    """The pure request for a tool call, the label the person sees, and why some targets are
-    written (a git folder: the git command that writes it). Runs in a thread: resolving paths
-    touches the file system. What it touches is what ``found`` declares; ``known`` is what every
-    registered tool declares. A command's git subcommands that write a repository
-    (``domain.git_commands``) write its git folder (``engine.git_writes``)."""
-    root = workspace.resolve()
-    home = os.path.expanduser("~")
-    args = _arguments(arguments)
-    if not isinstance(args, dict):
-        args = {}
-    facts = found.facts if found is not None else None
-    none: dict[str, str] = {}
-    bare = Request(tool, str(root), home=home, known=known), tool, none  # by name: rules, mode
-    if facts is None:
-        return bare
-    command = facts.command(args)
-    if facts.access is ToolAccess.EXECUTE and command is not None:
-        # CDPATH as fxdesk has it. run_command's environment never carries it (the allow-list
-        # of tools/sandbox.py), so following it into every place it could lead only asks more.
-        cdpath = os.environ.get("CDPATH")
-        analysis = shell.analyse(command, cwd=str(root), home=home, cdpath=cdpath)
-        git = written_git_folders(analysis.commands, home)
-        files = (
-            *(_target(root, path, Access.WRITE) for path in analysis.writes),
-            *(_target(root, path, Access.WRITE) for path in git),
-            *(_target(root, path, Access.READ) for path in analysis.reads),
-        )
-        places = tuple(_target(root, path, Access.READ) for path in analysis.directories)
-        request = Request(tool, str(root), files, analysis, home, known, places)
-        return request, command, git
-    raw = facts.path(args)
-    access = _TARGET_ACCESS.get(facts.access)
-    if access is None or raw is None:
-        return bare
-    target = _target(root, raw, access)
-    return Request(tool, str(root), (target,), home=home, known=known), target.path, none
-
-
-def _target(root: Path, raw: str, access: Access) -> Target:
-    path = resolve_path(root, raw)
-    return Target(str(path), access, is_inside(path, root))
-
-
-PREVIEW_LINES = 400
-
-
-async def edit_preview(call: ToolCall, ctx: ToolContext, tools: ToolRegistry) -> str:
-    """What a call would do, for the approval: the tool's own dry run (``Tool.preview``).
-
-    For ``edit_file`` / ``write_file`` the unified diff they would apply; when the tool would
-    refuse the call (``edit_file`` with text that does not occur exactly once, a path it may not
-    reach), that refusal in the tool's words, so approving is not mistaken for the change
-    happening. '' for tools with nothing to show.
-
-    Args:
-        call: The tool call as the model made it.
-        ctx: The context it would run in (``outside_ok`` as the check found it).
-        tools: The registry it would run from.
-    """
-    try:
-        result = await tools.preview(call.name, call.arguments, ctx)
-    except Exception:  # a bug in a preview must not keep the person from being asked
-        log.exception("preview of %s failed", call.name)
-        return ""
-    if result is None:
-        return ""
-    if not result.ok:
-        return redact(f"{call.name} will refuse this call: {result.output}")
-    lines = (result.full_output or result.output).splitlines(keepends=True)
-    if len(lines) > PREVIEW_LINES:
-        lines = [*lines[:PREVIEW_LINES], f"... {len(lines) - PREVIEW_LINES} more lines\n"]
-    # A diff shows the file's text, and a file may hold a key (.env): like any tool output.
-    return redact("".join(lines))

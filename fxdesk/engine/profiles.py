@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 
 from fxdesk.domain.conversation import ChatMessage
-from fxdesk.domain.model import KeySource, PermissionMode, Profile
+from fxdesk.domain.model import UNRESTRICTED_SETTING, KeySource, PermissionMode, Profile
 from fxdesk.engine.providers import build_provider
 from fxdesk.logs import register_secret_variable
 from fxdesk.providers.base import ModelRequest, ProviderError, collect
@@ -145,11 +145,29 @@ class ProfileService:
     # --- app settings --------------------------------------------------------------------
 
     async def default_permission_mode(self) -> PermissionMode:
-        value = await self.store.read(lambda: repo.get_setting(DEFAULT_PERMISSION_MODE))
-        try:
-            return PermissionMode(value) if value else PermissionMode.AUTO
-        except ValueError:
-            return PermissionMode.AUTO
+        """The mode new sessions start with (yolo for an unrestricted one turned off since)."""
+
+        def read() -> PermissionMode:
+            value = repo.get_setting(DEFAULT_PERMISSION_MODE)
+            try:
+                mode = PermissionMode(value) if value else PermissionMode.AUTO
+            except ValueError:
+                return PermissionMode.AUTO
+            if mode is PermissionMode.UNRESTRICTED and not repo.unrestricted_enabled():
+                return PermissionMode.YOLO
+            return mode
+
+        return await self.store.read(read)
+
+    async def unrestricted_enabled(self) -> bool:
+        """Whether ``unrestricted`` mode (no sandbox) is offered: off until the person says."""
+        return await self.store.read(repo.unrestricted_enabled)
+
+    async def set_unrestricted_enabled(self, enabled: bool) -> None:
+        value = bool(enabled)
+        await self.store.write(
+            lambda: repo.set_setting(UNRESTRICTED_SETTING, value), label="setting"
+        )
 
     async def set_default_permission_mode(self, mode: PermissionMode) -> None:
         await self.store.write(

@@ -19,6 +19,7 @@ from typing import Any
 from fxdesk.domain import work as reducers
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import (
+    UNRESTRICTED_OFF,
     PermissionMode,
     Receipt,
     Session,
@@ -81,6 +82,12 @@ def validate_workspace(path: str | os.PathLike[str]) -> Path:
     if not os.access(resolved, os.R_OK | os.X_OK):
         raise InvalidWorkspace(f"{resolved} cannot be read")
     return resolved
+
+
+def _check_mode(mode: PermissionMode | None) -> None:
+    """Inside a write: ``unrestricted`` (no sandbox) only once the person turned it on."""
+    if mode is PermissionMode.UNRESTRICTED and not repo.unrestricted_enabled():
+        raise SessionError(UNRESTRICTED_OFF, code=ErrorCode.INVALID_ARGUMENT)
 
 
 def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: int) -> Change:
@@ -170,6 +177,7 @@ class SessionService:
         at = self._clock.now_ms()
 
         def write() -> tuple[Workspace, bool, Session, Change | None]:
+            _check_mode(permission_mode)
             workspace, is_new = repo.ensure_workspace(str(folder), folder.name or str(folder), at)
             session = repo.create_session(
                 session_id=session_id,
@@ -217,6 +225,7 @@ class SessionService:
         at = self._clock.now_ms()
 
         def write() -> tuple[Session, Change | None]:
+            _check_mode(permission_mode)
             parent = repo.get_session(parent_id)
             if parent is None:
                 raise SessionError(f"no session {parent_id}", code=ErrorCode.NOT_FOUND)
@@ -355,6 +364,7 @@ class SessionService:
         at = self._clock.now_ms()
 
         def write() -> Session | None:
+            _check_mode(permission_mode)
             repo.configure_session(
                 session_id,
                 profile=profile,

@@ -32,7 +32,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -43,7 +43,7 @@ from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, Too
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, PermissionMode
-from fxdesk.domain.sandbox_settings import DEFAULTS, WorkspaceSandbox
+from fxdesk.engine.allowed import OUTSIDE_ONCE, Allowed, command_sandbox
 from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
@@ -119,17 +119,14 @@ class HeldResult:
     phase: ToolPhase
 
 
-@dataclass(frozen=True)
-class Allowed:
-    """What a call was allowed, for the context it runs in: whether it may reach outside the
-    workspace, what it writes (the sandbox lets it write there), the mode it was judged in, and
-    whether it may write a protected path."""
+@dataclass
+class Asked:
+    """What the person allowed for one call, kept across its decisions: the parts asked about
+    (a decision made again asks only about new ones), and why it may run outside the sandbox
+    ('' when it may not)."""
 
-    outside: bool = False
-    writes: tuple[Path, ...] = ()
-    mode: PermissionMode | None = None
-    protected: bool = False  # it may write a protected path (.git, .fxdesk): allowed by name
-    sandbox: WorkspaceSandbox = DEFAULTS  # the workspace's sandbox settings
+    parts: set[str] = field(default_factory=set)
+    outside_sandbox: str = ""
 
 
 class UnsavedResults:
@@ -208,7 +205,7 @@ class ToolCalls:
     async def run(self, call: ToolCall) -> None:
         """Decide, (ask,) run and record one call the model made."""
         await self.turn.check_durable()
-        asked: set[str] = set()  # what the person allowed for this call, kept across decisions
+        asked = Asked()  # what the person allowed for this call, kept across decisions
         for _ in range(MAX_DECISIONS):
             refusal, allowed, generation = await self._permit(call, asked)
             if refusal is not None:
@@ -313,10 +310,10 @@ class ToolCalls:
 
     def _context(self, call: ToolCall, allowed: Allowed) -> ToolContext:
         """Where the call runs, and what its sandbox lets through: the writes it was allowed,
-        and the network outside auto mode (until issue 11 item 2 asks "needs network") or when
-        the workspace's settings give it; the workspace's writable paths and variables."""
+        the network as the check found it (outside auto mode, where the workspace gives it,
+        or for a command that needs it once allowed), the workspace's writable paths and
+        variables; or that it runs outside the sandbox, and why."""
         rt = self.rt
-        mode = allowed.mode or rt.snapshot.permission_mode
         data = self.data_dir
         if data is None and self.permissions is not None:  # one data folder, known to either
             data = self.permissions.data_dir
@@ -327,17 +324,16 @@ class ToolCalls:
             call.id,
             allowed.outside,
             write_grants=allowed.writes,
-            network=mode is not PermissionMode.AUTO or allowed.sandbox.network,
+            network=allowed.network,
             data_dir=data,
             temp_dir=None if data is None else data / SANDBOX_TEMP / rt.session.id,
             protected_ok=allowed.protected,
             extra_writable=allowed.sandbox.writable,
             extra_env=allowed.sandbox.extra_env,
+            outside_sandbox=allowed.outside_sandbox,
         )
 
-    async def _permit(
-        self, call: ToolCall, asked: set[str]
-    ) -> tuple[ToolResult | None, Allowed, int]:
+    async def _permit(self, call: ToolCall, asked: Asked) -> tuple[ToolResult | None, Allowed, int]:
         """Decide the call against the authority of this moment; ask the person when it says
         so. (a refusal for the model, or None to run it; what it was allowed; the authority
         generation the decision was made under). ``asked`` collects what the person allowed,
@@ -345,12 +341,16 @@ class ToolCalls:
         live = self.live()
         service = self.permissions
         none = Allowed()
-        if service is None:  # no checks: availability alone
-            if not live.available(call.name, self._admitted):
-                return _unavailable(call), none, live.generation
-            return None, none, live.generation
         rt = self.rt
         mode = rt.snapshot.permission_mode
+        if service is None:  # no checks: availability alone, in the sandbox
+            if not live.available(call.name, self._admitted):
+                return _unavailable(call), none, live.generation
+            return (
+                None,
+                Allowed(mode=mode, network=mode is not PermissionMode.AUTO),
+                live.generation,
+            )
         outside = protected = False
         writes: tuple[Path, ...] = ()
         while True:
@@ -366,13 +366,20 @@ class ToolCalls:
             outside = outside or check.outside
             writes = tuple(dict.fromkeys((*writes, *check.writes)))
             protected = protected or check.protected
-            allowed = Allowed(outside, writes, check.mode, protected, check.sandbox)
+            allowed = replace(
+                Allowed.by_check(check, asked.outside_sandbox),
+                outside=outside,
+                writes=writes,
+                protected=protected,
+            )
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
                 return _unavailable(call), none, live.generation
             if decision == ToolDecision.DENY:
                 prefix = (
-                    "Approved, but a rule added since denies it: " if asked else "Not allowed: "
+                    "Approved, but a rule added since denies it: "
+                    if asked.parts
+                    else "Not allowed: "
                 )
                 refusal = ToolResult.error(prefix + check.decision.reason, denied=True)
                 return refusal, none, live.generation
@@ -380,15 +387,18 @@ class ToolCalls:
                 return None, allowed, live.generation
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
-            new_parts = set(check.decision.uncovered) - asked
-            if asked and not new_parts:
+            new_parts = set(check.decision.uncovered) - asked.parts
+            if asked.parts and not new_parts:
                 return None, allowed, live.generation
-            answered = await self._ask(call, check, widening=sorted(new_parts) if asked else None)
+            widening = sorted(new_parts) if asked.parts else None
+            answered = await self._ask(call, check, widening=widening)
             if answered.status == ApprovalStatus.DENIED:
                 why = answered.resolution.get("reason")
                 text = "The person denied this action" + (f": {why}" if why else ".")
                 return ToolResult.error(text, denied=True), none, live.generation
-            asked |= set(check.decision.uncovered) or {check.label}
+            asked.parts |= set(check.decision.uncovered) or {check.label}
+            if answered.unsandboxed:
+                asked.outside_sandbox = OUTSIDE_ONCE
             # Check again against the authority of now: a tool revoked, or a deny added, while
             # the person was deciding wins.
             live = self.live()
@@ -403,6 +413,9 @@ class ToolCalls:
         arguments = call.arguments
         if widening is not None:  # a distinct question: the same call, more access than before
             arguments = json.dumps({"call": call.arguments, "also": widening})
+        # The context it would run in once allowed: for the tool's own dry run, and for a
+        # command what its sandbox would let through.
+        ctx = self._context(call, Allowed.by_check(check))
         try:
             approval = await service.ask(
                 rt.session,
@@ -412,18 +425,9 @@ class ToolCalls:
                 arguments,
                 check,
                 explanation=self.turn.explanation,
-                # The tool's own dry run, in the context it would run in once allowed.
-                preview=await edit_preview(
-                    call,
-                    self._context(
-                        call,
-                        Allowed(
-                            check.outside, check.writes, check.mode, check.protected, check.sandbox
-                        ),
-                    ),
-                    self.tools,
-                ),
+                preview=await edit_preview(call, ctx, self.tools),
                 stopping=rt.stopping,
+                sandbox=await command_sandbox(self.tools, call, ctx),
             )
         except StoreError as exc:
             if not exc.definite:  # it may have landed: the item may wait with nobody waiting

@@ -242,6 +242,7 @@ class GuiController(QObject):
             workspaces=self.model.workspace_folders,
         )
         self.settings_window.profiles_changed.connect(self._on_settings_profiles_changed)
+        self.settings_window.modes_changed.connect(self._on_settings_profiles_changed)
         self.settings_window.notifications_changed.connect(self.notifications.set_enabled)
         self.first_run = FirstRun(engine.profiles, self.window)
         return approvals

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -188,7 +188,10 @@ class Store:
         if todo:
             self.migrated_from = current
         for migration in todo:
-            with self._db.atomic("IMMEDIATE"):
+            with (
+                self._foreign_keys_off(migration.foreign_keys_off),
+                self._db.atomic("IMMEDIATE"),
+            ):
                 # Re-read inside the write lock: another process may have migrated meanwhile.
                 if int(self._db.pragma("user_version")) >= migration.version:
                     continue
@@ -198,6 +201,19 @@ class Store:
         self.schema_version = int(self._db.pragma("user_version"))
         if probed_version != current:
             log.info("schema changed from %d to %d while opening", probed_version, current)
+
+    @contextlib.contextmanager
+    def _foreign_keys_off(self, off: bool) -> Iterator[None]:
+        """Foreign keys off around a migration that rebuilds a table others refer to (SQLite
+        ignores the pragma inside a transaction, so it is set around it), on again after."""
+        if not off:
+            yield
+            return
+        self._db.execute_sql("PRAGMA foreign_keys = OFF")
+        try:
+            yield
+        finally:
+            self._db.execute_sql("PRAGMA foreign_keys = ON")
 
     # --- writing and reading ---------------------------------------------------------------
 

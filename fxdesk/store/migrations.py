@@ -6,16 +6,33 @@ bump, so a failure (disk full, lock timeout) leaves the database at the previous
 
 Migrations are plain SQL and frozen once released: the models in ``schema.py`` describe the newest
 schema, and ``tests/store/test_migrations.py`` checks the two agree.
+
+SQLite cannot change a CHECK constraint in place: a migration that must (``V5``) rebuilds the
+table the way SQLite documents ("Making Other Kinds Of Table Schema Changes"): with foreign keys
+off (``foreign_keys_off``: the store turns them off around the transaction, since the pragma is
+ignored inside one), create the new table, copy, drop the old one, rename, recreate its indexes,
+then ``PRAGMA foreign_key_check`` inside the same transaction: a row it finds rolls everything
+back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 APPLICATION_ID = 0x46584453  # "FXDS"
 
-Execute = Callable[[str], object]
+
+class Cursor(Protocol):
+    def fetchall(self) -> list[Any]: ...
+
+
+Execute = Callable[[str], Cursor]
+
+
+class MigrationError(Exception):
+    """A migration found the database in a state it cannot carry forward (nothing changed)."""
 
 
 @dataclass(frozen=True)
@@ -23,10 +40,20 @@ class Migration:
     version: int
     name: str
     statements: Sequence[str]
+    # Rebuilds a table others refer to: run with foreign keys off, checked before the commit.
+    foreign_keys_off: bool = False
 
     def apply(self, execute: Execute) -> None:
         for statement in self.statements:
             execute(statement)
+        if self.foreign_keys_off:
+            broken = execute("PRAGMA foreign_key_check").fetchall()
+            if broken:
+                table, rowid, parent, _ = broken[0]
+                raise MigrationError(
+                    f"schema {self.version} ({self.name}): {len(broken)} row(s) refer to rows "
+                    f"that do not exist, e.g. {table} row {rowid} to {parent}; nothing was changed"
+                )
 
 
 _WORK_STATUSES = (
@@ -258,7 +285,51 @@ V4 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4)
+_SESSION_COLUMNS = (
+    "id, workspace_id, parent_id, root_id, is_child, name, mode, profile, model, effort, "
+    "permission_mode, config_json, state, archived_from, generation, next_event_sequence, "
+    "last_work_id, created_at_ms, updated_at_ms"
+)
+
+V5 = Migration(
+    5,
+    "the unrestricted permission mode",
+    [
+        # As V1's session table, with 'unrestricted' allowed (yolo without the sandbox).
+        f"""
+    CREATE TABLE session_new (
+        id TEXT PRIMARY KEY,
+        workspace_id INTEGER NOT NULL REFERENCES workspace(id) ON DELETE RESTRICT,
+        parent_id TEXT REFERENCES session(id) ON DELETE RESTRICT,
+        root_id TEXT NOT NULL,
+        is_child INTEGER NOT NULL CHECK (is_child IN (0, 1)),
+        name TEXT NOT NULL,
+        mode TEXT NOT NULL CHECK (mode IN ('one_off', 'persistent')),
+        profile TEXT,
+        model TEXT,
+        effort TEXT,
+        permission_mode TEXT NOT NULL
+            CHECK (permission_mode IN ('ask', 'auto', 'yolo', 'unrestricted')),
+        config_json TEXT NOT NULL DEFAULT '{{}}',
+        state TEXT NOT NULL CHECK (state IN ({_SESSION_STATES})),
+        archived_from TEXT CHECK (archived_from IS NULL OR archived_from IN ({_SESSION_STATES})),
+        generation INTEGER NOT NULL DEFAULT 0 CHECK (generation >= 0),
+        next_event_sequence INTEGER NOT NULL DEFAULT 1 CHECK (next_event_sequence >= 1),
+        last_work_id TEXT,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+        f"INSERT INTO session_new ({_SESSION_COLUMNS}) SELECT {_SESSION_COLUMNS} FROM session",
+        "DROP TABLE session",
+        "ALTER TABLE session_new RENAME TO session",
+        "CREATE INDEX session_workspace ON session (workspace_id)",
+        "CREATE INDEX session_parent ON session (parent_id)",
+        "CREATE INDEX session_root ON session (root_id)",
+    ],
+    foreign_keys_off=True,
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

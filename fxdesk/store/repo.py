@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fxdesk.domain.model import (
+    UNRESTRICTED_SETTING,
     KeySource,
     PermissionMode,
     Profile,
@@ -141,6 +142,11 @@ def set_setting(key: str, value: Any) -> None:
         .on_conflict_replace()
         .execute()
     )
+
+
+def unrestricted_enabled() -> bool:
+    """Whether the person turned on ``unrestricted`` mode (yolo without the sandbox)."""
+    return get_setting(UNRESTRICTED_SETTING) is True
 
 
 def get_workspace_sandbox(workspace_id: int) -> WorkspaceSandbox:

@@ -57,6 +57,9 @@ class ToolContext:
     # may write besides the workspace (``~`` not yet expanded) and variable names passed on.
     extra_writable: tuple[str, ...] = ()
     extra_env: tuple[str, ...] = ()
+    # Why a command runs outside the sandbox ('' for inside it): unrestricted mode, or the person
+    # chose "run outside the sandbox" for this one call. The tool result says so.
+    outside_sandbox: str = ""
 
 
 @dataclass(frozen=True)
@@ -100,12 +103,15 @@ class ToolFacts:
             workspace) for list_dir, glob and grep. Where the argument is required the call
             fails anyway, and the check judges the workspace itself.
         command_argument: The argument holding the command line (EXECUTE).
+        network_argument: The argument by which the model says the command needs the network
+            (EXECUTE): in auto mode the person is then asked for it.
     """
 
     access: ToolAccess
     path_argument: str | None = None
     path_default: str = "."
     command_argument: str | None = None
+    network_argument: str | None = None
 
     def path(self, args: Mapping[str, Any]) -> str | None:
         """The path a call names, as written (None for a tool without one)."""
@@ -118,6 +124,10 @@ class ToolFacts:
         if self.command_argument is None:
             return None
         return str(args.get(self.command_argument, ""))
+
+    def wants_network(self, args: Mapping[str, Any]) -> bool:
+        """Whether the call says its command needs the network."""
+        return self.network_argument is not None and args.get(self.network_argument) is True
 
 
 class Tool(abc.ABC):

@@ -5,9 +5,12 @@ The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbo
 workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
 and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
 network per the context (with it, no Unix socket: ``sandbox_seccomp``). On macOS, Seatbelt
-(``sandbox_macos``). Where this machine has no working sandbox (``sandbox_status``), it runs
-as before, unconfined, with the same environment; the modes decide what that means
-(issue 11 item 2).
+(``sandbox_macos``). It runs outside the sandbox, with the same allow-listed environment,
+when the context says why (unrestricted mode, or the person's "run outside the sandbox, once")
+or where this machine has no working sandbox (``sandbox_status``: auto mode then asks before
+each command); the result then says so, so neither the model nor the person mistakes it for a
+sandboxed run. Without the network, a failure that looks like one (``Could not resolve host``)
+gets a hint telling the model how to ask for it (the ``network`` argument).
 
 A timeout or a cancelled turn stops everything the command started: SIGTERM, a grace period,
 then SIGKILL. Unsandboxed, the signals go to the command's session (and so process group).
@@ -31,14 +34,17 @@ import asyncio
 import codecs
 import contextlib
 import os
+import re
 import shutil
 import signal
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
+from fxdesk.domain.approvals import SandboxSummary
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
@@ -48,6 +54,19 @@ from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
 from fxdesk.tools.sandbox_seccomp import filter_for, passed_to_bwrap
 
 CHUNK_BYTES = 64 * 1024
+# What programs print when they find no network (or no server on the host's loopback).
+NETWORK_FAILURE = re.compile(
+    r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+    r"Name or service not known|getaddrinfo (?:EAI_AGAIN|ENOTFOUND)|No route to host|"
+    r"Connection refused|Failed to connect to",
+    re.IGNORECASE,
+)
+NETWORK_HINT = (
+    "[the sandbox has no network in auto mode; if this command needs the internet or a server "
+    'on the host\'s localhost, ask for it by running it again with "network": true (the person '
+    "is asked)]"
+)
+_SCANNED = 256 * 1024  # the end of the output, where a failure is printed
 
 
 class _Capture:
@@ -98,14 +117,10 @@ BASH = shutil.which("bash", path=os.defpath) or "/bin/bash"  # Essential on Debi
 _SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
 
 
-def command_environment() -> dict[str, str]:
-    """The environment of the agent's commands: the allow-listed part of fxdesk's
-    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), without API keys and without what would make
-    bash run something other than the line it was given."""
-    return allowed_environment(_source_environment())
-
-
 def _source_environment() -> dict[str, str]:
+    """fxdesk's environment without API keys and without what would make bash run something
+    other than the line it was given; commands get its allow-listed part
+    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), in the sandbox or not."""
     return {
         name: value
         for name, value in environment_without_secrets().items()
@@ -131,28 +146,41 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
 @dataclass(frozen=True)
 class _Launch:
     """What to start: the program and its arguments, its environment, whether it is the
-    sandbox, and whether that sandbox has a PID namespace (bubblewrap's; Seatbelt has none, so
-    its command is stopped through its process group as an unsandboxed one)."""
+    sandbox, whether that sandbox has a PID namespace (bubblewrap's; Seatbelt has none, so
+    its command is stopped through its process group as an unsandboxed one), and why it is not
+    ('' when it is, or when this tool runs unconfined by design)."""
 
     argv: list[str]
     env: dict[str, str]
     sandboxed: bool
     pid_namespace: bool = False
     seccomp: bytes | None = None  # bubblewrap installs it (sandbox_seccomp)
+    outside: str = ""
+
+
+def no_sandbox(status: SandboxStatus) -> str:
+    """Why commands run outside the sandbox on this machine, in a few words."""
+    return f"no sandbox on this machine ({status.reason or 'unknown reason'})"
 
 
 def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     """The process for ``command`` in ``ctx`` (blocking: the first call probes the sandbox)."""
-    status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
+    unconfined = [BASH, "-c", command]
+    environment = allowed_environment(_source_environment(), ctx.extra_env)
+    if ctx.outside_sandbox:
+        return _Launch(unconfined, environment, sandboxed=False, outside=ctx.outside_sandbox)
+    if not use_sandbox:
+        return _Launch(unconfined, environment, sandboxed=False)
+    status = sandbox_status()
     if not status.available:
-        return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
+        return _Launch(unconfined, environment, sandboxed=False, outside=no_sandbox(status))
     if status.kind == SEATBELT:
-        argv, env = seatbelt_launch(status.bwrap, command_policy(ctx), [BASH, "-c", command])
+        argv, env = seatbelt_launch(status.bwrap, command_policy(ctx), unconfined)
         return _Launch(argv, env, sandboxed=True)
     make_fxdesk_folder(ctx.workspace)  # bubblewrap keeps only what exists read-only
     policy = command_policy(ctx)
     arguments = bwrap_arguments(
-        policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
+        policy, unconfined, ctx.workspace, disable_userns=status.disable_userns
     )
     return _Launch(
         [status.bwrap, *arguments],
@@ -163,15 +191,38 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     )
 
 
+def sandbox_summary(ctx: ToolContext) -> SandboxSummary:
+    """What a command run in ``ctx`` may do, for the approval that asks about it (blocking:
+    reads the file system, and the first call probes the sandbox)."""
+    if ctx.outside_sandbox:
+        return SandboxSummary(False, outside=ctx.outside_sandbox)
+    status = sandbox_status()
+    if not status.available:
+        return SandboxSummary(False, outside=no_sandbox(status))
+    policy = command_policy(ctx)
+
+    def protected(path: Path) -> bool:
+        return any(path == p or p in path.parents for p in policy.protected)
+
+    return SandboxSummary(
+        True,
+        writes=tuple(str(path) for path in policy.grants if not protected(path)),
+        protected=tuple(str(path) for path in policy.grants if protected(path)),
+        network=policy.network,
+        refused=policy.refused,
+    )
+
+
 class RunCommandTool(Tool):
     name = "run_command"
     description = (
         "Run a shell command (bash -c) in the workspace and return its combined output and "
         "exit code. It is stopped after timeout_s seconds (default 120, at most 3600). It runs "
         "in a sandbox: only the workspace and /tmp are writable (.git and .fxdesk are not), "
-        "credential folders are hidden, the network may be off, and whatever the command "
-        "leaves running in the background is stopped when it ends. A 'Read-only file system' "
-        "or network error there means the sandbox refused it."
+        "credential folders are hidden, the network may be off (set network: true when the "
+        "command needs it, and the person is asked), and whatever the command leaves running "
+        "in the background is stopped when it ends. A 'Read-only file system' or network "
+        "error there means the sandbox refused it."
     )
     parameters = {  # noqa: RUF012 - a schema, read only
         "type": "object",
@@ -181,13 +232,19 @@ class RunCommandTool(Tool):
                 "type": "number",
                 "description": "Seconds before the command is stopped (default 120, max 3600).",
             },
+            "network": {
+                "type": "boolean",
+                "description": "true when the command needs the internet or a server on the "
+                "host's localhost: where the sandbox has no network, the person is asked to "
+                "give it to this command.",
+            },
         },
         "required": ["command"],
         "additionalProperties": False,
     }
     # The check reads the line as bash will (fxdesk.domain.shell); the command's own output is
     # its result, so there is nothing to preview beyond the line itself.
-    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="command")
+    facts = ToolFacts(ToolAccess.EXECUTE, command_argument="command", network_argument="network")
 
     default_timeout_s: float = 120.0
     max_timeout_s: float = 3600.0
@@ -251,8 +308,11 @@ class RunCommandTool(Tool):
         finally:
             pumps.cancel()
 
-        result = self._result(proc, capture, timeout, timed_out, lingering, started)
+        notes = _notes(launch, ctx)
+        result = self._result(proc, capture, timeout, timed_out, lingering, started, notes)
         result.data["sandboxed"] = launch.sandboxed
+        if launch.outside:
+            result.data["outside_sandbox"] = launch.outside
         return result
 
     async def _finish(self, proc: asyncio.subprocess.Process, pumps: asyncio.Future[Any]) -> bool:
@@ -322,6 +382,7 @@ class RunCommandTool(Tool):
         timed_out: bool,
         lingering: bool,
         started: float,
+        notes: _Notes,
     ) -> ToolResult:
         code = proc.returncode
         if timed_out:
@@ -335,7 +396,16 @@ class RunCommandTool(Tool):
                 "\n[processes left in the background still held the output open, so its process "
                 "group was stopped; redirect the output of anything meant to keep running]"
             )
-        output, full = bounded(capture.text(footer))
+        if notes.outside:
+            footer += f"\n[ran outside the sandbox: {notes.outside}]"
+        text = capture.text(footer)
+        if (
+            notes.offline
+            and code != 0
+            and NETWORK_FAILURE.search(text, max(0, len(text) - _SCANNED))
+        ):
+            text += "\n" + NETWORK_HINT
+        output, full = bounded(text)
         data = {
             "exit_code": code,
             "timed_out": timed_out,
@@ -343,6 +413,19 @@ class RunCommandTool(Tool):
             "pid": proc.pid,
         }
         return ToolResult(code == 0 and not timed_out, output, full, data)
+
+
+@dataclass(frozen=True)
+class _Notes:
+    """What the result adds to the command's output: why it ran outside the sandbox, and
+    whether it ran in it without the network (a network failure then gets the hint)."""
+
+    outside: str
+    offline: bool
+
+
+def _notes(launch: _Launch, ctx: ToolContext) -> _Notes:
+    return _Notes(launch.outside, launch.sandboxed and not ctx.network)
 
 
 async def _exited(proc: asyncio.subprocess.Process) -> int:

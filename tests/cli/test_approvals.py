@@ -32,9 +32,9 @@ def mkdir_agent(s: Setup) -> None:
 
 
 def run_stopped_for_approval(s: Setup) -> subprocess.CompletedProcess[str]:
-    """``fxdesk run --no-input`` of the mkdir agent in auto mode: it stops with exit 3."""
+    """``fxdesk run --no-input`` of the mkdir agent in ask mode: it stops with exit 3."""
     mkdir_agent(s)
-    ran = s.fx("run", "-w", str(s.workspace), "--mode", "auto", "--no-input", "make a folder")
+    ran = s.fx("run", "-w", str(s.workspace), "--mode", "ask", "--no-input", "make a folder")
     assert ran.returncode == 3, ran.stderr
     return ran
 
@@ -99,7 +99,9 @@ def test_without_a_terminal_run_stops_with_exit_3_and_approve_then_resume_finish
 def test_on_a_terminal_run_asks_and_the_answer_runs_it(tmp_path: Path) -> None:
     s = Setup(tmp_path)
     mkdir_agent(s)
-    process, terminal = start_on_a_terminal(s, "run", "-w", str(s.workspace), "make it")
+    process, terminal = start_on_a_terminal(
+        s, "run", "-w", str(s.workspace), "--mode", "ask", "make it"
+    )
     try:
         wait_for(lambda: len(approvals(s)) == 1, 60, what="the approval to be asked")
         os.write(terminal, b"1\n")  # allow once
@@ -119,7 +121,9 @@ def test_a_pending_approval_survives_sigkill_as_stale_and_resuming_asks_again(
 ) -> None:
     s = Setup(tmp_path)
     mkdir_agent(s)
-    process, terminal = start_on_a_terminal(s, "run", "-w", str(s.workspace), "make it")
+    process, terminal = start_on_a_terminal(
+        s, "run", "-w", str(s.workspace), "--mode", "ask", "make it"
+    )
     try:
         wait_for(lambda: len(approvals(s)) == 1, 60, what="the approval to be asked")
         (pending,) = approvals(s)

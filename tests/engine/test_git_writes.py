@@ -21,7 +21,7 @@ import pytest
 from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import PermissionMode
 from fxdesk.domain.permissions import Match, PermissionRule, Scope, Verdict
-from fxdesk.engine import permissions as engine_permissions
+from fxdesk.engine import call_facts
 from tests.engine.harness import call
 from tests.engine.test_protected_modes import run_turn
 from tests.guarded import git, make_worktree
@@ -173,7 +173,7 @@ async def test_without_the_git_table_the_commit_is_not_asked_about_and_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The planted hole: the check as it was. The tests above see the difference."""
-    monkeypatch.setattr(engine_permissions, "written_git_folders", lambda *_: {})
+    monkeypatch.setattr(call_facts, "written_git_folders", lambda *_: {})
     workspace = make_repo(tmp_path)
     rules = (allow("run_command", "git *"),)
     step = call("run_command", command=COMMIT)

@@ -145,7 +145,7 @@ async def test_a_host_grant_counts_while_it_is_there_and_a_grant_revoked_mid_tur
     assert engine.permissions is not None
     try:
         created = await engine.sessions.create_root(
-            engine.workspace, name="auto", permission_mode=PermissionMode.AUTO, first_message="a"
+            engine.workspace, name="ask", permission_mode=PermissionMode.ASK, first_message="a"
         )
         await engine.start_blocked(created.id)
         await next_model_call(engine, 2)  # the first ls ran: granted, nothing asked

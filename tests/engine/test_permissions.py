@@ -136,7 +136,7 @@ async def test_allow_for_this_session_stops_the_same_question(tmp_path: Path) ->
     step = call("run_command", command="ls -a")
     engine = await make(tmp_path, [step, step, say("done"), step, say("again")])
     try:
-        sid = await session(engine, PermissionMode.AUTO)
+        sid = await session(engine, PermissionMode.ASK)
         engine.owner.start(sid)
         (approval,) = await pending(engine)
         assert approval.detail["uncovered"] == ["ls -a"]
@@ -164,7 +164,7 @@ async def test_always_allow_stores_a_workspace_rule_others_sessions_use(tmp_path
     step = call("run_command", command="git status")
     engine = await make(tmp_path, [step, say("one"), step, say("two")])
     try:
-        first = await session(engine, PermissionMode.AUTO)
+        first = await session(engine, PermissionMode.ASK)
         engine.owner.start(first)
         (approval,) = await pending(engine)
         await service(engine).resolve(approval.id, Choice.ALWAYS)
@@ -175,7 +175,7 @@ async def test_always_allow_stores_a_workspace_rule_others_sessions_use(tmp_path
             "git status",
             Verdict.ALLOW,
         )
-        second = await session(engine, PermissionMode.AUTO)
+        second = await session(engine, PermissionMode.ASK)
         assert await engine.run(second) == Result.IDLE
         assert await service(engine).pending() == []
     finally:
@@ -189,7 +189,7 @@ async def test_rules_are_re_read_for_every_action(tmp_path: Path) -> None:
         rule = await service(engine).add_rule(
             PermissionRule("run_command", "ls", Verdict.ALLOW, Scope.GLOBAL)
         )
-        sid = await session(engine, PermissionMode.AUTO)
+        sid = await session(engine, PermissionMode.ASK)
         await engine.start_blocked(sid)  # the first model call waits
         engine.provider.release()
         engine.provider.hold()  # ... and so will the second, after the first ls ran
@@ -589,7 +589,7 @@ async def test_scenario_59_access_revoked_meanwhile_needs_a_separate_approval(
         mkdir_rule = await service(engine).add_rule(
             PermissionRule("run_command", "mkdir built", Verdict.ALLOW, Scope.GLOBAL)
         )
-        sid = await session(engine, PermissionMode.AUTO)
+        sid = await session(engine, PermissionMode.ASK)
         engine.owner.start(sid)
         (first,) = await pending(engine)
         assert first.detail["uncovered"] == ["npm --version"]
@@ -805,11 +805,11 @@ async def test_the_check_judges_a_tool_by_its_declared_access_and_path_argument(
 async def test_the_check_reads_an_execute_tool_s_command_argument(tmp_path: Path) -> None:
     engine = await make(tmp_path, [])
     try:
-        s = await engine.session(await session(engine, PermissionMode.AUTO))
+        s = await engine.session(await session(engine, PermissionMode.ASK))
         root = engine.workspace.resolve()
         checked = await service(engine).check(
             s,
-            PermissionMode.AUTO,
+            PermissionMode.ASK,
             engine.workspace,
             "stamp",
             json.dumps({"target": "echo hi > made.txt"}),

@@ -2,7 +2,9 @@
 
 Real engine, real files, real symbolic links: `cd` through a link that points out, the fallback
 bash takes through one, `cd -P`, CDPATH, and input redirections. Every command is allowed by a `*`
-rule, so what asks is the place or the file, resolved as the file system resolves it.
+rule, so what asks is the place or the file, resolved as the file system resolves it. Ask mode
+asks about every place and file outside; auto mode, whose sandbox lets commands read and move
+anywhere, only about writes there.
 """
 
 from __future__ import annotations
@@ -63,10 +65,10 @@ async def checked(tmp_path: Path, line: str, mode: PermissionMode = PermissionMo
         pytest.param("echo $(< link/inner/../secret)", "inside", id="read-in-a-substitution"),
     ],
 )
-async def test_a_line_reaching_out_through_a_link_asks_in_auto(
+async def test_a_line_reaching_out_through_a_link_asks(
     tmp_path: Path, line: str, leads_to: str
 ) -> None:
-    check = await checked(tmp_path, line)
+    check = await checked(tmp_path, line, PermissionMode.ASK)
     assert check.decision.verdict is Verdict.ASK, check.decision.reason
     outside = str((tmp_path / "outer" / leads_to).resolve())
     assert any(outside in part for part in check.decision.uncovered), check.decision.uncovered
@@ -81,7 +83,7 @@ async def test_a_line_staying_inside_is_allowed_in_auto(tmp_path: Path, line: st
 
 
 async def test_a_read_outside_is_in_the_approval_s_targets(tmp_path: Path) -> None:
-    check = await checked(tmp_path, "cat < link/secret")
+    check = await checked(tmp_path, "cat < link/secret", PermissionMode.ASK)
     secret = str((tmp_path / "outer" / "inside" / "secret").resolve())
     assert check.detail["targets"] == [secret]
     assert check.decision.uncovered == (f"reads {secret}",)
@@ -90,8 +92,9 @@ async def test_a_read_outside_is_in_the_approval_s_targets(tmp_path: Path) -> No
 async def test_cdpath_given_to_fxdesk_is_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert (await checked(tmp_path / "a", "cd tmpx")).decision.verdict is Verdict.ALLOW
+    ask = PermissionMode.ASK
+    assert (await checked(tmp_path / "a", "cd tmpx", ask)).decision.verdict is Verdict.ALLOW
     monkeypatch.setenv("CDPATH", str(tmp_path / "b" / "outer"))
-    check = await checked(tmp_path / "b", "cd tmpx")
+    check = await checked(tmp_path / "b", "cd tmpx", ask)
     assert check.decision.verdict is Verdict.ASK
     assert check.detail["outside"] is True

@@ -23,8 +23,7 @@ import pytest
 from fxdesk import logs
 from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import EntryKind, PermissionMode
-from fxdesk.engine import permissions as engine_permissions
-from fxdesk.engine import turn_tools
+from fxdesk.engine import call_facts, turn_tools
 from fxdesk.engine.owner import Result
 from fxdesk.providers.scripted import Reply
 from fxdesk.store import approvals as approvals_store
@@ -253,7 +252,7 @@ async def test_without_redaction_the_same_commands_expose_the_key(
 async def test_without_redaction_the_approval_preview_exposes_the_key(
     tmp_path: Path, key: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(engine_permissions, "redact", lambda text: text)
+    monkeypatch.setattr(call_facts, "redact", lambda text: text)
     step = call("write_file", path=".env", content="NAME=demo\n")
     seen = await run_agent(tmp_path, key, [step, say("done")], mode=PermissionMode.ASK, approve=1)
     assert "approvals" in seen.exposures(key)

@@ -23,7 +23,9 @@ FACTS = {
     "grep": ToolFacts(ToolAccess.READ, path_argument="path", path_default="."),
     "list_dir": ToolFacts(ToolAccess.READ, path_argument="path", path_default="."),
     "read_file": ToolFacts(ToolAccess.READ, path_argument="path"),
-    "run_command": ToolFacts(ToolAccess.EXECUTE, command_argument="command"),
+    "run_command": ToolFacts(
+        ToolAccess.EXECUTE, command_argument="command", network_argument="network"
+    ),
     "write_file": ToolFacts(ToolAccess.WRITE, path_argument="path"),
 }
 
@@ -31,7 +33,8 @@ FACTS = {
 def test_every_tool_declares_its_facts() -> None:
     assert {tool.name: tool.facts for tool in all_tools()} == FACTS
     for tool in all_tools():
-        for argument in (tool.facts.path_argument, tool.facts.command_argument):
+        facts = tool.facts
+        for argument in (facts.path_argument, facts.command_argument, facts.network_argument):
             assert argument is None or argument in tool.parameters["properties"]
 
 
@@ -44,6 +47,9 @@ def test_facts_read_the_path_and_the_command_from_the_arguments() -> None:
     assert shell.command({"command": "ls -a"}) == "ls -a"
     assert shell.command({}) == ""
     assert shell.path({"command": "ls"}) is None
+    assert shell.wants_network({"command": "ls", "network": True})
+    assert not shell.wants_network({"command": "ls", "network": "yes"})
+    assert not shell.wants_network({"command": "ls"})
     assert FACTS["echo"].path({"text": "x"}) is None
 
 

@@ -5,6 +5,11 @@ the person answers with a button or the keys 1–4. No button is a default butto
 or Return answers nothing. Esc hides the window without answering: the approvals stay pending and
 the Approvals dock still lists them.
 
+For a command, a line under it says what its sandbox would let through if allowed (what it may
+write, the network). "Run outside the sandbox, once" is its own button, apart from the others,
+in the warning colour, with no key: only a deliberate click (or Tab and Space) chooses it, and
+only for a command that would run in the sandbox.
+
 The dialog is a view of an ``ApprovalsPresenter`` (shared with the dock): it shows the
 presenter's current approval and answers through the presenter's one answering routine. It hides
 when the last approval is answered, here or elsewhere; when its own answer finds the approval no
@@ -32,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.gui.approvals.code_box import CodeBox, DiffView
-from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Outcome
+from fxdesk.gui.approvals.presenter import CHOICES, OUTSIDE, ApprovalsPresenter, Outcome
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
 from fxdesk.gui.theme import Role, css
@@ -81,6 +86,7 @@ class ApprovalDialog(QDialog):
         form.addWidget(reason_label)
         form.addWidget(self.reason_edit, 1)
         layout.addLayout(form)
+        layout.addLayout(self._build_outside())
         layout.addLayout(self._build_buttons())
         self._set_tab_order()
         presenter.changed.connect(self._on_presenter_changed)
@@ -127,6 +133,12 @@ class ApprovalDialog(QDialog):
         column.addWidget(self.where_label)
         self.label_box = CodeBox("Command", max_lines=10)
         column.addWidget(self.label_box)
+        self.sandbox_label = QLabel()
+        self.sandbox_label.setWordWrap(True)
+        self.sandbox_label.setTextFormat(Qt.TextFormat.PlainText)
+        self.sandbox_label.setAccessibleName("What the sandbox lets through")
+        self.sandbox_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        column.addWidget(self.sandbox_label)
         self.outside_label = QLabel("⚠ This reaches outside the workspace.")
         self.outside_label.setStyleSheet(f"color: {css(Role.WARNING)};")
         self.outside_label.setAccessibleName("Outside the workspace")
@@ -182,6 +194,24 @@ class ApprovalDialog(QDialog):
             self.buttons[choice] = button
         return row
 
+    def _build_outside(self) -> QHBoxLayout:
+        """The loud choice, on a row of its own: warning-styled, never default, no key."""
+        row = QHBoxLayout()
+        self.outside_button = QPushButton(OUTSIDE.text)
+        self.outside_button.setAccessibleName(OUTSIDE.name.removeprefix("⚠ "))
+        self.outside_button.setToolTip(OUTSIDE.tip)
+        self.outside_button.setAutoDefault(False)
+        self.outside_button.setDefault(False)
+        self.outside_button.setStyleSheet(
+            f"QPushButton {{ color: {css(Role.WARNING)}; font-weight: bold; }}"
+        )
+        self.outside_button.clicked.connect(
+            lambda _=False: self._on_choice_triggered(Choice.ONCE_UNSANDBOXED)
+        )
+        row.addWidget(self.outside_button)
+        row.addStretch(1)
+        return row
+
     def _set_tab_order(self) -> None:
         chain: list[QWidget] = [
             self.label_box,
@@ -189,6 +219,7 @@ class ApprovalDialog(QDialog):
             self.preview_box,
             self.reason_edit,
             *self.buttons.values(),
+            self.outside_button,
             self.previous_button,
             self.next_button,
         ]
@@ -275,6 +306,8 @@ class ApprovalDialog(QDialog):
         enabled = self.current is not None and not self._busy
         for button in self.buttons.values():
             button.setEnabled(enabled)
+        self.outside_button.setEnabled(enabled)
+        self.outside_button.setVisible(self.current is not None and self.current.offers_outside)
         self.reason_edit.setEnabled(self.current is not None)
         many = self.presenter.count > 1
         index = self.presenter.index
@@ -313,6 +346,9 @@ class ApprovalDialog(QDialog):
         command = approval.tool == "run_command"
         self.label_box.setAccessibleName("Command" if command else "Path")
         self.label_box.set_text(approval.label)
+        sandbox = approval.sandbox
+        self.sandbox_label.setText("\n".join(sandbox.lines()) if sandbox is not None else "")
+        self.sandbox_label.setVisible(sandbox is not None)
         self.outside_label.setVisible(bool(detail.get("outside")))
         self.reason_label.setText(str(detail.get("reason") or "No reason was recorded."))
         uncovered = [str(part) for part in detail.get("uncovered") or []]
@@ -340,6 +376,8 @@ class ApprovalDialog(QDialog):
     def _on_choice_triggered(self, choice: Choice) -> None:
         approval = self.current
         if approval is None or self._busy or not self.isVisible():
+            return
+        if choice is Choice.ONCE_UNSANDBOXED and not approval.offers_outside:
             return
         self._set_busy(True)  # before the task starts: no second answer from a quick key
         self.tasks.spawn(self._choose(approval, choice), f"approval-{choice.value}")

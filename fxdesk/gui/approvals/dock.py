@@ -174,7 +174,9 @@ class ApprovalsModel(QAbstractTableModel):
             if column == COL_TOOL:
                 return f"{tool_text(approval.tool)} ({approval.tool})"
             if column == COL_LABEL:
-                return _wrapped(approval.label)
+                sandbox = approval.sandbox  # what its sandbox would let through (commands)
+                lines = sandbox.lines() if sandbox is not None else []
+                return "\n".join([_wrapped(approval.label), *map(_wrapped, lines)])
             if column == COL_AGE:
                 waited = self._now_ms() - approval.created_at_ms
                 return f"Waiting for {age_text(waited)}" if waited >= 60_000 else None

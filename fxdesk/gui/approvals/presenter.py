@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtWidgets import QWidget
 
 from fxdesk import messages
-from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice
+from fxdesk.domain.approvals import Approval, ApprovalNotPending, Choice, ChoiceNotOffered
 from fxdesk.domain.permissions import PermissionRule
 from fxdesk.engine.facade import RegistryClosed, StoreError
 from fxdesk.gui.approvals.always_allow import choose_rules
@@ -44,7 +44,7 @@ class ChoiceLabel:
     choice: Choice
     text: str  # "Always allow…" (an ellipsis when it asks something more first)
     short: str  # the dock is narrow: "For this session"
-    key: str  # the digit that answers with it in the approval dialog
+    key: str  # the digit that answers with it in the approval dialog ('' for none)
     tip: str
 
     @property
@@ -52,6 +52,17 @@ class ChoiceLabel:
         """The accessible name: the text without an ellipsis."""
         return self.text.rstrip("…")
 
+
+# Not in CHOICES: the dialog offers it apart, warning-styled, with no key of its own, and only
+# for a command that would run in the sandbox (``Approval.offers_outside``).
+OUTSIDE = ChoiceLabel(
+    Choice.ONCE_UNSANDBOXED,
+    "⚠ Run outside the sandbox, once",
+    "Outside the sandbox",
+    "",
+    "Run this one command without the sandbox: nothing then keeps it from your keys, your "
+    "files or the network. The next command asks again.",
+)
 
 CHOICES = (
     ChoiceLabel(
@@ -253,6 +264,8 @@ class ApprovalsPresenter(QObject):
         except ApprovalNotPending:
             self.remove(approval.id)
             return Answered(Outcome.NOT_PENDING, NOT_PENDING)
+        except ChoiceNotOffered as exc:  # an answer this approval does not have
+            return Answered(Outcome.FAILED, str(exc))
         except StoreError as exc:
             return Answered(Outcome.FAILED, exc.user_message)
         except RegistryClosed:  # answered in the moment fxdesk quits: the next start settles it

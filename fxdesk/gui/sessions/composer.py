@@ -25,12 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import PermissionMode
-
-MODES = [
-    (PermissionMode.ASK, "Ask"),
-    (PermissionMode.AUTO, "Auto"),
-    (PermissionMode.YOLO, "Yolo"),
-]
+from fxdesk.gui.sessions import modes
 
 
 class MessageEdit(QPlainTextEdit):
@@ -78,12 +73,9 @@ class Composer(QWidget):
         row.addWidget(self.profile)
         self.mode = QComboBox()
         self.mode.setAccessibleName("Permission mode")
-        for value, label in MODES:
-            self.mode.addItem(label, value.value)
-        self.mode.setToolTip(
-            "Ask: every change asks first · Auto: edits in the folder allowed · "
-            "Yolo: everything but deny rules"
-        )
+        self.unrestricted = False  # offered once turned on in Settings → General
+        modes.fill(self.mode, modes.offered(False), modes.SHORT)
+        self.mode.setToolTip(modes.TIP)
         self.mode.activated.connect(self._on_mode_activated)
         row.addWidget(QLabel("Permissions:"))
         row.addWidget(self.mode)
@@ -119,9 +111,20 @@ class Composer(QWidget):
         self.profile.blockSignals(False)
 
     def set_mode(self, mode: PermissionMode) -> None:
+        """Show the session's mode (listed even if no longer offered: the picker says the
+        truth), in the warning colour when it is unrestricted."""
+        modes.fill(self.mode, modes.offered(self.unrestricted, mode), modes.SHORT)
         self.mode.blockSignals(True)
         self.mode.setCurrentIndex(max(self.mode.findData(mode.value), 0))
         self.mode.blockSignals(False)
+        modes.colour(self.mode)
+
+    def set_unrestricted(self, offered: bool) -> None:
+        """Offer ``unrestricted`` or not (the Settings → General switch)."""
+        self.unrestricted = offered
+        shown = self.mode.currentData()
+        current = PermissionMode(shown) if shown else None
+        modes.fill(self.mode, modes.offered(offered, current), modes.SHORT)
 
     def set_running(self, running: bool) -> None:
         """While a turn runs, offer queue vs steer; the send button says which."""
@@ -143,4 +146,5 @@ class Composer(QWidget):
 
     @Slot(int)
     def _on_mode_activated(self, index: int) -> None:
+        modes.colour(self.mode)
         self.mode_chosen.emit(str(self.mode.itemData(index)))

@@ -103,12 +103,17 @@ class SessionController(QObject):
             await self.refresh_profiles()
 
     async def refresh_profiles(self) -> None:
-        """Offer the stored profiles in the composer, the session's own one chosen."""
+        """Offer the stored profiles in the composer, the session's own one chosen, and the
+        modes (unrestricted only once turned on)."""
         names = [p.name for p in await self.profiles.list()]
         default = await self.profiles.default_name()
+        unrestricted = await self.profiles.unrestricted_enabled()
+        composer = self.window.panel.composer
+        composer.set_unrestricted(unrestricted)
         session = self.session
         if session is not None:
-            self.window.panel.composer.set_profiles(names, session.profile, default)
+            composer.set_profiles(names, session.profile, default)
+            composer.set_mode(session.permission_mode)
 
     async def _load_older(self) -> None:
         view = self.window.panel.transcript

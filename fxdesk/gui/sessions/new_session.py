@@ -22,13 +22,8 @@ from PySide6.QtWidgets import (
 from fxdesk import messages
 from fxdesk.domain.model import PermissionMode
 from fxdesk.engine.facade import Engine, InvalidWorkspace, StoreError
+from fxdesk.gui.sessions import modes
 from fxdesk.gui.tasks import run_dialog
-
-MODE_LABELS = {
-    PermissionMode.ASK: "Ask: every change asks first",
-    PermissionMode.AUTO: "Auto: edits inside the folder allowed, commands by rules",
-    PermissionMode.YOLO: "Yolo: everything allowed except deny rules",
-}
 
 
 class NewSessionDialog(QDialog):
@@ -42,6 +37,7 @@ class NewSessionDialog(QDialog):
         mode: PermissionMode = PermissionMode.ASK,
         profiles: list[str] | None = None,
         default_profile: str | None = None,
+        unrestricted: bool = False,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New session")
@@ -70,9 +66,12 @@ class NewSessionDialog(QDialog):
         form.addRow("&Model profile:", self.profile_combo)
         self.mode_combo = QComboBox()
         self.mode_combo.setAccessibleName("Permission mode")
-        for value, label in MODE_LABELS.items():
-            self.mode_combo.addItem(label, value.value)
-        self.mode_combo.setCurrentIndex(list(MODE_LABELS).index(mode))
+        self.mode_combo.setToolTip(modes.TIP)
+        offered = modes.offered(unrestricted)
+        modes.fill(self.mode_combo, offered, modes.LABELS)
+        self.mode_combo.setCurrentIndex(max(self.mode_combo.findData(mode.value), 0))
+        modes.colour(self.mode_combo)
+        self.mode_combo.currentIndexChanged.connect(self._on_mode_combo_changed)
         form.addRow("&Permissions:", self.mode_combo)
         self.problem = QLabel()
         self.problem.setWordWrap(True)
@@ -107,6 +106,10 @@ class NewSessionDialog(QDialog):
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
 
     @Slot()
+    def _on_mode_combo_changed(self) -> None:
+        modes.colour(self.mode_combo)
+
+    @Slot()
     def _on_browse_clicked(self) -> None:
         folder = QFileDialog.getExistingDirectory(
             self, "Choose the project folder", self.folder_edit.text() or str(Path.home())
@@ -124,6 +127,7 @@ async def ask_new_session(parent: QWidget, engine: Engine) -> None:
         mode=await profiles.default_permission_mode(),
         profiles=[p.name for p in await profiles.list()],
         default_profile=await profiles.default_name(),
+        unrestricted=await profiles.unrestricted_enabled(),
     )
     try:
         while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:

@@ -15,20 +15,17 @@ from PySide6.QtGui import QDesktopServices, QFont, QKeySequence, QShortcut, QSho
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
-    QButtonGroup,
     QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
-    QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QListWidget,
     QListWidgetItem,
     QPushButton,
-    QRadioButton,
     QTabWidget,
     QVBoxLayout,
     QWidget,
@@ -36,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.facade import ProfileService, StoreError
-from fxdesk.gui.sessions.new_session import MODE_LABELS
+from fxdesk.gui.settings.mode_group import ModeGroup
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RuleBook, RulesPage
@@ -46,7 +43,6 @@ from fxdesk.gui.widgets import confirm, hint_label, push_button, show_outcome
 from fxdesk.providers.demo import DEMO_SCRIPT
 
 APPEARANCE_LABELS = {"system": "Follow the system", "light": "Light", "dark": "Dark"}
-MODES = list(MODE_LABELS)
 ROLE_NAME = Qt.ItemDataRole.UserRole  # the profile name of a list item
 
 
@@ -76,11 +72,13 @@ class SettingsDialog(QDialog):
             application and being stored).
         profiles_changed(): a profile was added, edited or removed, or the default changed.
         notifications_changed(bool): desktop notifications were turned on or off here.
+        modes_changed(): unrestricted mode was turned on or off here (stored).
     """
 
     appearance_changed = Signal(str)
     profiles_changed = Signal()
     notifications_changed = Signal(bool)
+    modes_changed = Signal()
 
     def __init__(
         self,
@@ -177,22 +175,11 @@ class SettingsDialog(QDialog):
     def _build_general_page(self) -> QWidget:
         page = QWidget()
         column = QVBoxLayout(page)
-        group = QGroupBox("Permission mode of new sessions")
-        box = QVBoxLayout(group)
-        self.mode_group = QButtonGroup(self)
-        self.mode_buttons: dict[PermissionMode, QRadioButton] = {}
-        for index, mode in enumerate(MODES):
-            radio = QRadioButton(MODE_LABELS[mode])
-            radio.setAccessibleName(MODE_LABELS[mode])
-            self.mode_group.addButton(radio, index)
-            self.mode_buttons[mode] = radio
-            box.addWidget(radio)
-        note = hint_label(
-            "The New session dialog starts with this mode; each session can differ.", wrap=True
-        )
-        box.addWidget(note)
-        self.mode_group.idToggled.connect(self._on_mode_group_toggled)
-        column.addWidget(group)
+        self.mode_group = ModeGroup()
+        self.mode_buttons = self.mode_group.buttons
+        self.mode_group.mode_chosen.connect(self._on_mode_group_mode_chosen)
+        self.mode_group.unrestricted_toggled.connect(self._on_mode_group_unrestricted_toggled)
+        column.addWidget(self.mode_group)
         form = QFormLayout()
         self.appearance_combo = QComboBox()
         self.appearance_combo.setAccessibleName("Appearance")
@@ -259,6 +246,7 @@ class SettingsDialog(QDialog):
         self._load_started = True
         try:
             mode = await self.service.default_permission_mode()
+            unrestricted = await self.service.unrestricted_enabled()
             appearance = await self.service.appearance()
             notifications = await self.service.notifications_enabled()
             keyring = await self.service.keyring_status()
@@ -270,7 +258,7 @@ class SettingsDialog(QDialog):
             return
         self._loading = True
         try:
-            self.mode_buttons[mode].setChecked(True)
+            self.mode_group.set_values(mode, unrestricted)
             self.appearance_combo.setCurrentIndex(self.appearance_combo.findData(appearance))
             self.notifications_check.setChecked(notifications)
         finally:
@@ -425,6 +413,16 @@ class SettingsDialog(QDialog):
             if alive(self):
                 self.general_status.setText(exc.user_message)
 
+    async def set_unrestricted(self, enabled: bool) -> None:
+        """Offer unrestricted mode (no sandbox) or stop offering it; the pickers follow."""
+        try:
+            await self.service.set_unrestricted_enabled(enabled)
+        except StoreError as exc:
+            if alive(self):
+                self.general_status.setText(exc.user_message)
+            return
+        self.modes_changed.emit()
+
     async def set_appearance(self, appearance: str) -> None:
         """Apply ``appearance`` to the application now and store it."""
         self._apply_appearance(appearance)
@@ -487,10 +485,15 @@ class SettingsDialog(QDialog):
             self.test_button.setEnabled(False)  # until the result is in
             self.tasks.spawn(self.test_profile(name), "settings-test")
 
-    @Slot(int, bool)
-    def _on_mode_group_toggled(self, index: int, checked: bool) -> None:
-        if checked and not self._loading:
-            self.tasks.spawn(self.set_permission_mode(MODES[index]), "settings-mode")
+    @Slot(object)
+    def _on_mode_group_mode_chosen(self, mode: PermissionMode) -> None:
+        if not self._loading:
+            self.tasks.spawn(self.set_permission_mode(mode), "settings-mode")
+
+    @Slot(bool)
+    def _on_mode_group_unrestricted_toggled(self, enabled: bool) -> None:
+        if not self._loading:
+            self.tasks.spawn(self.set_unrestricted(enabled), "settings-unrestricted")
 
     @Slot()
     def _on_appearance_combo_changed(self) -> None:

@@ -28,10 +28,12 @@ class SettingsWindow(QObject):
     Signals:
         profiles_changed(): a profile was added, edited or removed, or the default changed.
         notifications_changed(bool): desktop notifications were turned on or off.
+        modes_changed(): unrestricted mode was turned on or off.
     """
 
     profiles_changed = Signal()
     notifications_changed = Signal(bool)
+    modes_changed = Signal()
 
     def __init__(
         self,
@@ -62,6 +64,7 @@ class SettingsWindow(QObject):
             )
             self.dialog.profiles_changed.connect(self.profiles_changed)
             self.dialog.notifications_changed.connect(self.notifications_changed)
+            self.dialog.modes_changed.connect(self.modes_changed)
             self.dialog.finished.connect(self._on_dialog_finished)
         self.dialog.show()
         self.dialog.raise_()
