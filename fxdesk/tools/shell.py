@@ -33,11 +33,13 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
+from fxdesk.domain.sandbox_settings import SHELL_VARIABLES
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
@@ -89,28 +91,26 @@ class _Capture:
 
 
 BASH = shutil.which("bash", path=os.defpath) or "/bin/bash"  # Essential on Debian
-# Read by bash before the command (a file to source, options that change parsing, functions
-# that replace commands): what runs would no longer be what the permission check read.
-_SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
 
 
-def command_environment() -> dict[str, str]:
+def command_environment(extra: Iterable[str] = ()) -> dict[str, str]:
     """The environment of the agent's commands: the allow-listed part of fxdesk's
-    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``), without API keys and without what would make
-    bash run something other than the line it was given."""
-    return allowed_environment(_source_environment())
+    (``fxdesk.tools.sandbox.ALLOWED_VARIABLES``) and the workspace's ``extra`` names, without
+    API keys and without what would make bash run something other than the line it was given."""
+    return allowed_environment(_source_environment(), extra)
 
 
 def _source_environment() -> dict[str, str]:
     return {
         name: value
         for name, value in environment_without_secrets().items()
-        if name not in _SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
+        if name not in SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
     }
 
 
 def command_policy(ctx: ToolContext) -> SandboxPolicy:
-    """The sandbox of a command run in ``ctx`` (reads the file system: off the loop)."""
+    """The sandbox of a command run in ``ctx``, with the workspace's writable paths and
+    variables (reads the file system and may make folders: off the loop)."""
     if ctx.temp_dir is not None:
         ctx.temp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     return policy_for(
@@ -120,6 +120,7 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
         network=ctx.network,
         temp_dir=ctx.temp_dir,
         extra_env=ctx.extra_env,
+        extra_writable=ctx.extra_writable,
         environ=_source_environment(),
     )
 
@@ -138,7 +139,7 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     """The process for ``command`` in ``ctx`` (blocking: the first call probes the sandbox)."""
     status: SandboxStatus = sandbox_status() if use_sandbox else SandboxStatus(False)
     if not status.available:
-        return _Launch([BASH, "-c", command], command_environment(), sandboxed=False)
+        return _Launch([BASH, "-c", command], command_environment(ctx.extra_env), sandboxed=False)
     policy = command_policy(ctx)
     arguments = bwrap_arguments(
         policy, [BASH, "-c", command], ctx.workspace, disable_userns=status.disable_userns
