@@ -1,5 +1,6 @@
-"""What ``fxdesk doctor`` asks of the data layer: can the database be opened, is it whole, and
-can the keyring keep secrets. Plain results, so the command line needs no store import."""
+"""What ``fxdesk doctor`` and the window ask of the machine: can the database be opened, is it
+whole, can the keyring keep secrets, and can commands run in the sandbox. Plain results, so the
+command line and the window import neither the store nor the tools."""
 
 from __future__ import annotations
 
@@ -10,8 +11,17 @@ from typing import Any
 from fxdesk.store import Store, StoreError
 from fxdesk.store import secrets as secret_store
 from fxdesk.store.secrets import KeyringStatus
+from fxdesk.tools import sandbox_probe
+from fxdesk.tools.sandbox_probe import SandboxStatus
 
-__all__ = ["DatabaseHealth", "KeyringStatus", "database_health", "keyring_status"]
+__all__ = [
+    "DatabaseHealth",
+    "KeyringStatus",
+    "SandboxStatus",
+    "database_health",
+    "keyring_status",
+    "sandbox_status",
+]
 
 
 @dataclass(frozen=True)
@@ -55,3 +65,9 @@ def database_health(path: Path) -> DatabaseHealth:
 def keyring_status() -> KeyringStatus:
     """Which keyring backend is in use, and whether it can store secrets."""
     return secret_store.status()
+
+
+def sandbox_status() -> SandboxStatus:
+    """Whether commands run in the sandbox here, and if not why and the fix (probed once per
+    process; blocking the first time: call it off the event loop)."""
+    return sandbox_probe.sandbox_status()

@@ -162,7 +162,7 @@ def policy_for(
     root = Path(os.path.realpath(workspace))
     home = Path(os.path.expanduser("~")) if home is None else home
     source = os.environ if environ is None else environ
-    hidden = _hidden(home, data_dir, source)
+    hidden = sandbox_hidden(home, data_dir, source)
     extra = workspace_writable(extra_writable, root, home, hidden)
     made, failed = _make_folders(extra.missing)
     folders = (*extra.granted, *made)
@@ -369,11 +369,20 @@ def _grants(
     return tuple(dict.fromkeys(granted)), tuple(refused)
 
 
-def _hidden(home: Path, data_dir: Path | None, environ: Mapping[str, str]) -> list[Guarded]:
-    """``hidden_entries``, and the session's runtime folder (``/run/user/<uid>`` mostly, hidden
-    with ``/run`` already)."""
-    hidden = hidden_entries(home, data_dir, environ)
-    runtime = environ.get("XDG_RUNTIME_DIR", "")
+def sandbox_hidden(
+    home: Path, data_dir: Path | None, environ: Mapping[str, str] | None = None
+) -> list[Guarded]:
+    """What the sandbox hides: ``hidden_entries``, and the desktop session's runtime folder
+    (``/run/user/<uid>`` mostly, hidden with ``/run`` already).
+
+    Args:
+        home: The home folder.
+        data_dir: fxdesk's data folder (None: not known here).
+        environ: Where the XDG folders are read (default: this process's environment).
+    """
+    source = os.environ if environ is None else environ
+    hidden = hidden_entries(home, data_dir, source)
+    runtime = source.get("XDG_RUNTIME_DIR", "")
     if runtime.startswith("/"):
         for path in dict.fromkeys((Path(runtime), Path(os.path.realpath(runtime)))):
             hidden.append(Guarded(path, "$XDG_RUNTIME_DIR", "the desktop session's sockets"))
