@@ -128,7 +128,7 @@ def _listed(old: tuple[str, ...], given: list[str] | None, clear: bool) -> tuple
 
 def print_overview(view: SandboxOverview, as_json: bool) -> None:
     """The overview as a few titled lists (or as JSON)."""
-    from fxdesk.engine.sandbox_overview import status_text
+    from fxdesk.engine.health import status_text
 
     if as_json:
         data = asdict(view) | {"warnings": list(view.warnings())}

@@ -20,7 +20,9 @@ __all__ = [
     "SandboxStatus",
     "database_health",
     "keyring_status",
+    "notice_text",
     "sandbox_status",
+    "status_text",
 ]
 
 
@@ -71,3 +73,22 @@ def sandbox_status() -> SandboxStatus:
     """Whether commands run in the sandbox here, and if not why and the fix (probed once per
     process; blocking the first time: call it off the event loop)."""
     return sandbox_probe.sandbox_status()
+
+
+def status_text(status: SandboxStatus) -> str:
+    """One line: whether commands run sandboxed, with what, or why not and the fix."""
+    if status.available:
+        version = f" {status.version}" if status.version else ""
+        return f"Commands run in a sandbox: bubblewrap{version} ({status.bwrap})."
+    return notice_text(status)
+
+
+def notice_text(status: SandboxStatus) -> str:
+    """The window's one line where there is no sandbox: "Commands run without a sandbox: why.
+    The fix." ('' when there is one)."""
+    if status.available:
+        return ""
+    fix = status.fix.strip()
+    if fix and not fix.endswith("."):
+        fix += "."
+    return f"Commands run without a sandbox: {status.reason}. {fix}".strip()

@@ -1,5 +1,5 @@
 """What the sandbox gives one workspace's commands, in the person's words: what Settings →
-Permissions, ``fxdesk sandbox show`` and the window's no-sandbox notice say.
+Permissions and ``fxdesk sandbox show`` say (whether it works at all: ``health``).
 
 Worked out here, from the same functions the sandbox uses (``fxdesk.tools.sandbox``,
 ``fxdesk.tools.protected``), so what is shown is what a command gets; clients read the plain
@@ -18,9 +18,9 @@ from fxdesk.tools.protected import DATA_FOLDER, Guarded, protected_entries
 from fxdesk.tools.sandbox import sandbox_hidden, workspace_writable
 from fxdesk.tools.sandbox_probe import SandboxStatus
 
-__all__ = ["SandboxOverview", "SandboxStatus", "notice_text", "overview", "refusals", "status_text"]
+__all__ = ["SandboxOverview", "SandboxStatus", "overview", "refusals"]
 
-TEMP_TEXT = "/tmp: the session's own, kept between its commands"
+TEMP_TEXT = "/tmp (the session's own)"
 # Hidden by the sandbox's mounts and namespaces rather than by name (tools/sandbox.py).
 HIDDEN_ALWAYS = (
     "/run: the session bus, agents' and container engines' sockets",
@@ -60,25 +60,6 @@ class SandboxOverview:
         return tuple(text for text in found if text)
 
 
-def status_text(status: SandboxStatus) -> str:
-    """One line: whether commands run sandboxed, with what, or why not and the fix."""
-    if status.available:
-        version = f" {status.version}" if status.version else ""
-        return f"Commands run in a sandbox: bubblewrap{version} ({status.bwrap})."
-    return notice_text(status)
-
-
-def notice_text(status: SandboxStatus) -> str:
-    """The window's one line where there is no sandbox: "Commands run without a sandbox: why.
-    The fix." ('' when there is one)."""
-    if status.available:
-        return ""
-    fix = status.fix.strip()
-    if fix and not fix.endswith("."):
-        fix += "."
-    return f"Commands run without a sandbox: {status.reason}. {fix}".strip()
-
-
 def overview(
     status: SandboxStatus,
     workspace: Path | None,
@@ -110,7 +91,7 @@ def overview(
         root = Path(os.path.realpath(workspace))
         extra = workspace_writable(settings.writable, root, home, hidden)
         writable += [_short(path, home) for path in extra.granted]
-        writable += [f"{_short(path, home)} (made at the first command)" for path in extra.missing]
+        writable += [f"{_short(path, home)} (made when first used)" for path in extra.missing]
         read_only += [
             f"{_short(entry.path, home)} (the git folder this workspace uses)"
             for entry in protected_entries(root)

@@ -65,7 +65,7 @@ def test_set_saves_what_it_is_given_and_show_reads_it_back(cli: CLI) -> None:
     )  # fmt: skip
     assert done.returncode == ExitCode.OK, done.stderr
     assert f"saved the sandbox settings of {cli.workspace}" in done.stderr
-    assert "  ~/.cache/pip (made at the first command)" in done.stdout.splitlines()
+    assert "  ~/.cache/pip (made when first used)" in done.stdout.splitlines()
     assert f"  {cache}" in done.stdout.splitlines()
     assert not (cli.home / ".cache").exists()  # made by the first command, not by saving
     assert cli.settings() == {
