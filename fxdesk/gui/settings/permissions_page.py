@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
+    QScrollArea,
     QVBoxLayout,
     QWidget,
 )
@@ -90,7 +91,7 @@ class EditableList(QWidget):
         column.addWidget(label)
         self.list = QListWidget()
         self.list.setAccessibleName(title.replace("&", "").rstrip(":"))
-        self.list.setMaximumHeight(self.list.fontMetrics().height() * 5)
+        self.list.setFixedHeight(self.list.fontMetrics().lineSpacing() * 3 + 12)  # 3 entries
         self.list.itemSelectionChanged.connect(self._update_buttons)
         column.addWidget(self.list, 1)
         self.edit = QLineEdit()
@@ -164,10 +165,18 @@ class PermissionsPage(QWidget):
         self.overview: SandboxOverview | None = None
         self._load_started = False
         self._all_hidden = False
-        column = QVBoxLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QScrollArea.Shape.NoFrame)
+        body = QWidget()
+        column = QVBoxLayout(body)
         column.addWidget(self._build_summary())
         column.addWidget(self._build_workspace())
         column.addStretch(1)
+        self.scroll_area.setWidget(body)
+        outer.addWidget(self.scroll_area)
 
     # --- construction ----------------------------------------------------------------------
 
@@ -281,7 +290,7 @@ class PermissionsPage(QWidget):
         self.workspace_combo.blockSignals(True)
         self.workspace_combo.clear()
         for key in order:
-            self.workspace_combo.addItem(known[key], int(key))
+            self.workspace_combo.addItem(_with_tilde(known[key]), int(key))
         self.workspace_combo.blockSignals(False)
         self.workspace_combo.setEnabled(bool(order))
         if not order:
@@ -322,6 +331,21 @@ class PermissionsPage(QWidget):
         self.network_check.setChecked(overview.settings.network)
         self.network_check.blockSignals(False)
         self._show_warnings()
+        self._fit_window()
+
+    def _fit_window(self) -> None:
+        """Make the window tall enough to show the whole page when the screen has room; the
+        page scrolls otherwise (wrapped lines need more height than Qt asks of a window)."""
+        body = self.scroll_area.widget()
+        viewport = self.scroll_area.viewport()
+        if not self.isVisible() or body is None:
+            return
+        wanted = body.heightForWidth(viewport.width())
+        missing = (wanted if wanted > 0 else body.sizeHint().height()) - viewport.height()
+        window = self.window()
+        if missing > 0 and window is not self:
+            room = window.screen().availableGeometry().height() - window.frameGeometry().height()
+            window.resize(window.width(), window.height() + min(missing, max(room, 0)))
 
     def _show_hidden(self) -> None:
         hidden = self.overview.hidden if self.overview is not None else ()
@@ -422,6 +446,7 @@ class PermissionsPage(QWidget):
     def _on_hidden_button_clicked(self) -> None:
         self._all_hidden = not self._all_hidden
         self._show_hidden()
+        self._fit_window()
 
     @Slot(int)
     def _on_workspace_combo_changed(self, _index: int) -> None:
