@@ -209,7 +209,10 @@ def workspace_writable(
     and a folder holding one would let a command make it before it is hidden); a protected
     path (``.git``: allowed only when asked, for one command); a path under a folder the
     sandbox mounts afresh (``/tmp``, ``/run``, ``/dev``, ``/proc``); a missing one outside
-    the home folder. Paths inside the workspace are writable already and left out.
+    the home folder; one reached through a link inside a folder commands can write (the
+    workspace, another listed folder): a command could point that link at ``~/.local/bin``
+    and have it bound writable at the next command. Paths inside the workspace are writable
+    already and left out.
 
     Args:
         listed: Absolute paths, or ``~`` paths (against ``home``).
@@ -221,9 +224,20 @@ def workspace_writable(
     missing: list[Path] = []
     refused: list[str] = []
     home_real = Path(os.path.realpath(home))
+    found = []
     for raw in listed:
-        target = Path(os.path.realpath(_expand(raw, home)))
-        why = _not_writable(target, workspace, hidden)
+        path = _expand(raw, home)
+        target = Path(os.path.realpath(path))
+        found.append((raw, path, target, _not_writable(target, workspace, hidden)))
+    # What commands can write: where a link one of them made could lead a listed path.
+    areas = [workspace, *(target for _raw, _path, target, why in found if not why)]
+    for raw, path, target, why in found:
+        link = None if why else _link_inside(path, areas)
+        if link is not None:
+            why = (
+                f"it leads through {link}, a link in a folder commands can write (a command "
+                "could point it elsewhere): name where it leads"
+            )
         if why:
             refused.append(f"{raw}: {why}")
         elif _under(target, workspace):
@@ -239,6 +253,19 @@ def workspace_writable(
     return WorkspaceWritable(
         tuple(dict.fromkeys(granted)), tuple(dict.fromkeys(missing)), tuple(refused)
     )
+
+
+def _link_inside(path: Path, areas: Sequence[Path]) -> Path | None:
+    """The first symbolic link on the way to ``path`` that lies in one of ``areas`` (folders
+    commands can write, so a command could have made it or could change it), or None."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if os.path.islink(current):
+            if _under_any(Path(os.path.realpath(current.parent)) / current.name, areas):
+                return current
+            current = Path(os.path.realpath(current))
+    return None
 
 
 def _not_writable(target: Path, workspace: Path, hidden: Sequence[Guarded]) -> str:

@@ -337,6 +337,18 @@ async def hidden_listed_as_writable_stays_hidden(s: Scene) -> None:
     assert not (s.home / ".config").exists()
 
 
+async def a_link_a_command_made_is_not_followed(s: Scene) -> None:
+    """A command makes a link in a writable folder (~/.cache/pip in ~/.cache, pointing at a
+    folder the person runs things from); when the person then lists ~/.cache/pip, the next
+    command does not get that folder writable."""
+    made = await s.run(f"ln -s {s.outside} ~/.cache/pip", extra_writable=("~/.cache",))
+    assert (s.home / ".cache" / "pip").is_symlink(), made.output
+    result = await s.run(
+        "echo pwned > ~/.cache/pip/file", extra_writable=("~/.cache", "~/.cache/pip")
+    )
+    assert content(s.outside / "file") == ORIGINAL, result.output
+
+
 async def run_is_empty(s: Scene) -> None:
     """/run holds the buses, the session's runtime folder and daemons' sockets: only what name
     resolution needs is bound again."""
@@ -433,6 +445,11 @@ def hidden_made_writable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sandbox, "_not_writable", lambda *args: "")
 
 
+def links_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace's writable paths resolved wherever a link leads, whoever made it."""
+    monkeypatch.setattr(sandbox, "_link_inside", lambda *args: None)
+
+
 def full_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     real = shell.command_policy
 
@@ -469,8 +486,16 @@ CHECKS: dict[str, tuple[Check, Hole | Callable[[pytest.MonkeyPatch], None]]] = {
         hidden_listed_as_writable_stays_hidden,
         hidden_made_writable,
     ),
+    "a link a command made is not followed": (
+        a_link_a_command_made_is_not_followed,
+        links_followed,
+    ),
 }
-POLICY_HOLES = (full_environment, hidden_made_writable)  # planted in the policy, not bubblewrap
+POLICY_HOLES = (
+    full_environment,
+    hidden_made_writable,
+    links_followed,
+)  # planted in the policy, not bubblewrap
 
 
 def test_the_sandbox_is_available_here() -> None:
@@ -516,6 +541,8 @@ def test_workspace_writable_paths_refused_each_with_why(scene: Scene) -> None:
     (s := scene).home.joinpath(".cache").mkdir()
     (s.home / "cache-link").symlink_to(s.outside)
     (s.home / "into-ssh").symlink_to(s.home / ".ssh")
+    (s.workspace / "out-link").symlink_to(s.outside)  # a command could have made it
+    (s.outside / "sub").mkdir()
     policy = sandbox.policy_for(
         s.workspace,
         data_dir=s.data,
@@ -529,6 +556,7 @@ def test_workspace_writable_paths_refused_each_with_why(scene: Scene) -> None:
             f"{s.workspace}/.git",  # protected
             "/tmp/cache",  # the sandbox's own /tmp
             f"{s.outside}/missing",  # missing, outside the home folder
+            f"{s.workspace}/out-link/sub",  # through a link in the workspace
         ),
     )
     assert set(policy.grants) == {s.home / ".cache" / "new" / "deeper", s.outside}
@@ -540,6 +568,7 @@ def test_workspace_writable_paths_refused_each_with_why(scene: Scene) -> None:
         f"{s.workspace}/.git",
         "/tmp/cache",
         f"{s.outside}/missing",
+        f"{s.workspace}/out-link/sub",
     ]
     reasons = "\n".join(policy.refused)
     assert "~/.ssh is hidden (SSH keys)" in reasons
@@ -549,3 +578,6 @@ def test_workspace_writable_paths_refused_each_with_why(scene: Scene) -> None:
     assert "the sandbox has its own /tmp" in reasons
     assert "does not exist (only folders under the home folder are made)" in reasons
     assert not (s.outside / "missing").exists()
+    assert f"it leads through {s.workspace}/out-link, a link in a folder commands can write" in (
+        reasons
+    )
