@@ -43,6 +43,7 @@ from fxdesk.tools.protected import (
     protected_in,
     protected_paths,
 )
+from fxdesk.tools.workspace import is_inside
 
 # Variables a command gets from fxdesk's environment: where things are and how to print, never
 # keys. Anything else (GITHUB_TOKEN, another provider's key, DBUS_SESSION_BUS_ADDRESS,
@@ -225,10 +226,11 @@ def workspace_writable(
     refused: list[str] = []
     home_real = Path(os.path.realpath(home))
     found = []
+    protected = protected_entries(workspace)
     for raw in listed:
         path = _expand(raw, home)
         target = Path(os.path.realpath(path))
-        found.append((raw, path, target, _not_writable(target, workspace, hidden)))
+        found.append((raw, path, target, _not_writable(target, workspace, hidden, protected)))
     # What commands can write: where a link one of them made could lead a listed path.
     areas = [workspace, *(target for _raw, _path, target, why in found if not why)]
     for raw, path, target, why in found:
@@ -268,7 +270,9 @@ def _link_inside(path: Path, areas: Sequence[Path]) -> Path | None:
     return None
 
 
-def _not_writable(target: Path, workspace: Path, hidden: Sequence[Guarded]) -> str:
+def _not_writable(
+    target: Path, workspace: Path, hidden: Sequence[Guarded], protected: Sequence[Guarded]
+) -> str:
     """Why ``target`` (resolved) cannot be one of the workspace's writable paths ('' if it can)."""
     for entry in hidden:
         if _under(target, entry.path):
@@ -282,7 +286,7 @@ def _not_writable(target: Path, workspace: Path, hidden: Sequence[Guarded]) -> s
     for fresh in _REPLACED:
         if _under(target, fresh):
             return f"the sandbox has its own {fresh}"
-    guarded = protected_in(protected_entries(workspace), workspace, target)
+    guarded = protected_in(protected, workspace, target)
     if guarded is not None:
         return (
             f"{guarded.label} is protected ({guarded.why}): allow a write there when a command asks"
@@ -486,4 +490,4 @@ def _under_any(path: Path, folders: Iterable[Path]) -> bool:
 
 
 def _under(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+    return is_inside(path, folder)  # by name (both resolved): Path.parents is slow
