@@ -17,6 +17,52 @@ class SandboxSettingsError(ValueError):
     """A workspace's sandbox settings that cannot be used, with what is wrong."""
 
 
+# Read by bash before it runs the line (a file to source, options that change how it parses):
+# never passed to a command, so what runs is what the permission check read.
+SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
+# Names a workspace cannot pass on: the sandbox sets them itself, or bash would run something
+# else than the line. Listing one would be silently ignored, so it is refused with why.
+RESERVED_VARIABLES = {
+    "TMPDIR": "the sandbox sets it to its own /tmp",
+    **{
+        name: "bash reads it before the command, so it is never passed on"
+        for name in SHELL_VARIABLES
+    },
+}
+_FUNCTION_PREFIX = "BASH_FUNC_"  # an exported function: replaces a command the check read
+
+# Parts of a variable's name that say it holds a secret, or the way to one (an agent socket,
+# the session bus that reaches the keyring).
+_SECRET_WORDS = frozenset(
+    {"TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASSPHRASE", "KEY", "APIKEY", "CREDENTIAL",
+     "CREDENTIALS", "AUTH", "COOKIE", "PRIVATE", "DBUS"}
+)  # fmt: skip
+_SECRET_PARTS = ("SECRET", "TOKEN", "PASSWORD", "APIKEY", "CREDENTIAL")
+
+
+def secret_like(name: str) -> bool:
+    """Whether the variable ``name`` looks like it holds a secret: a word of it is ``TOKEN``,
+    ``KEY``, ``AUTH``, ``DBUS``… (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+    ``SSH_AUTH_SOCK``, ``DBUS_SESSION_BUS_ADDRESS``), or it contains ``SECRET``, ``TOKEN``,
+    ``PASSWORD``… anywhere (``MYTOKEN``)."""
+    upper = name.upper()
+    return bool(_SECRET_WORDS & set(upper.split("_"))) or any(p in upper for p in _SECRET_PARTS)
+
+
+def variable_warning(name: str, key_variables: Iterable[str] = ()) -> str:
+    """What the person should know before passing ``name`` to commands ('' when nothing).
+
+    Args:
+        name: A variable name of ``WorkspaceSandbox.extra_env``.
+        key_variables: The variables profiles read their model keys from.
+    """
+    if name in key_variables:
+        return f"{name} holds a model key of a profile: fxdesk never passes it to commands"
+    if secret_like(name):
+        return f"{name} looks like a secret: commands, and so the model, can read its value"
+    return ""
+
+
 @dataclass(frozen=True)
 class WorkspaceSandbox:
     """One workspace's additions to the sandbox.
@@ -24,7 +70,9 @@ class WorkspaceSandbox:
     Attributes:
         writable: Absolute folders (or files) commands may write besides the workspace; ``~``
             stands for the home folder. Hidden paths stay hidden whatever is listed here.
-        extra_env: Variable names passed on to commands beyond the allow-list.
+        extra_env: Variable names passed on to commands beyond the allow-list (their values
+            from fxdesk's environment). Never the sandbox's own (``RESERVED_VARIABLES``); a
+            profile's key variable is listed but not passed (``variable_warning`` says so).
         network: Commands get the network without asking, in auto mode too.
     """
 
@@ -67,6 +115,15 @@ class WorkspaceSandbox:
                 raise SandboxSettingsError(
                     f"{name!r} is not a variable name (letters, digits and _, not starting "
                     "with a digit)"
+                )
+            if name in RESERVED_VARIABLES:
+                raise SandboxSettingsError(
+                    f"{name} cannot be passed on: {RESERVED_VARIABLES[name]}"
+                )
+            if name.startswith(_FUNCTION_PREFIX):
+                raise SandboxSettingsError(
+                    f"{name} cannot be passed on: it is a bash function, which would replace a "
+                    "command the permission check read"
                 )
             names.append(name)
         return cls(tuple(dict.fromkeys(paths)), tuple(dict.fromkeys(names)), bool(network))

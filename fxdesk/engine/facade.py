@@ -24,18 +24,26 @@ from typing import TypeVar
 
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.model import PermissionMode, Session, SessionMode, Workspace
+from fxdesk.domain.model import KeySource, PermissionMode, Session, SessionMode, Workspace
 from fxdesk.domain.permissions import PermissionRule, Scope
-from fxdesk.domain.sandbox_settings import SandboxSettingsError, WorkspaceSandbox
+from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.work import WorkItem
+from fxdesk.engine import health
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import EngineError, ErrorCode, RegistryClosed
-from fxdesk.engine.events import RecoveryReport
+from fxdesk.engine.events import RecoveryReport, WorkspaceAdded
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
 from fxdesk.engine.profiles import ProfileError, ProfileService
-from fxdesk.engine.sessions import Catalog, InvalidWorkspace, SessionError, SessionService
+from fxdesk.engine.sandbox_overview import SandboxOverview, SandboxStatus, overview, refusals
+from fxdesk.engine.sessions import (
+    Catalog,
+    InvalidWorkspace,
+    SessionError,
+    SessionService,
+    validate_workspace,
+)
 from fxdesk.store import Store, control, history, repo
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
@@ -51,7 +59,9 @@ __all__ = [
     "ProfileService",
     "RegistryClosed",
     "Result",
+    "SandboxOverview",
     "SandboxSettingsError",
+    "SandboxStatus",
     "SecretsUnavailable",
     "SessionError",
     "StartResult",
@@ -374,10 +384,68 @@ class Engine:
         return await self._store.read(lambda: repo.get_workspace_sandbox(workspace_id))
 
     async def set_workspace_sandbox(self, workspace_id: int, settings: WorkspaceSandbox) -> None:
-        """Save one workspace's sandbox settings (its next command runs with them)."""
+        """Save one workspace's sandbox settings (its next command runs with them).
+
+        Raises:
+            SandboxSettingsError: a writable path the sandbox would not make writable (hidden,
+                holding a hidden path, protected, under /tmp, missing outside the home
+                folder), naming it and why; nothing is saved then.
+        """
+        folder = await self._workspace_folder(workspace_id)
+        refused = await asyncio.to_thread(
+            refusals, folder, settings.writable, data_dir=self._permissions.data_dir
+        )
+        if refused:
+            raise SandboxSettingsError("; ".join(refused))
         await self._store.write(
             lambda: repo.set_workspace_sandbox(workspace_id, settings), label="workspace sandbox"
         )
+
+    async def sandbox_status(self) -> SandboxStatus:
+        """Whether commands run in the sandbox on this machine, or why not and the fix (the
+        first call probes bubblewrap, in a worker thread)."""
+        return await asyncio.to_thread(health.sandbox_status)
+
+    async def sandbox_overview(self, workspace_id: int | None = None) -> SandboxOverview:
+        """What the sandbox gives the commands of a workspace (None: of any workspace, by
+        default): writable, read-only, hidden, network, and the workspace's settings."""
+        status = await self.sandbox_status()
+        folder, settings = None, DEFAULTS
+        if workspace_id is not None:
+            folder = await self._workspace_folder(workspace_id)
+            settings = await self.workspace_sandbox(workspace_id)
+        keys = {
+            p.key_env
+            for p in await self.profiles.list()
+            if p.key_source == KeySource.ENV and p.key_env
+        }
+        return await asyncio.to_thread(
+            overview,
+            status,
+            folder,
+            settings,
+            data_dir=self._permissions.data_dir,
+            key_variables=keys,
+        )
+
+    async def ensure_workspace(self, folder: str | os.PathLike[str]) -> Workspace:
+        """The workspace of ``folder``, made known now if it was not (``fxdesk sandbox set``
+        before the first session there); ``InvalidWorkspace`` says why a folder cannot be one."""
+        path = await asyncio.to_thread(validate_workspace, folder)
+        at = self._clock.now_ms()
+        workspace, is_new = await self._store.write(
+            lambda: repo.ensure_workspace(str(path), path.name or str(path), at),
+            label="ensure workspace",
+        )
+        if is_new:
+            self._bus.publish(WorkspaceAdded(workspace))
+        return workspace
+
+    async def _workspace_folder(self, workspace_id: int) -> Path:
+        for workspace in (await self._sessions.catalog()).workspaces:
+            if workspace.id == workspace_id:
+                return Path(workspace.path)
+        raise SessionError(f"no workspace {workspace_id}", code=ErrorCode.NOT_FOUND)
 
     def _running(self) -> SessionOwner:
         if self._owner is None:

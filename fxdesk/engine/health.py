@@ -1,5 +1,6 @@
-"""What ``fxdesk doctor`` asks of the data layer: can the database be opened, is it whole, and
-can the keyring keep secrets. Plain results, so the command line needs no store import."""
+"""What ``fxdesk doctor`` and the window ask of the machine: can the database be opened, is it
+whole, can the keyring keep secrets, and can commands run in the sandbox. Plain results, so the
+command line and the window import neither the store nor the tools."""
 
 from __future__ import annotations
 
@@ -10,8 +11,19 @@ from typing import Any
 from fxdesk.store import Store, StoreError
 from fxdesk.store import secrets as secret_store
 from fxdesk.store.secrets import KeyringStatus
+from fxdesk.tools import sandbox_probe
+from fxdesk.tools.sandbox_probe import SandboxStatus
 
-__all__ = ["DatabaseHealth", "KeyringStatus", "database_health", "keyring_status"]
+__all__ = [
+    "DatabaseHealth",
+    "KeyringStatus",
+    "SandboxStatus",
+    "database_health",
+    "keyring_status",
+    "notice_text",
+    "sandbox_status",
+    "status_text",
+]
 
 
 @dataclass(frozen=True)
@@ -55,3 +67,28 @@ def database_health(path: Path) -> DatabaseHealth:
 def keyring_status() -> KeyringStatus:
     """Which keyring backend is in use, and whether it can store secrets."""
     return secret_store.status()
+
+
+def sandbox_status() -> SandboxStatus:
+    """Whether commands run in the sandbox here, and if not why and the fix (probed once per
+    process; blocking the first time: call it off the event loop)."""
+    return sandbox_probe.sandbox_status()
+
+
+def status_text(status: SandboxStatus) -> str:
+    """One line: whether commands run sandboxed, with what, or why not and the fix."""
+    if status.available:
+        version = f" {status.version}" if status.version else ""
+        return f"Commands run in a sandbox: bubblewrap{version} ({status.bwrap})."
+    return notice_text(status)
+
+
+def notice_text(status: SandboxStatus) -> str:
+    """The window's one line where there is no sandbox: "Commands run without a sandbox: why.
+    The fix." ('' when there is one)."""
+    if status.available:
+        return ""
+    fix = status.fix.strip()
+    if fix and not fix.endswith("."):
+        fix += "."
+    return f"Commands run without a sandbox: {status.reason}. {fix}".strip()

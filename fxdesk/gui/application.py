@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import gc
 import importlib.resources
 import logging
@@ -54,6 +55,7 @@ from fxdesk.gui.window.messages import MessagePresenter
 from fxdesk.gui.window.startup import (
     offer_crash_logs,
     offer_recovery,
+    offer_sandbox_fix,
     show_data_error,
     show_data_folder,
 )
@@ -217,6 +219,7 @@ class GuiController(QObject):
         database, schema = engine.database()
         show_data_folder(self.window, self.app.paths.root, database, schema)
         offer_crash_logs(self.window, self.app.crash_log, self.messages, self.tasks)
+        self.tasks.spawn(self._check_sandbox(engine), "sandbox-status")
         self.ready.set()
         messages.info("Ready")
         if self.app.providers is None and not await engine.profiles.list():
@@ -240,12 +243,27 @@ class GuiController(QObject):
             self.window,
             permissions=engine,
             workspaces=self.model.workspace_folders,
+            sandbox=engine,
+            current_workspace=self._current_workspace,
         )
         self.settings_window.profiles_changed.connect(self._on_settings_profiles_changed)
         self.settings_window.modes_changed.connect(self._on_settings_profiles_changed)
         self.settings_window.notifications_changed.connect(self.notifications.set_enabled)
         self.first_run = FirstRun(engine.profiles, self.window)
         return approvals
+
+    async def _check_sandbox(self, engine: Engine) -> None:
+        """Say in one line when commands run without a sandbox here (the probe runs bubblewrap
+        once, off the loop)."""
+        status = await engine.sandbox_status()
+        if self.settings_window is not None:
+            open_permissions = functools.partial(self.settings_window.open, permissions_page=True)
+            offer_sandbox_fix(self.window, status, open_permissions)
+
+    def _current_workspace(self) -> str | None:
+        """The selected session's workspace id, as the settings pages key workspaces."""
+        session = self.window.selected_session()
+        return str(session.workspace_id) if session is not None else None
 
     def _where(self, approval: Approval) -> tuple[str, str]:
         """(session name, workspace folder) of an approval."""

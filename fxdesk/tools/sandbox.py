@@ -5,8 +5,9 @@ bash will do (issue 11: expansions that execute, reads it never judges, a ``$PWD
 changes). The guarantee comes from the kernel instead. Each command runs under bubblewrap
 (``bwrap``) in namespaces of its own, where:
 
-- the whole file system is read-only, except the workspace, a private ``/tmp`` and the paths an
-  approval allowed to write;
+- the whole file system is read-only, except the workspace, a private ``/tmp``, the paths an
+  approval allowed to write and the folders the person made writable for the workspace (a
+  tool's cache: ``extra_writable``, never a hidden path nor one that holds one);
 - inside those, what other programs obey stays read-only: ``.git`` (and the git directory a
   ``.git`` file points to, and its common directory), ``.fxdesk``;
 - fxdesk's data folder, credential stores, keyrings, browser profiles, shell histories, ``/run``
@@ -22,8 +23,9 @@ cannot keep ``.git`` read-only inside a writable workspace, nor hide ``~/.ssh`` 
 of the home folder stays readable; nor does it give a PID namespace, a private ``/tmp`` or a
 loopback-only network. docs/performance.md has the measurements and the comparison.
 
-This module is pure (paths, no processes): ``policy_for`` builds the policy from what the engine
-knows, ``bwrap_arguments`` turns it into the command line. ``fxdesk.tools.sandbox_probe`` says
+This module runs no process: ``policy_for`` builds the policy from what the engine knows (reading
+the file system, and making the workspace's missing writable folders under the home folder),
+``bwrap_arguments`` turns it into the command line. ``fxdesk.tools.sandbox_probe`` says
 whether bubblewrap works on this machine; ``fxdesk.tools.shell`` runs the command.
 """
 
@@ -34,7 +36,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fxdesk.tools.protected import hidden_paths, protected_paths
+from fxdesk.tools.protected import (
+    Guarded,
+    hidden_entries,
+    protected_entries,
+    protected_in,
+    protected_paths,
+)
+from fxdesk.tools.workspace import is_inside
 
 # Variables a command gets from fxdesk's environment: where things are and how to print, never
 # keys. Anything else (GITHUB_TOKEN, another provider's key, DBUS_SESSION_BUS_ADDRESS,
@@ -132,11 +141,12 @@ def policy_for(
     network: bool = False,
     temp_dir: Path | None = None,
     extra_env: Iterable[str] = (),
+    extra_writable: Iterable[str] = (),
     home: Path | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> SandboxPolicy:
-    """The policy for a command run in ``workspace`` (reads the file system: call off the loop
-    when it may be slow).
+    """The policy for a command run in ``workspace`` (reads the file system, and makes the
+    missing ``extra_writable`` folders under the home folder: call off the loop).
 
     Args:
         workspace: The session's workspace.
@@ -145,29 +155,143 @@ def policy_for(
         network: Whether the command may use the network.
         temp_dir: The host folder the command sees as ``/tmp``.
         extra_env: Variable names the person lets through beyond ``ALLOWED_VARIABLES``.
+        extra_writable: The workspace's writable paths as the person wrote them (``~`` for
+            the home folder): see ``workspace_writable``.
         home: The home folder (default: ``$HOME``).
         environ: The environment to take variables from (default: this process's).
     """
     root = Path(os.path.realpath(workspace))
     home = Path(os.path.expanduser("~")) if home is None else home
-    protected = _existing(protected_paths(root))
-    granted, refused = _grants(write_grants, root, home, protected)
     source = os.environ if environ is None else environ
-    hidden = hidden_paths(home, data_dir, source)
-    runtime = source.get("XDG_RUNTIME_DIR", "")
-    if runtime.startswith("/"):
-        hidden.append(Path(runtime))  # /run/user/<uid> mostly, hidden with /run already
+    hidden = sandbox_hidden(home, data_dir, source)
+    extra = workspace_writable(extra_writable, root, home, hidden)
+    made, failed = _make_folders(extra.missing)
+    folders = (*extra.granted, *made)
+    protected = _existing(protected_paths(root))
+    # Inside a writable folder of the workspace's, a repository's .git stays read-only too.
+    protected += tuple(p for p in _existing(_protected_in(folders)) if p not in protected)
+    granted, refused = _grants(write_grants, root, home, protected)
     return SandboxPolicy(
         workspace=root,
-        grants=granted,
+        grants=tuple(dict.fromkeys((*granted, *folders))),
         protected=protected,
-        hidden=_existing(hidden),
+        hidden=_existing(entry.path for entry in hidden),
         kept=_run_kept(),
         environment=tuple(sorted(sandbox_environment(source, extra_env).items())),
         network=network,
         temp_dir=temp_dir,
-        refused=refused,
+        refused=(*refused, *extra.refused, *failed),
     )
+
+
+@dataclass(frozen=True)
+class WorkspaceWritable:
+    """A workspace's writable paths as the sandbox takes them.
+
+    Attributes:
+        granted: Resolved, existing: bound writable.
+        missing: Resolved, under the home folder, not there yet: made (mode 0700) before the
+            command, then bound.
+        refused: The paths not made writable, each with why.
+    """
+
+    granted: tuple[Path, ...] = ()
+    missing: tuple[Path, ...] = ()
+    refused: tuple[str, ...] = ()
+
+
+def workspace_writable(
+    listed: Iterable[str], workspace: Path, home: Path, hidden: Sequence[Guarded]
+) -> WorkspaceWritable:
+    """Which of the workspace's writable paths (``WorkspaceSandbox.writable``) the sandbox
+    makes writable, resolved where they lead.
+
+    Refused, with why: a hidden path, or a folder that holds one (a hidden path stays hidden,
+    and a folder holding one would let a command make it before it is hidden); a protected
+    path (``.git``: allowed only when asked, for one command); a path under a folder the
+    sandbox mounts afresh (``/tmp``, ``/run``, ``/dev``, ``/proc``); a missing one outside
+    the home folder; one reached through a link inside a folder commands can write (the
+    workspace, another listed folder): a command could point that link at ``~/.local/bin``
+    and have it bound writable at the next command. Paths inside the workspace are writable
+    already and left out.
+
+    Args:
+        listed: Absolute paths, or ``~`` paths (against ``home``).
+        workspace: The workspace, resolved.
+        home: The home folder.
+        hidden: What no command may see (``hidden_entries``, the runtime folder).
+    """
+    granted: list[Path] = []
+    missing: list[Path] = []
+    refused: list[str] = []
+    home_real = Path(os.path.realpath(home))
+    found = []
+    protected = protected_entries(workspace)
+    for raw in listed:
+        path = _expand(raw, home)
+        target = Path(os.path.realpath(path))
+        found.append((raw, path, target, _not_writable(target, workspace, hidden, protected)))
+    # What commands can write: where a link one of them made could lead a listed path.
+    areas = [workspace, *(target for _raw, _path, target, why in found if not why)]
+    for raw, path, target, why in found:
+        link = None if why else _link_inside(path, areas)
+        if link is not None:
+            why = (
+                f"it leads through {link}, a link in a folder commands can write (a command "
+                "could point it elsewhere): name where it leads"
+            )
+        if why:
+            refused.append(f"{raw}: {why}")
+        elif _under(target, workspace):
+            continue
+        elif os.path.lexists(target):
+            granted.append(target)
+        elif _under(target, home_real) and target != home_real:
+            missing.append(target)
+        else:
+            refused.append(
+                f"{raw}: {target} does not exist (only folders under the home folder are made)"
+            )
+    return WorkspaceWritable(
+        tuple(dict.fromkeys(granted)), tuple(dict.fromkeys(missing)), tuple(refused)
+    )
+
+
+def _link_inside(path: Path, areas: Sequence[Path]) -> Path | None:
+    """The first symbolic link on the way to ``path`` that lies in one of ``areas`` (folders
+    commands can write, so a command could have made it or could change it), or None."""
+    current = Path(path.anchor)
+    for part in path.parts[1:]:
+        current = current / part
+        if os.path.islink(current):
+            if _under_any(Path(os.path.realpath(current.parent)) / current.name, areas):
+                return current
+            current = Path(os.path.realpath(current))
+    return None
+
+
+def _not_writable(
+    target: Path, workspace: Path, hidden: Sequence[Guarded], protected: Sequence[Guarded]
+) -> str:
+    """Why ``target`` (resolved) cannot be one of the workspace's writable paths ('' if it can)."""
+    for entry in hidden:
+        if _under(target, entry.path):
+            return f"{entry.label} is hidden ({entry.why}) and stays hidden"
+    for entry in hidden:
+        if _under(entry.path, target):
+            return (
+                f"it holds {entry.label} ({entry.why}), which stays hidden: name a folder "
+                "inside it instead"
+            )
+    for fresh in _REPLACED:
+        if _under(target, fresh):
+            return f"the sandbox has its own {fresh}"
+    guarded = protected_in(protected, workspace, target)
+    if guarded is not None:
+        return (
+            f"{guarded.label} is protected ({guarded.why}): allow a write there when a command asks"
+        )
+    return ""
 
 
 def allowed_environment(environ: Mapping[str, str], extra: Iterable[str] = ()) -> dict[str, str]:
@@ -276,6 +400,56 @@ def _grants(
     return tuple(dict.fromkeys(granted)), tuple(refused)
 
 
+def sandbox_hidden(
+    home: Path, data_dir: Path | None, environ: Mapping[str, str] | None = None
+) -> list[Guarded]:
+    """What the sandbox hides: ``hidden_entries``, and the desktop session's runtime folder
+    (``/run/user/<uid>`` mostly, hidden with ``/run`` already).
+
+    Args:
+        home: The home folder.
+        data_dir: fxdesk's data folder (None: not known here).
+        environ: Where the XDG folders are read (default: this process's environment).
+    """
+    source = os.environ if environ is None else environ
+    hidden = hidden_entries(home, data_dir, source)
+    runtime = source.get("XDG_RUNTIME_DIR", "")
+    if runtime.startswith("/"):
+        for path in dict.fromkeys((Path(runtime), Path(os.path.realpath(runtime)))):
+            hidden.append(Guarded(path, "$XDG_RUNTIME_DIR", "the desktop session's sockets"))
+    return hidden
+
+
+def _expand(raw: str, home: Path) -> Path:
+    """``raw`` with a leading ``~`` standing for ``home``, made absolute (not resolved)."""
+    if raw == "~" or raw.startswith("~/"):
+        return Path(os.path.abspath(os.path.join(home, raw[2:])))
+    return Path(os.path.abspath(raw))
+
+
+def _make_folders(paths: Iterable[Path]) -> tuple[list[Path], list[str]]:
+    """Make each missing folder, and each missing one on its way, private to the person (mode
+    0700: a cache may hold what other users should not read). (made, why some could not be)."""
+    made: list[Path] = []
+    failed: list[str] = []
+    for path in paths:
+        try:
+            for level in (*reversed(path.parents), path):
+                if not level.is_dir():
+                    level.mkdir(mode=0o700, exist_ok=True)
+        except OSError as exc:
+            failed.append(f"{path}: cannot be made: {exc.strerror or exc}")
+        else:
+            made.append(path)
+    return made, failed
+
+
+def _protected_in(folders: Iterable[Path]) -> list[Path]:
+    """The protected paths of each writable folder (its ``.git`` and the git folder it uses,
+    its ``.fxdesk``), as a workspace has them."""
+    return [path for folder in folders if folder.is_dir() for path in protected_paths(folder)]
+
+
 def _run_kept() -> tuple[Path, ...]:
     kept = [path for path in _RUN_KEPT if path.exists()]
     resolver = Path(os.path.realpath("/etc/resolv.conf"))
@@ -316,4 +490,4 @@ def _under_any(path: Path, folders: Iterable[Path]) -> bool:
 
 
 def _under(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
+    return is_inside(path, folder)  # by name (both resolved): Path.parents is slow

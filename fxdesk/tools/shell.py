@@ -38,13 +38,14 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
-from fxdesk.domain.approvals import SandboxSummary
+from fxdesk.domain.sandbox_settings import SHELL_VARIABLES
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
@@ -112,9 +113,6 @@ class _Capture:
 
 
 BASH = shutil.which("bash", path=os.defpath) or "/bin/bash"  # Essential on Debian
-# Read by bash before the command (a file to source, options that change parsing, functions
-# that replace commands): what runs would no longer be what the permission check read.
-_SHELL_VARIABLES = frozenset({"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS"})
 
 
 def _source_environment() -> dict[str, str]:
@@ -124,12 +122,13 @@ def _source_environment() -> dict[str, str]:
     return {
         name: value
         for name, value in environment_without_secrets().items()
-        if name not in _SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
+        if name not in SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
     }
 
 
 def command_policy(ctx: ToolContext) -> SandboxPolicy:
-    """The sandbox of a command run in ``ctx`` (reads the file system: off the loop)."""
+    """The sandbox of a command run in ``ctx``, with the workspace's writable paths and
+    variables (reads the file system and may make folders: off the loop)."""
     if ctx.temp_dir is not None:
         ctx.temp_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     return policy_for(
@@ -139,6 +138,7 @@ def command_policy(ctx: ToolContext) -> SandboxPolicy:
         network=ctx.network,
         temp_dir=ctx.temp_dir,
         extra_env=ctx.extra_env,
+        extra_writable=ctx.extra_writable,
         environ=_source_environment(),
     )
 

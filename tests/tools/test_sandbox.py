@@ -69,6 +69,8 @@ def scene(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Scene]:
     (data / "fxdesk.sqlite3").write_text(data_secret)
     (tmp_path / "file").write_text(ORIGINAL)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("FXDESK_TEST_SECRET", env_secret)  # fxdesk's own environment
     monkeypatch.setenv("GITHUB_TOKEN", env_secret)
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path=/run/user/0/bus,{env_secret}")
@@ -285,6 +287,68 @@ async def approved_paths_writable(s: Scene) -> None:
     assert (s.home / ".bashrc").read_text() == ORIGINAL
 
 
+async def workspace_writable_paths_writable(s: Scene) -> None:
+    """The workspace's writable paths (Settings → Permissions): a missing cache folder under
+    the home folder is made, private, and written; the rest of the home folder stays
+    read-only."""
+    (s.outside / "cache").mkdir()
+    result = await s.run(
+        f"echo cached > ~/.cache/tool/entry && echo kept > {s.outside}/cache/entry && echo done; "
+        "echo pwned >> ~/.bashrc",
+        extra_writable=("~/.cache/tool", str(s.outside / "cache")),
+    )
+    assert result.output.startswith("done\n"), result.output
+    assert (s.home / ".cache" / "tool" / "entry").read_text() == "cached\n"
+    assert (s.home / ".cache" / "tool").stat().st_mode & 0o777 == 0o700
+    assert (s.outside / "cache" / "entry").read_text() == "kept\n"
+    assert "Read-only file system" in result.output
+    assert (s.home / ".bashrc").read_text() == ORIGINAL
+
+
+async def protected_inside_a_writable_path_read_only(s: Scene) -> None:
+    """A repository in a folder the workspace may write keeps its .git read-only."""
+    (s.outside / ".git").mkdir()
+    (s.outside / ".git" / "config").write_text(ORIGINAL)
+    result = await s.run(
+        f"cd {s.outside} && echo ok > out && echo pwned >> .git/config; echo end",
+        extra_writable=(str(s.outside),),
+    )
+    assert (s.outside / "out").read_text() == "ok\n", result.output
+    assert content(s.outside / ".git" / "config") == ORIGINAL, result.output
+
+
+async def hidden_listed_as_writable_stays_hidden(s: Scene) -> None:
+    """Hidden paths listed among the workspace's writable paths: one inside ~/.ssh, a missing
+    ~/.gnupg, and ~/.config (which holds ~/.config/gh, not made yet) are refused; nothing of
+    them is read, made or written."""
+    inner = s.home / ".ssh" / "inner"
+    inner.mkdir()
+    (inner / "id").write_text(s.ssh_secret)
+    before = snapshot(s.home)
+    result = await s.run(
+        "cat ~/.ssh/inner/id; ls ~/.ssh/inner; echo pwned > ~/.ssh/inner/id; "
+        "mkdir -p ~/.gnupg ~/.config/gh && echo pwned > ~/.gnupg/x; "
+        "echo 'oauth_token: pwned' > ~/.config/gh/hosts.yml; echo end",
+        extra_writable=("~/.ssh/inner", "~/.gnupg", "~/.config", "~/.ssh"),
+    )
+    assert s.ssh_secret not in result.output, result.output
+    assert snapshot(s.home) == before, result.output
+    assert not (s.home / ".gnupg").exists()
+    assert not (s.home / ".config").exists()
+
+
+async def a_link_a_command_made_is_not_followed(s: Scene) -> None:
+    """A command makes a link in a writable folder (~/.cache/pip in ~/.cache, pointing at a
+    folder the person runs things from); when the person then lists ~/.cache/pip, the next
+    command does not get that folder writable."""
+    made = await s.run(f"ln -s {s.outside} ~/.cache/pip", extra_writable=("~/.cache",))
+    assert (s.home / ".cache" / "pip").is_symlink(), made.output
+    result = await s.run(
+        "echo pwned > ~/.cache/pip/file", extra_writable=("~/.cache", "~/.cache/pip")
+    )
+    assert content(s.outside / "file") == ORIGINAL, result.output
+
+
 async def run_is_empty(s: Scene) -> None:
     """/run holds the buses, the session's runtime folder and daemons' sockets: only what name
     resolution needs is bound again."""
@@ -376,6 +440,16 @@ def host_run(policy: sandbox.SandboxPolicy, args: list[str]) -> list[str]:
     return drop(args, "--tmpfs", "/run")
 
 
+def hidden_made_writable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace's writable paths taken as listed, hidden or not."""
+    monkeypatch.setattr(sandbox, "_not_writable", lambda *args: "")
+
+
+def links_followed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The workspace's writable paths resolved wherever a link leads, whoever made it."""
+    monkeypatch.setattr(sandbox, "_link_inside", lambda *args: None)
+
+
 def full_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     real = shell.command_policy
 
@@ -403,7 +477,25 @@ CHECKS: dict[str, tuple[Check, Hole | Callable[[pytest.MonkeyPatch], None]]] = {
     "workspace and temp writable": (workspace_and_temp_writable, nothing_writable),
     "approved paths writable": (approved_paths_writable, grants_ignored),
     "/run is empty": (run_is_empty, host_run),
+    "workspace writable paths writable": (workspace_writable_paths_writable, grants_ignored),
+    "protected inside a writable path read-only": (
+        protected_inside_a_writable_path_read_only,
+        not_protected,
+    ),
+    "hidden listed as writable stays hidden": (
+        hidden_listed_as_writable_stays_hidden,
+        hidden_made_writable,
+    ),
+    "a link a command made is not followed": (
+        a_link_a_command_made_is_not_followed,
+        links_followed,
+    ),
 }
+POLICY_HOLES = (
+    full_environment,
+    hidden_made_writable,
+    links_followed,
+)  # planted in the policy, not bubblewrap
 
 
 def test_the_sandbox_is_available_here() -> None:
@@ -426,8 +518,8 @@ async def test_a_planted_hole_is_caught(
     check, hole = CHECKS[name]
     if hole is mounts_unlocked and os.geteuid() != 0:
         pytest.skip("without --cap-drop only root keeps capabilities in the sandbox")
-    if hole is full_environment:
-        full_environment(monkeypatch)
+    if hole in POLICY_HOLES:
+        hole(monkeypatch)  # type: ignore[call-arg]
     else:
         real = shell.bwrap_arguments
         plant: Hole = hole  # type: ignore[assignment]
@@ -438,3 +530,54 @@ async def test_a_planted_hole_is_caught(
         monkeypatch.setattr(shell, "bwrap_arguments", holed)
     with pytest.raises(AssertionError):
         await check(scene)
+
+
+# --- the workspace's writable paths, as the policy takes them ---------------------------------
+
+
+def test_workspace_writable_paths_refused_each_with_why(scene: Scene) -> None:
+    """What cannot be made writable is left out of the binds and named in ``refused``; what can
+    is resolved (a link is bound where it leads) and a missing folder under home is made."""
+    (s := scene).home.joinpath(".cache").mkdir()
+    (s.home / "cache-link").symlink_to(s.outside)
+    (s.home / "into-ssh").symlink_to(s.home / ".ssh")
+    (s.workspace / "out-link").symlink_to(s.outside)  # a command could have made it
+    (s.outside / "sub").mkdir()
+    policy = sandbox.policy_for(
+        s.workspace,
+        data_dir=s.data,
+        extra_writable=(
+            "~/.cache/new/deeper",  # made
+            "~/cache-link",  # bound where it leads
+            f"{s.workspace}/sub",  # writable already
+            "~/into-ssh",  # a link into a hidden folder
+            str(s.data / "logs"),  # inside the data folder
+            str(s.root),  # holds the home folder's secrets and the data folder
+            f"{s.workspace}/.git",  # protected
+            "/tmp/cache",  # the sandbox's own /tmp
+            f"{s.outside}/missing",  # missing, outside the home folder
+            f"{s.workspace}/out-link/sub",  # through a link in the workspace
+        ),
+    )
+    assert set(policy.grants) == {s.home / ".cache" / "new" / "deeper", s.outside}
+    assert (s.home / ".cache" / "new").stat().st_mode & 0o777 == 0o700
+    assert [line.split(":")[0] for line in policy.refused] == [
+        "~/into-ssh",
+        str(s.data / "logs"),
+        str(s.root),
+        f"{s.workspace}/.git",
+        "/tmp/cache",
+        f"{s.outside}/missing",
+        f"{s.workspace}/out-link/sub",
+    ]
+    reasons = "\n".join(policy.refused)
+    assert "~/.ssh is hidden (SSH keys)" in reasons
+    assert "the fxdesk data folder" in reasons and "is hidden" in reasons
+    assert "it holds ~/.ssh (SSH keys), which stays hidden" in reasons
+    assert ".git is protected" in reasons
+    assert "the sandbox has its own /tmp" in reasons
+    assert "does not exist (only folders under the home folder are made)" in reasons
+    assert not (s.outside / "missing").exists()
+    assert f"it leads through {s.workspace}/out-link, a link in a folder commands can write" in (
+        reasons
+    )

@@ -33,11 +33,19 @@ def place() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def run(place: Path, llmock: LLMock, mode: str, *commands: str) -> list[str]:
+def run(
+    place: Path,
+    llmock: LLMock,
+    mode: str,
+    *commands: str,
+    sandbox: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+) -> list[str]:
     """``fxdesk run`` in ``mode`` whose model runs ``commands`` one after the other; the tool
-    results as saved."""
+    results as saved. ``sandbox``: options of ``fxdesk sandbox set`` for the workspace first;
+    ``env``: more of fxdesk's environment."""
     data = place / "data"
-    env = child_env(FXDESK_TEST_KEY=KEY)
+    env = child_env(FXDESK_TEST_KEY=KEY, **(env or {}))
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -55,6 +63,9 @@ def run(place: Path, llmock: LLMock, mode: str, *commands: str) -> list[str]:
         "--default",
     )  # fmt: skip
     assert added.returncode == 0, added.stderr
+    if sandbox:
+        done = cli("sandbox", "set", "-w", str(place / "ws"), *sandbox)
+        assert done.returncode == 0, done.stderr
     steps: list[dict[str, Any]] = [
         {
             "type": "reply",
@@ -125,3 +136,62 @@ def test_the_network_is_off_in_auto_mode_and_on_in_yolo(
         "print('reached the host')\"",
     )
     assert ("reached the host" in output) is reached, output
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_workspace_writable_path_set_from_the_cli_lets_commands_write_there(
+    place: Path, llmock: LLMock, listed: bool
+) -> None:
+    """A tool writing its cache under the home folder (here a fake one, outside /tmp): the
+    write is not in the line the permission check reads, only the sandbox decides."""
+    home = place / "home"
+    home.mkdir()
+    write = (
+        "python3 -c \"import os; p = os.path.expanduser('~/.cache/tool'); "
+        "os.makedirs(p, exist_ok=True); open(p + '/entry', 'w').write('cached')\" && echo wrote"
+    )
+    (output,) = run(
+        place,
+        llmock,
+        "yolo",
+        write,
+        sandbox=("--writable", "~/.cache/tool") if listed else (),
+        env={"HOME": str(home)},
+    )
+    entry = home / ".cache" / "tool" / "entry"
+    if listed:
+        assert output.startswith("wrote\n"), output
+        assert entry.read_text() == "cached"
+    else:
+        assert "Read-only file system" in output, output
+        assert not entry.exists()
+
+
+@pytest.mark.parametrize("listed", [True, False])
+def test_a_workspace_variable_reaches_its_commands(
+    place: Path, llmock: LLMock, listed: bool
+) -> None:
+    (output,) = run(
+        place,
+        llmock,
+        "yolo",
+        "echo value=${FXDESK_TEST_EXTRA-unset}",
+        sandbox=("--env", "FXDESK_TEST_EXTRA") if listed else (),
+        env={"FXDESK_TEST_EXTRA": "passed-on"},
+    )
+    assert output.startswith("value=passed-on\n" if listed else "value=unset\n"), output
+
+
+def test_the_workspace_network_setting_gives_auto_mode_the_network(
+    place: Path, llmock: LLMock
+) -> None:
+    port = llmock.base.rsplit(":", 1)[1].strip("/")
+    (output,) = run(
+        place,
+        llmock,
+        "auto",
+        f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 5); "
+        "print('reached the host')\"",
+        sandbox=("--network", "on"),
+    )
+    assert "reached the host" in output, output

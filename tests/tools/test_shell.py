@@ -18,6 +18,7 @@ import pytest
 
 from fxdesk.tools.base import MODEL_OUTPUT_CAP, ToolContext, ToolResult
 from fxdesk.tools.shell import RunCommandTool
+from tests.helpers import wait_for
 
 
 @pytest.fixture(params=["sandboxed", "bare"])
@@ -303,7 +304,8 @@ async def test_background_processes_with_their_own_output_keep_running_only_unsa
             assert_gone(background)
         else:
             assert len(live_members(result.data["pid"])) == 1
-            assert len(running(background)) == 1
+            # The forked shell may not have exec'd sleep yet: its command line is bash's.
+            assert wait_for(lambda: len(running(background)) == 1, timeout=10)
     finally:
         for proc in running(background):
             proc.kill()

@@ -1,5 +1,6 @@
 """The Settings window: model profiles, defaults for new sessions, appearance, notifications, the
-data folder, and (given a ``RuleBook``) the permission rules.
+data folder, (given a ``RuleBook``) the permission rules and (given a ``SandboxBook``) the
+sandbox of commands.
 
 It is non-modal and reads everything through ``ProfileService`` after it is built (``load``,
 started on first show). Changes are stored as they are made; there is no OK button to forget.
@@ -7,6 +8,7 @@ started on first show). Changes are stored as they are made; there is no OK butt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -33,7 +35,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.facade import ProfileService, StoreError
-from fxdesk.gui.settings.mode_group import ModeGroup
+from fxdesk.gui.settings.permissions_page import PermissionsPage, SandboxBook
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RuleBook, RulesPage
@@ -63,9 +65,12 @@ def describe(profile: Profile) -> str:
 
 
 class SettingsDialog(QDialog):
-    """fxdesk's settings, in tabs: Profiles, General, Rules (only given ``permissions``) and Data.
+    """fxdesk's settings, in tabs: Profiles, General, Rules (only given ``permissions``),
+    Permissions (only given ``sandbox``) and Data.
 
-    ``workspaces`` (workspace id -> folder) lets the Rules tab name workspaces by their folder.
+    ``workspaces`` (workspace id -> folder) lets the Rules tab name workspaces by their folder
+    and the Permissions tab offer them; ``current_workspace`` (the current session's, or None)
+    comes first there.
 
     Signals:
         appearance_changed(str): "system", "light" or "dark", chosen here (already applied to the
@@ -88,11 +93,14 @@ class SettingsDialog(QDialog):
         *,
         permissions: RuleBook | None = None,
         workspaces: Workspaces | None = None,
+        sandbox: SandboxBook | None = None,
+        current_workspace: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__(parent)
         self.service = service
         self.data_folder = data_folder
         self.rules_page: RulesPage | None = None
+        self.permissions_page: PermissionsPage | None = None
         self.tasks = WidgetTasks(self)
         self._load_started = False
         self._loading = False
@@ -110,6 +118,11 @@ class SettingsDialog(QDialog):
         if permissions is not None:
             self.rules_page = RulesPage(permissions, workspaces=workspaces)
             self.tabs.addTab(self.rules_page, "R&ules")
+        if sandbox is not None:
+            self.permissions_page = PermissionsPage(
+                sandbox, workspaces=workspaces, current_workspace=current_workspace
+            )
+            self.tabs.addTab(self.permissions_page, "Permi&ssions")
         self.tabs.addTab(self._build_data_page(), "&Data")
         layout.addWidget(self.tabs)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)

@@ -4,6 +4,7 @@ when it closes. Its signals reach the rest of the window through ``SettingsWindo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal, Slot
@@ -11,6 +12,7 @@ from PySide6.QtWidgets import QWidget
 
 from fxdesk.engine.facade import ProfileService
 from fxdesk.gui.settings.dialog import SettingsDialog
+from fxdesk.gui.settings.permissions_page import SandboxBook
 from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RuleBook
 
@@ -24,6 +26,8 @@ class SettingsWindow(QObject):
         window: the main window (the dialog's parent).
         permissions: for the Rules tab.
         workspaces: workspace id -> folder, so the Rules tab can name workspaces.
+        sandbox: for the Permissions tab.
+        current_workspace: the current session's workspace id (offered first there).
 
     Signals:
         profiles_changed(): a profile was added, edited or removed, or the default changed.
@@ -43,6 +47,8 @@ class SettingsWindow(QObject):
         *,
         permissions: RuleBook,
         workspaces: Workspaces,
+        sandbox: SandboxBook | None = None,
+        current_workspace: Callable[[], str | None] | None = None,
     ) -> None:
         super().__init__(window)
         self._profiles = profiles
@@ -50,10 +56,13 @@ class SettingsWindow(QObject):
         self._window = window
         self._permissions = permissions
         self._workspaces = workspaces
+        self._sandbox = sandbox
+        self._current_workspace = current_workspace
         self.dialog: SettingsDialog | None = None  # while it is open
 
-    def open(self) -> None:
-        """Show the Settings window (built on first use), raised and active."""
+    def open(self, *, permissions_page: bool = False) -> None:
+        """Show the Settings window (built on first use), raised and active; on the
+        Permissions page when asked (the no-sandbox notice's Details)."""
         if self.dialog is None:
             self.dialog = SettingsDialog(
                 self._profiles,
@@ -61,11 +70,15 @@ class SettingsWindow(QObject):
                 self._window,
                 permissions=self._permissions,
                 workspaces=self._workspaces,
+                sandbox=self._sandbox,
+                current_workspace=self._current_workspace,
             )
             self.dialog.profiles_changed.connect(self.profiles_changed)
             self.dialog.notifications_changed.connect(self.notifications_changed)
             self.dialog.modes_changed.connect(self.modes_changed)
             self.dialog.finished.connect(self._on_dialog_finished)
+        if permissions_page and self.dialog.permissions_page is not None:
+            self.dialog.tabs.setCurrentWidget(self.dialog.permissions_page)
         self.dialog.show()
         self.dialog.raise_()
         self.dialog.activateWindow()

@@ -1,5 +1,6 @@
 """What the window says at start-up: a data folder it cannot use, work the last run left
-interrupted (or another fxdesk holds), crash logs of the last run, and where the data lives.
+interrupted (or another fxdesk holds), crash logs of the last run, commands running without a
+sandbox on this machine, and where the data lives.
 
 Each function puts one thing on the main window; ``GuiController`` calls them in order while it
 starts.
@@ -8,14 +9,17 @@ starts.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from fxdesk import APP_NAME, messages
 from fxdesk.domain.model import Session
 from fxdesk.engine.events import RecoveryReport
 from fxdesk.engine.facade import Engine
+from fxdesk.engine.health import SandboxStatus, notice_text
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.window.banner import Banner
 from fxdesk.gui.window.main_window import MainWindow
@@ -112,6 +116,21 @@ async def show_crash_log(path: Path, window: MainWindow, presenter: MessagePrese
     dialog.setWindowTitle("fxdesk: crash log")
     presenter.dialogs.append(dialog)
     dialog.show()
+
+
+def offer_sandbox_fix(
+    window: MainWindow, status: SandboxStatus, details: Callable[[], None]
+) -> Banner | None:
+    """One line where commands cannot run in the sandbox: "Commands run without a sandbox:
+    why. The fix.", with Details (Settings → Permissions); None where they can."""
+    text = notice_text(status)
+    if not text:
+        return None
+    banner = window.add_banner(text, kind="warning")
+    banner.setObjectName("sandbox_banner")
+    banner.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    banner.add_action("&Details", details).setAccessibleName("Sandbox details")
+    return banner
 
 
 def show_data_folder(window: MainWindow, root: Path, database: Path, schema: int) -> None:
