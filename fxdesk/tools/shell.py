@@ -38,13 +38,13 @@ import re
 import shutil
 import signal
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import psutil  # type: ignore[import-untyped]
 
+from fxdesk.domain.approvals import SandboxSummary
 from fxdesk.domain.sandbox_settings import SHELL_VARIABLES
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.engine.facade import ProfileService, StoreError
+from fxdesk.gui.settings.mode_group import ModeGroup
 from fxdesk.gui.settings.permissions_page import PermissionsPage, SandboxBook
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
