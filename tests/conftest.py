@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,3 +68,12 @@ def store(tmp_path: Path) -> Iterator[Store]:
         yield opened
     finally:
         opened.close()
+
+
+@pytest.fixture
+def var_tmp() -> Iterator[Path]:
+    """A private folder outside /tmp: in the sandbox /tmp is the session's own, so a path
+    under the host's /tmp would not be where a sandboxed command writes."""
+    folder = Path(tempfile.mkdtemp(prefix="fxdesk-test-", dir="/var/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)

@@ -5,7 +5,9 @@ wins wherever it sits. Otherwise only the matching rules of the most specific sc
 then workspace, then global), and inside one scope ask beats allow. Where no rule decides, the
 permission mode does: `ask` allows only reads inside the workspace, `auto` also writes there, and
 `yolo` (and `unrestricted`, which is yolo without the sandbox) allows everything no deny rule
-forbids (it ignores ask rules).
+forbids (it ignores ask rules), except that yolo never writes outside the workspace unless an
+allow rule names the path: it never asks, and an allowed write outside would be let through the
+sandbox, so ``echo x >> ~/.bashrc`` would change the person's shell with no question.
 
 Commands in auto mode depend on what they run in (``Request.confinement``). Where the OS sandbox
 holds them, what stays inside it runs without asking: any command, reads anywhere (hidden paths
@@ -168,6 +170,11 @@ class _Part:
 
 
 _YOLO = "yolo mode allows what no deny rule forbids"
+SANDBOX_TEMP = "/tmp"  # in the sandbox, the session's own folder (tools/sandbox.py)
+_YOLO_OUTSIDE = (
+    "{label}, outside the workspace: yolo mode never asks and keeps to the sandbox, so it "
+    "writes outside only where an allow rule names the path (auto and ask mode ask)"
+)
 _COMMAND_TOOLS = frozenset({RUN_COMMAND, "*"})
 _MODE_ORDER = tuple(PermissionMode)  # ask < auto < yolo < unrestricted
 _SCOPE_ORDER = (Scope.SESSION, Scope.WORKSPACE, Scope.GLOBAL)
@@ -254,7 +261,12 @@ class _Judge:
         self.rules = rules
         self.request = request
         self.yolo = mode.never_asks
+        # yolo keeps to the sandbox (no write outside the workspace unless a rule names it);
+        # unrestricted is yolo without it.
+        self.sandboxed = mode is not PermissionMode.UNRESTRICTED
         confinement = request.confinement
+        # A command that runs in the sandbox sees its own /tmp (the session's), not the machine's.
+        self.in_sandbox = self.sandboxed and confinement is not None and confinement.sandboxed
         auto = mode is PermissionMode.AUTO and confinement is not None
         # Auto mode with the sandbox holding: what stays inside runs without asking.
         self.contained = auto and confinement is not None and confinement.sandboxed
@@ -403,7 +415,12 @@ class _Judge:
         rule = self.path_rule(target.path, tools | same_access)
         if rule is not None:
             return self.by_rule(label, rule, command=False)
+        temp = not target.inside and _inside(target.path, SANDBOX_TEMP)
+        if command and self.in_sandbox and target.access is Access.WRITE and temp:
+            return _Part(label, Verdict.ALLOW, f"{label}: the sandbox's own /tmp")
         if self.yolo:
+            if target.access is Access.WRITE and not target.inside and self.sandboxed:
+                return _Part(label, Verdict.DENY, _YOLO_OUTSIDE.format(label=label))
             return _Part(label, Verdict.ALLOW, _YOLO)
         if command and self.contained and target.access is Access.READ:
             return _Part(label, Verdict.ALLOW, f"{label}: the sandbox lets commands read it")

@@ -79,8 +79,8 @@ def guard(
     ]
     if not protected:
         return decision, False
-    if decision.verdict is Verdict.DENY:
-        return decision, True
+    if decision.verdict is Verdict.DENY and (decision.rule is not None or not mode.never_asks):
+        return decision, True  # a deny rule's reason (yolo's own refusal: the path's, below)
     if decision.verdict is Verdict.ALLOW and (
         _names(decision.rule, protected, request) or _named(rules, protected, request)
     ):

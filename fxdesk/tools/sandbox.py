@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from fxdesk.domain.permissions import SANDBOX_TEMP as TEMP_FOLDER
 from fxdesk.tools.protected import (
     Guarded,
     hidden_entries,
@@ -93,7 +94,8 @@ ALLOWED_PREFIXES = ("LC_",)
 # permission check: fxdesk/tools/protected.py.
 
 # Mounted afresh in the sandbox: nothing of the host's shows there unless bound again.
-_REPLACED = (Path("/dev"), Path("/proc"), Path("/tmp"), Path("/run"))
+SANDBOX_TEMP = Path(TEMP_FOLDER)  # the session's own folder in the sandbox (``temp_dir``)
+_REPLACED = (Path("/dev"), Path("/proc"), SANDBOX_TEMP, Path("/run"))
 
 # Under /run, what programs need: name resolution (/etc/resolv.conf often points here) and, on
 # NixOS, the system's programs.
@@ -376,28 +378,48 @@ def _grants(
 ) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     """The paths to bind writable for the approved write targets, and those refused.
 
-    A target that exists is bound itself. One that does not yet is made in its folder, so that
-    folder is bound, unless it is the root or the home folder (or holds it): that would open
-    far more than the approval named (``~/.bashrc`` beside ``~/notes.txt``).
+    Each target is bound itself, never its folder: a folder would let the same line change
+    what the approval did not name (``echo a > out/new.txt; echo b > out/other``, with only
+    ``new.txt`` approved). A target that does not exist yet is made empty at launch
+    (``make_new_grants``: a file, as redirections and ``tee`` write files) so it can be bound.
+    ``/tmp`` in the sandbox is the session's own, so a target there needs no grant (binding
+    the host's would expose it).
     """
     granted: list[Path] = []
     refused: list[str] = []
-    home_real = Path(os.path.realpath(home))
+    del home  # the target alone is bound: no folder is ever too wide
     for raw in requested:
         target = Path(os.path.realpath(raw))
-        if _under(target, root) and not any(_under(target, p) for p in protected):
+        guarded = any(_under(target, p) for p in protected)
+        if _under(target, root) and not guarded:
             continue  # writable already (a protected path is read-only: its grant counts)
-        if target.exists():
+        if not guarded and (_under(Path(raw), SANDBOX_TEMP) or _under(target, SANDBOX_TEMP)):
+            continue  # the sandbox's own /tmp (a protected path there, a git folder, is bound)
+        if target.exists() or target.parent.is_dir():
             granted.append(target)
-            continue
-        folder = target.parent
-        if not folder.is_dir():
-            refused.append(f"{raw}: its folder {folder} does not exist")
-        elif folder == Path("/") or _under(home_real, folder):
-            refused.append(f"{raw}: it does not exist yet, and its folder {folder} is too wide")
         else:
-            granted.append(folder)
+            refused.append(f"{raw}: its folder {target.parent} does not exist")
     return tuple(dict.fromkeys(granted)), tuple(refused)
+
+
+def make_new_grants(policy: SandboxPolicy) -> SandboxPolicy:
+    """``policy`` with every granted path that does not exist yet made, as an empty file,
+    so bubblewrap can bind it (call when the command is about to run, never for the
+    approval's summary). One that cannot be made is not granted, and says why."""
+    kept: list[Path] = []
+    refused: list[str] = []
+    for path in policy.grants:
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666))
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            refused.append(f"{path}: cannot be made ({exc.strerror})")
+            continue
+        kept.append(path)
+    if not refused:
+        return policy
+    return replace(policy, grants=tuple(kept), refused=(*policy.refused, *refused))
 
 
 def sandbox_hidden(

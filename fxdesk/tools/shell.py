@@ -48,7 +48,13 @@ from fxdesk.domain.approvals import SandboxSummary
 from fxdesk.domain.sandbox_settings import SHELL_VARIABLES
 from fxdesk.logs import environment_without_secrets
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
-from fxdesk.tools.sandbox import SandboxPolicy, allowed_environment, bwrap_arguments, policy_for
+from fxdesk.tools.sandbox import (
+    SandboxPolicy,
+    allowed_environment,
+    bwrap_arguments,
+    make_new_grants,
+    policy_for,
+)
 from fxdesk.tools.sandbox_macos import seatbelt_launch
 from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
 from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
@@ -174,11 +180,12 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
     status = sandbox_status()
     if not status.available:
         return _Launch(unconfined, environment, sandboxed=False, outside=no_sandbox(status))
+    if status.kind != SEATBELT:
+        make_fxdesk_folder(ctx.workspace)  # bubblewrap keeps only what exists read-only
+    policy = make_new_grants(command_policy(ctx))  # an approved new file: bound itself
     if status.kind == SEATBELT:
-        argv, env = seatbelt_launch(status.bwrap, command_policy(ctx), unconfined)
+        argv, env = seatbelt_launch(status.bwrap, policy, unconfined)
         return _Launch(argv, env, sandboxed=True)
-    make_fxdesk_folder(ctx.workspace)  # bubblewrap keeps only what exists read-only
-    policy = command_policy(ctx)
     arguments = bwrap_arguments(
         policy, unconfined, ctx.workspace, disable_userns=status.disable_userns
     )

@@ -276,7 +276,22 @@ def test_yolo() -> None:
     assert run("rm -rf ~", YOLO).verdict is ALLOW
     assert run("rm -rf ~", YOLO, (rule("rm -rf *", DENY, match=Match.GLOB),)).verdict is DENY
     assert run("rm -rf ~", YOLO, (rule("rm -rf ~", ASKS),)).verdict is ALLOW
-    assert run("cd .. && make > ~/x", YOLO).verdict is ALLOW
+
+
+def test_yolo_writes_outside_the_workspace_only_where_an_allow_rule_names_the_path() -> None:
+    """It never asks, and an allowed write outside is let through the sandbox: without this,
+    `echo x >> ~/.bashrc` changed the person's shell with no question (found by the attack
+    suite). Unrestricted mode, which runs outside the sandbox anyway, still writes anywhere."""
+    refused = run("echo x >> ~/.bashrc", YOLO)
+    assert refused.verdict is DENY
+    assert refused.uncovered == (f"writes {HOME}/.bashrc",)
+    assert "yolo mode never asks and keeps to the sandbox" in refused.reason
+    named = (rule(f"{HOME}/.bashrc", tool="write_file"),)
+    assert run("echo x >> ~/.bashrc", YOLO, named).verdict is ALLOW
+    assert file("write_file", f"{HOME}/.bashrc", YOLO).verdict is DENY
+    assert file("write_file", f"{HOME}/.bashrc", YOLO, named).verdict is ALLOW
+    assert run("echo x >> ~/.bashrc", PermissionMode.UNRESTRICTED).verdict is ALLOW
+    assert run("cat ~/.bashrc > notes.txt", YOLO).verdict is ALLOW  # reading outside is fine
 
 
 @pytest.mark.parametrize(
@@ -370,7 +385,7 @@ def test_writes_are_judged_lexically_when_the_caller_gave_no_targets() -> None:
         pytest.param("read_file", "/etc/passwd", YOLO, ALLOW, id="read-outside-yolo"),
         pytest.param("write_file", "/etc/passwd", ASK, ASKS, id="write-outside-ask"),
         pytest.param("write_file", "/etc/passwd", AUTO, ASKS, id="write-outside-auto"),
-        pytest.param("write_file", "/etc/passwd", YOLO, ALLOW, id="write-outside-yolo"),
+        pytest.param("write_file", "/etc/passwd", YOLO, DENY, id="write-outside-yolo"),
     ],
 )
 def test_modes_and_file_targets(
@@ -479,10 +494,10 @@ def test_a_tool_that_touches_nothing_is_always_allowed(mode: PermissionMode) -> 
 
 
 def test_without_known_tools_a_rule_covers_only_the_tool_it_names() -> None:
-    writes = (rule("/tmp/*", DENY, tool="write_file"),)
-    assert file("write_file", "/tmp/x", YOLO, writes, known=NO_TOOLS).verdict is DENY
-    assert file("edit_file", "/tmp/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
-    assert run("make > /tmp/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
+    writes = (rule(f"{WS}/out/*", DENY, tool="write_file"),)
+    assert file("write_file", f"{WS}/out/x", YOLO, writes, known=NO_TOOLS).verdict is DENY
+    assert file("edit_file", f"{WS}/out/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
+    assert run("make > out/x", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
     assert run("make > $OUT", YOLO, writes, known=NO_TOOLS).verdict is ALLOW
     reads = (rule("/etc", tool="list_dir"),)
     assert run("cd /etc", AUTO, reads, known=NO_TOOLS).verdict is ASKS

@@ -255,7 +255,7 @@ async def test_the_approval_says_what_the_sandbox_lets_through(place: Path, host
         "Sandbox: may write the workspace and /tmp; network on"  # ask mode: on, as before
     ]
     assert summary_of(written.asked[0]) == [
-        f"Sandbox: may write the workspace, /tmp and {outside}; network off"
+        f"Sandbox: may write the workspace, /tmp and {outside / 'new.txt'}; network off"
     ]
     assert summary_of(git.asked[0]) == [
         f"Sandbox: may write the workspace, /tmp and {repo_dir / '.git'} (protected); network off"

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -547,7 +549,9 @@ async def test_scenario_58_broader_access_is_rechecked_against_rules_added_meanw
     nearest case is a command a rule allows whose redirection writes outside the workspace:
     that write is what asks. A rule for it added meanwhile: ask → the answer stands (1
     effect, allowed_always); deny → refused at the re-check (0 effects, allowed_once)."""
-    target = tmp_path / "report.txt"
+    # Under /var/tmp: a sandboxed command's /tmp is its own, so a file there asks nothing.
+    outside = Path(tempfile.mkdtemp(prefix="fxdesk-s58-", dir="/var/tmp"))
+    target = outside / "report.txt"
     engine = await make(
         tmp_path / "e", [call("run_command", command=f"echo ok > {target}"), say("end")]
     )
@@ -574,6 +578,7 @@ async def test_scenario_58_broader_access_is_rechecked_against_rules_added_meanw
         assert only.status == expected
     finally:
         await engine.close()
+        shutil.rmtree(outside, ignore_errors=True)
 
 
 async def test_scenario_59_access_revoked_meanwhile_needs_a_separate_approval(

@@ -66,11 +66,11 @@ async def checked(tmp_path: Path, line: str, mode: PermissionMode = PermissionMo
     ],
 )
 async def test_a_line_reaching_out_through_a_link_asks(
-    tmp_path: Path, line: str, leads_to: str
+    var_tmp: Path, line: str, leads_to: str
 ) -> None:
-    check = await checked(tmp_path, line, PermissionMode.ASK)
+    check = await checked(var_tmp, line, PermissionMode.ASK)
     assert check.decision.verdict is Verdict.ASK, check.decision.reason
-    outside = str((tmp_path / "outer" / leads_to).resolve())
+    outside = str((var_tmp / "outer" / leads_to).resolve())
     assert any(outside in part for part in check.decision.uncovered), check.decision.uncovered
 
 

@@ -348,7 +348,14 @@ async def test_each_layer_alone_keeps_a_hidden_file_and_without_both_it_leaks(
     ssh = home.hidden["~/.ssh"]
     before = ssh.file.read_bytes()
     step = hidden_step(tool, "links/ssh-file")
-    run = await run_turn(home.data_dir, home.workspace, home.data_dir, step, PermissionMode.YOLO)
+    # yolo refuses a write outside the workspace by itself (a third layer): a write is allowed
+    # by the person instead, so only the two layers under test stand in its way.
+    mode, answer = (
+        (PermissionMode.AUTO, Choice.ONCE)
+        if tool == "write_file"
+        else (PermissionMode.YOLO, Choice.DENY)
+    )
+    run = await run_turn(home.data_dir, home.workspace, home.data_dir, step, mode, answer)
     key = ssh.content.split(": ")[1].strip()
     leaked = exposed(run.texts["model requests"], key) or ssh.file.read_bytes() != before
     if refused_by is None:

@@ -281,6 +281,16 @@ async def approved_paths_writable(s: Scene) -> None:
     assert result.output == "done\n[exit code 0]", result.output
     assert (s.outside / "file").read_text() == "approved\n"
     assert (s.outside / "new.txt").read_text() == "new\n"
+    # Only the approved new file is bound, not its folder: a write the approval did not name,
+    # in the same line, to a sibling (new or existing) is refused.
+    (s.outside / "sibling").write_text(ORIGINAL)
+    grant = (s.outside / "fresh.txt",)
+    line = f"echo ok > {s.outside}/fresh.txt; echo x > {s.outside}/sibling; echo y > {s.outside}/n2"
+    sibling = await s.run(line, write_grants=grant)
+    assert (s.outside / "fresh.txt").read_text() == "ok\n"
+    assert (s.outside / "sibling").read_text() == ORIGINAL
+    assert not (s.outside / "n2").exists()
+    assert "Read-only file system" in sibling.output, sibling.output
     # The grant is for those paths only: the home folder stays read-only.
     home = await s.run("echo pwned >> ~/.bashrc", write_grants=grants)
     assert "Read-only file system" in home.output

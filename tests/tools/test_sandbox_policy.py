@@ -16,7 +16,12 @@ import pytest
 from fxdesk.cli import doctor
 from fxdesk.tools import sandbox_probe, shell
 from fxdesk.tools.base import ToolContext
-from fxdesk.tools.sandbox import allowed_environment, bwrap_arguments, policy_for
+from fxdesk.tools.sandbox import (
+    allowed_environment,
+    bwrap_arguments,
+    make_new_grants,
+    policy_for,
+)
 from fxdesk.tools.sandbox_probe import SandboxStatus, explain, probe
 from fxdesk.tools.shell import RunCommandTool
 
@@ -29,7 +34,8 @@ def place() -> Iterator[Path]:
     shutil.rmtree(root, ignore_errors=True)
 
 
-def test_write_grants_bind_the_target_or_its_folder_never_a_wide_one(place: Path) -> None:
+def test_write_grants_bind_the_target_itself_never_its_folder(place: Path) -> None:
+    """A folder would let the same line change what the approval did not name."""
     home, workspace, outside = place / "home", place / "ws", place / "out"
     for folder in (home, workspace, outside):
         folder.mkdir()
@@ -39,18 +45,35 @@ def test_write_grants_bind_the_target_or_its_folder_never_a_wide_one(place: Path
         home=home,
         write_grants=[
             outside / "exists",  # itself
-            outside / "new.txt",  # not yet: its folder
+            outside / "new.txt",  # not yet: itself, made at launch
             workspace / "inside",  # writable already
-            home / ".bashrc-new",  # its folder is the home folder: too wide
+            home / ".bashrc-new",  # beside the person's files: still only itself
             place / "missing" / "deeper",  # no folder to make it in
-            Path("/new-at-the-root"),
+            Path("/tmp/scratch"),  # the sandbox's own /tmp: no grant needed
         ],
     )
-    assert policy.grants == (outside / "exists", outside)
-    assert len(policy.refused) == 3
-    assert "too wide" in policy.refused[0]
-    assert "does not exist" in policy.refused[1]
-    assert "too wide" in policy.refused[2]
+    assert policy.grants == (outside / "exists", outside / "new.txt", home / ".bashrc-new")
+    assert len(policy.refused) == 1
+    assert "does not exist" in policy.refused[0]
+    assert not (outside / "new.txt").exists()  # the approval's summary makes nothing
+    made = make_new_grants(policy)
+    assert made.grants == policy.grants
+    assert (outside / "new.txt").read_text() == ""
+    assert (outside / "exists").read_text() == ""
+
+
+def test_a_new_grant_that_cannot_be_made_is_refused_with_why(place: Path) -> None:
+    locked = place / "locked"
+    locked.mkdir(mode=0o500)
+    (place / "ws").mkdir()
+    try:
+        policy = make_new_grants(policy_for(place / "ws", write_grants=[locked / "new.txt"]))
+    finally:
+        locked.chmod(0o700)
+    if os.geteuid() == 0:
+        pytest.skip("root writes into a read-only folder")
+    assert policy.grants == ()
+    assert "cannot be made" in policy.refused[-1]
 
 
 def test_a_git_file_protects_the_git_directory_it_names_and_its_common_one(place: Path) -> None:
