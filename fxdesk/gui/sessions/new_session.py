@@ -52,7 +52,11 @@ class NewSessionDialog(QDialog):
         browse = QPushButton("&Browse…")
         browse.clicked.connect(self._on_browse_clicked)
         row.addWidget(browse)
-        form.addRow("&Workspace folder:", row)
+        # A row that is a layout gets no buddy from QFormLayout, and its label would show the
+        # "&" instead of making Alt+W a way to the folder field.
+        folder_label = QLabel("&Workspace folder:")
+        folder_label.setBuddy(self.folder_edit)
+        form.addRow(folder_label, row)
         self.name_edit = QLineEdit()
         self.name_edit.setPlaceholderText("New session")
         self.name_edit.setAccessibleName("Session name")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QComboBox
 from pytestqt.qtbot import QtBot
 
@@ -116,3 +117,16 @@ async def _default_is(service: object, mode: PermissionMode) -> bool:
 
 async def _disabled(service: object) -> bool:
     return not await service.unrestricted_enabled()  # type: ignore[attr-defined]
+
+
+def test_alt_w_takes_the_keyboard_to_the_workspace_folder(qtbot: QtBot) -> None:
+    """The folder's label is a mnemonic (it showed a literal "&" when its row was a layout)."""
+    dialog = NewSessionDialog()
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.activateWindow()
+    qtbot.waitUntil(dialog.isActiveWindow, timeout=5000)
+    dialog.name_edit.setFocus()
+    qtbot.waitUntil(dialog.name_edit.hasFocus, timeout=5000)
+    QTest.keyClick(dialog.name_edit, Qt.Key.Key_W, Qt.KeyboardModifier.AltModifier)
+    qtbot.waitUntil(dialog.folder_edit.hasFocus, timeout=5000)
