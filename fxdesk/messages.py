@@ -44,6 +44,8 @@ class Message:
         key: de-duplication key; the same key replaces an earlier message.
         details: debug information for an unexpected failure (a traceback); when present the
             GUI offers a details dialog with "Copy debug info".
+        withdrawn: no longer true: the GUI takes the message with this key away
+            (``withdraw``), so the status bar never says "1 approval waiting" about none.
     """
 
     level: Level
@@ -51,6 +53,7 @@ class Message:
     key: str | None = None
     details: str | None = None
     timestamp: float = field(default_factory=time.time)
+    withdrawn: bool = False
 
 
 Sink = Callable[[Message], None]
@@ -82,6 +85,9 @@ class MessageHub:
         return detach
 
     def post(self, message: Message) -> None:
+        if message.withdrawn:
+            self._withdraw(message)
+            return
         log.log(
             _LOG_LEVELS[message.level],
             "%s%s",
@@ -105,6 +111,21 @@ class MessageHub:
             except Exception:  # a broken sink must not take the caller down
                 log.exception("message sink %r failed", sink)
 
+    def _withdraw(self, message: Message) -> None:
+        """Tell the sinks a keyed message is no longer true, and let it be said again at once."""
+        with self._lock:
+            for dedupe in [d for d in self._last_shown if d[0] == message.key]:
+                del self._last_shown[dedupe]
+            self._buffer = deque(
+                (m for m in self._buffer if m.key != message.key), maxlen=BUFFER_SIZE
+            )
+            sinks = list(self._sinks)
+        for sink in sinks:
+            try:
+                sink(message)
+            except Exception:
+                log.exception("message sink %r failed", sink)
+
     def reset(self) -> None:
         """Forget sinks, buffer and de-duplication state (tests, and app restarts in-process)."""
         with self._lock:
@@ -124,6 +145,11 @@ def info(text: str, *, key: str | None = None) -> None:
 
 def warning(text: str, *, key: str | None = None) -> None:
     hub.post(Message(Level.WARNING, text, key))
+
+
+def withdraw(key: str) -> None:
+    """The message posted with ``key`` is no longer true: take it away where it is shown."""
+    hub.post(Message(Level.INFO, "", key, withdrawn=True))
 
 
 def error(text: str, *, key: str | None = None, details: str | None = None) -> None:

@@ -45,6 +45,22 @@ def test_same_key_and_text_is_shown_once_but_logged_each_time(
     assert caplog.text.count("rate limited; retrying") == 6
 
 
+def test_a_withdrawn_message_is_taken_away_and_can_be_said_again_at_once() -> None:
+    messages.warning("1 approval waiting for you.", key="approvals")  # buffered: no sink yet
+    messages.withdraw("approvals")  # answered before any window showed it
+    received: list[messages.Message] = []
+    messages.hub.attach(received.append)
+    assert received == []
+    messages.warning("1 approval waiting for you.", key="approvals")
+    messages.withdraw("approvals")
+    messages.warning("1 approval waiting for you.", key="approvals")  # a new one, at once
+    assert [(m.text, m.withdrawn) for m in received] == [
+        ("1 approval waiting for you.", False),
+        ("", True),
+        ("1 approval waiting for you.", False),
+    ]
+
+
 def test_details_travel_with_errors() -> None:
     received: list[messages.Message] = []
     messages.hub.attach(received.append)

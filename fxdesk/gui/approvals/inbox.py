@@ -51,6 +51,7 @@ class ApprovalsInbox(QObject):
         window.add_approvals_dock(self.dock)
         self.dock.hide()  # out of the way until something waits
         self.dock.open_requested.connect(self.dialog.present)
+        window.answer_action.triggered.connect(self.show_all)
         self.presenter.arrived.connect(self._on_presenter_arrived)
 
     async def _answer(

@@ -292,12 +292,14 @@ class ApprovalsPresenter(QObject):
             pending = await self._load()
             fresh = self.set_pending(pending)
             self.loaded.emit(pending)
+            if not pending:
+                messages.withdraw("approvals")  # answered (here, in the terminal, or gone)
             if fresh:
                 self.arrived.emit(fresh[0].id)
                 count = len(pending)
                 messages.warning(
                     f"{count} approval{'s' if count != 1 else ''} waiting for you "
-                    "(View → Approvals, Ctrl+Shift+A).",
+                    "(Ctrl+Shift+A to answer).",
                     key="approvals",
                 )
             if not self._again:

@@ -38,6 +38,8 @@ from fxdesk.gui.sessions.panel import SessionPanel
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.banner import Banner
 
+ANSWER_SHORTCUT = "Ctrl+Shift+A"  # View → Answer approvals
+
 
 class EmptyState(QWidget):
     """What the centre shows before the first session: one clear call to action."""
@@ -166,13 +168,18 @@ class MainWindow(QMainWindow):
         self.addAction(self.cancel_action)
 
     def add_approvals_dock(self, dock: QDockWidget) -> None:
-        """The approvals inbox, docked on the right; View → Approvals (Ctrl+Shift+A) toggles it."""
+        """The approvals inbox, docked on the right: View → Approvals toggles it, and
+        View → Answer approvals (Ctrl+Shift+A) brings what waits forward with the keyboard in
+        it (the approval window appears without taking the keyboard, so digits typed in the
+        composer never answer it; this is the way to it)."""
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         toggle = dock.toggleViewAction()
         toggle.setText("&Approvals")
-        toggle.setShortcut(QKeySequence("Ctrl+Shift+A"))
+        self.answer_action = QAction("A&nswer approvals", self)
+        self.answer_action.setShortcut(QKeySequence(ANSWER_SHORTCUT))
         self.view_menu.addSeparator()
         self.view_menu.addAction(toggle)
+        self.view_menu.addAction(self.answer_action)
         self.approvals_action = toggle
 
     def _build_central(self) -> None:

@@ -88,6 +88,11 @@ class MessagePresenter(QObject):
 
     @Slot(object)
     def _on_hub_posted(self, message: messages.Message) -> None:
+        if message.withdrawn:
+            if message.key is not None and message.key == self._current_key:
+                self._status_bar.clearMessage()
+                self._current_key = None
+            return
         self.shown.append(message)
         prefix = {messages.Level.WARNING: "⚠ ", messages.Level.ERROR: "✖ "}.get(message.level, "")
         self._status_bar.showMessage(prefix + message.text, _TIMEOUT_MS[message.level])

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 
+from PySide6.QtWidgets import QMainWindow
 from pytestqt.qtbot import QtBot
 
+from fxdesk import messages
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.gui.approvals.always_allow import AlwaysAllowDialog
 from fxdesk.gui.approvals.dialog import ApprovalDialog
@@ -20,6 +22,7 @@ from fxdesk.gui.approvals.presenter import (
     Outcome,
 )
 from fxdesk.gui.tasks import TaskGroup
+from fxdesk.gui.window.messages import MessagePresenter
 from tests.gui.approvals.test_approvals import (  # noqa: F401 (keep_running, no_bugs: autouse)
     NOW_MS,
     Answers,
@@ -164,6 +167,34 @@ async def test_a_reload_queues_new_approvals_and_names_the_first_new_one() -> No
     assert presenter.count == 0 and presenter.current is None
     everything = ["approval-1", "approval-2", "approval-3"]
     assert loaded == [["approval-1"], ["approval-1"], everything, []]
+
+
+async def test_the_status_line_says_approvals_wait_only_while_they_do(qtbot: QtBot) -> None:
+    """Answered here, in the terminal or gone stale, the last one takes "N approvals waiting
+    for you" off the status line (it stayed there, about nothing, until it timed out)."""
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    status = window.statusBar()
+    shown_messages = MessagePresenter(status, window)
+    shown_messages.attach()
+    try:
+        loads = Loads([approval(1)], [])
+        presenter = ApprovalsPresenter(Answers(), describe, load=loads)
+        await presenter.reload()
+        await until(lambda: "1 approval waiting for you" in status.currentMessage())
+        messages.info("Saved.", key="other")  # another message shown meanwhile stays
+        await until(lambda: status.currentMessage() == "Saved.")
+        await presenter.reload()
+        await asyncio.sleep(0.1)
+        assert status.currentMessage() == "Saved."
+        await presenter.reload()  # still none: nothing to take away
+        loads.results = [[approval(2)], []]
+        await presenter.reload()
+        await until(lambda: "1 approval waiting for you" in status.currentMessage())
+        await presenter.reload()  # answered: gone at once (the warning would stay 15 s)
+        await until(lambda: status.currentMessage() == "")
+    finally:
+        shown_messages.detach()
 
 
 async def test_reload_requests_during_a_reload_make_one_more() -> None:

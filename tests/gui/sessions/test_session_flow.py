@@ -36,6 +36,8 @@ from tests.gui.waiting import until
 
 ANSWER = "Here is the plan: **read** the parser, then write `tests`. " * 4
 
+CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
+
 
 class Window:
     """One run of the app with the window up; ``stop`` quits it the orderly way."""
@@ -373,6 +375,45 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         await until(lambda: controller.approvals_dock.count == 0)
         await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_ctrl_shift_a_takes_the_keyboard_from_the_composer_to_the_waiting_approval(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """The approval window appears without the keyboard (digits typed in the composer must
+    not answer it); the status line's Ctrl+Shift+A must then reach it. It used to toggle the
+    dock instead: with the dock open, it hid it and the keyboard stayed in the window."""
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider(
+        [
+            Reply(
+                "Writing.",
+                tool_calls=(ScriptedCall("write_file", {"path": "n.md", "content": "n"}),),
+            ),
+            Reply("Written."),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    try:
+        await run.app.sessions.create_root(project, name="Keys", permission_mode=PermissionMode.ASK)
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write it")
+        dialog = controller.approval_dialog
+        await until(lambda: dialog.isVisible() and dialog.count == 1)
+        assert controller.approvals_dock.isVisible()
+        controller.window.activateWindow()
+        await until(controller.window.isActiveWindow)
+        QTest.keyClick(controller.window, Qt.Key.Key_A, CTRL_SHIFT)
+        await until(dialog.isActiveWindow)
+        assert controller.approvals_dock.isVisible()  # not toggled away
+        assert "approval waiting" in controller.window.statusBar().currentMessage()
+        QTest.keyClick(QApplication.focusWidget() or dialog, Qt.Key.Key_1)  # allow once
+        await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
+        assert (project / "n.md").read_text() == "n"
     finally:
         assert await run.stop() == Outcome.CLOSED
 
