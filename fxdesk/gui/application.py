@@ -302,8 +302,12 @@ class GuiController(QObject):
     @Slot()
     def _on_window_new_session_requested(self) -> None:
         if self.app.started:
-            new_session = ask_new_session(self.window, self.app.engine)
-            self.tasks.spawn(new_session, "new-session")
+            self.tasks.spawn(self._new_session(), "new-session")
+
+    async def _new_session(self) -> None:
+        created = await ask_new_session(self.window, self.app.engine)
+        if created is not None:
+            self.window.type_into(created)
 
     @Slot()
     def _on_window_settings_requested(self) -> None:

@@ -122,9 +122,10 @@ class NewSessionDialog(QDialog):
             self.folder_edit.setText(folder)
 
 
-async def ask_new_session(parent: QWidget, engine: Engine) -> None:
+async def ask_new_session(parent: QWidget, engine: Engine) -> str | None:
     """Ask where and how to start a session (window-modally over ``parent``) and create it; a
-    folder that cannot be a workspace is said in the dialog, which stays open."""
+    folder that cannot be a workspace is said in the dialog, which stays open. The new
+    session's id, or None when none was made."""
     profiles = engine.profiles
     dialog = NewSessionDialog(
         parent,
@@ -137,7 +138,7 @@ async def ask_new_session(parent: QWidget, engine: Engine) -> None:
         while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
             folder, name, mode, profile = dialog.values()
             try:
-                await engine.create_session(
+                created = await engine.create_session(
                     folder, name=name, permission_mode=mode, profile=profile
                 )
             except InvalidWorkspace as exc:
@@ -145,6 +146,8 @@ async def ask_new_session(parent: QWidget, engine: Engine) -> None:
                 continue
             except StoreError as exc:
                 messages.error(exc.user_message, key="store")
-            return
+                return None
+            return created.id
+        return None
     finally:
         dialog.deleteLater()

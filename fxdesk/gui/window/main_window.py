@@ -109,6 +109,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.resize(1200, 760)
         self.allow_close = False
+        self._type_into = ""  # a session just made: the keyboard goes to its composer
         self.model = model
         self.proxy = SessionFilterModel(self)
         self.proxy.setSourceModel(model)
@@ -321,6 +322,18 @@ class MainWindow(QMainWindow):
         workspace = self.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
         self.panel.show_session(session, workspace.path if workspace is not None else "")
         self._update_session_actions(session)
+        if session.id == self._type_into and self.selected_session() is not None:
+            self._type_into = ""
+            self.panel.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def type_into(self, session_id: str) -> None:
+        """Put the keyboard in ``session_id``'s composer once it is selected and shown: the
+        person who just made a session types to it next (focus went back to the tree's filter,
+        the first field of the window, when the New session dialog closed)."""
+        self._type_into = session_id
+        shown = self.selected_session()
+        if shown is not None and shown.id == session_id:
+            self.show_session(shown)
 
     def _update_session_actions(self, session: Session | None) -> None:
         from fxdesk.domain.model import SessionState

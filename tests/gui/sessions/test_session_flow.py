@@ -27,6 +27,7 @@ from fxdesk.gui.sessions.model import (
     ROLE_LAST_FAILED,
     ROLE_SNAPSHOT,
 )
+from fxdesk.gui.sessions.new_session import NewSessionDialog
 from fxdesk.gui.transcript.model import RowKind, TranscriptModel
 from fxdesk.gui.window.banner import Banner
 from fxdesk.paths import DataPaths
@@ -414,6 +415,44 @@ async def test_ctrl_shift_a_takes_the_keyboard_from_the_composer_to_the_waiting_
         QTest.keyClick(QApplication.focusWidget() or dialog, Qt.Key.Key_1)  # allow once
         await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
         assert (project / "n.md").read_text() == "n"
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_after_ctrl_n_the_keyboard_is_in_the_new_session_s_composer(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """The person's path: Ctrl+N, type the folder, Enter, type the first message. The
+    keyboard used to land in the tree's filter, so the message went into the filter."""
+    project = tmp_path / "project"
+    project.mkdir()
+    run = await Window(data_paths, ScriptedProvider([Reply("Hi.")])).started()
+    controller = run.controller
+    try:
+        window = controller.window
+        window.activateWindow()
+        await until(window.isActiveWindow)
+        QTest.keyClick(window, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        dialog = await until(
+            lambda: next(
+                (w for w in QApplication.topLevelWidgets() if isinstance(w, NewSessionDialog)),
+                None,
+            )
+        )
+        assert isinstance(dialog, NewSessionDialog)
+        await until(lambda: dialog.folder_edit.hasFocus())
+        QTest.keyClicks(dialog.folder_edit, str(project))
+        QTest.keyClick(dialog.folder_edit, Qt.Key.Key_Return)
+        await until(lambda: controller.model.session_count == 1)
+        composer = window.panel.composer.edit
+        # The window's keyboard goes there (offscreen, no window manager re-activates the
+        # window after the dialog: activate it as the desktop would).
+        await until(lambda: window.focusWidget() is composer)
+        window.activateWindow()
+        await until(composer.hasFocus)
+        QTest.keyClicks(QApplication.focusWidget(), "hello")
+        assert composer.toPlainText() == "hello"
+        assert window.filter_edit.text() == ""
     finally:
         assert await run.stop() == Outcome.CLOSED
 
