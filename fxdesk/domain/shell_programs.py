@@ -261,7 +261,24 @@ def variants(words: Sequence[str]) -> list[tuple[str, ...]]:
         if git is not None:
             found.append(git)
     found += [(posixpath.basename(w[0]), *w[1:]) for w in found if w and "/" in w[0]]
+    found += [
+        (w[0], GIT_DOES_AS[w[1]], *w[2:])
+        for w in found
+        if len(w) > 1 and posixpath.basename(w[0]) == "git" and w[1] in GIT_DOES_AS
+    ]
     return list(dict.fromkeys(found))
+
+
+# git's plumbing that does what a porcelain command does: a rule for `git push` covers it too
+# (the attack suite's `git send-pack ./remote.git main` pushed past a deny rule on `git push`).
+GIT_DOES_AS = {
+    "send-pack": "push",
+    "http-push": "push",
+    "receive-pack": "push",
+    "fetch-pack": "fetch",
+    "commit-tree": "commit",
+    "update-ref": "reset",
+}
 
 
 def runs_anything(words: Sequence[str]) -> str:
@@ -277,7 +294,12 @@ def _indirections(words: Sequence[str]) -> Iterator[str]:
         rest = words[start:]
         name = posixpath.basename(rest[0]) if rest else ""
         args = list(rest[1:])
-        if name in _ALWAYS_INDIRECT:
+        if rest and _agent_made(rest[0]):
+            yield (
+                f"`{rest[0]}` is a program the agent could have made (a copy of any other "
+                "under a new name)"
+            )
+        elif name in _ALWAYS_INDIRECT:
             yield _ALWAYS_INDIRECT[name]
         elif name in SHELLS:
             why = _shell(name, args)
@@ -305,6 +327,27 @@ def _indirections(words: Sequence[str]) -> Iterator[str]:
             why = _git(args)
             if why:
                 yield why
+
+
+# Where the system's programs live: a program named by another path (`./r`, `bin/x`,
+# `/tmp/r`, `~/x`) may be a renamed copy of any program, so no deny rule can tell what it is.
+PROGRAM_FOLDERS = (
+    "/usr/bin/",
+    "/bin/",
+    "/usr/sbin/",
+    "/sbin/",
+    "/usr/local/bin/",
+    "/usr/local/sbin/",
+    "/usr/libexec/",
+    "/usr/lib/",
+    "/opt/homebrew/bin/",
+    "/nix/",
+    "/run/current-system/sw/bin/",
+)
+
+
+def _agent_made(program: str) -> bool:
+    return "/" in program and not program.startswith(PROGRAM_FOLDERS)
 
 
 def _assignments(words: Sequence[str]) -> Iterator[str]:

@@ -586,3 +586,42 @@ def test_auto_never_allows_a_part_without_a_rule(
         assert {" ".join(part) for part in uncovered} <= set(decision.uncovered)
     else:
         assert decision.verdict is ALLOW, decision.reason
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param("cp /usr/bin/rm r; ./r victim.txt", id="copied"),
+        pytest.param("ln -s /usr/bin/rm r && ./r victim.txt", id="linked"),
+        pytest.param("/tmp/r victim.txt", id="from-tmp"),
+        pytest.param("tools/r victim.txt", id="from-a-folder"),
+    ],
+)
+def test_a_program_the_agent_could_have_made_asks_when_a_deny_rule_exists(line: str) -> None:
+    """A deny rule names a program; a renamed copy is that program under another name (the
+    attack suite's hole 3). Without a deny rule nothing changes: the sandbox holds."""
+    denied = (rule("rm *", DENY, match=Match.GLOB),)
+    for mode in (ASK, AUTO, YOLO):
+        decision = run(line, mode, denied)
+        assert decision.verdict is ASKS, (mode, decision.reason)
+        assert any("./r" in part or "r victim" in part for part in decision.uncovered)
+        assert (
+            "a program the agent could have made"
+            in run(line.split(";")[-1].split("&&")[-1], mode, denied).reason
+        )
+    assert run(line, YOLO).verdict is ALLOW
+    assert run("/usr/bin/env ls", YOLO, denied).verdict is ALLOW  # a system program
+
+
+@pytest.mark.parametrize(
+    ("line", "verdict"),
+    [
+        ("git send-pack ./remote.git main", DENY),
+        ("git -C . http-push https://x/r.git main", DENY),
+        ("git status", ALLOW),
+    ],
+)
+def test_a_deny_rule_on_git_push_covers_the_plumbing_that_pushes(
+    line: str, verdict: Verdict
+) -> None:
+    assert run(line, YOLO, (rule("git push", DENY, match=Match.PREFIX),)).verdict is verdict
