@@ -126,12 +126,29 @@ class SettingsDialog(QDialog):
             self.tabs.addTab(self.permissions_page, "Permi&ssions")
         self.tabs.addTab(self._build_data_page(), "&Data")
         layout.addWidget(self.tabs)
+        self._page_keys()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         close = buttons.button(QDialogButtonBox.StandardButton.Close)
         close.setAccessibleName("Close")
         close.setAutoDefault(False)
         buttons.rejected.connect(self.close)
         layout.addWidget(buttons)
+
+    def _page_keys(self) -> None:
+        """Ctrl+Tab / Ctrl+PgDown and back, wherever the keyboard is in the dialog: a list, a
+        table or a text box takes those keys for itself before the tab bar sees them."""
+        for keys, step in (
+            ((QKeySequence.StandardKey.NextChild, "Ctrl+PgDown"), 1),
+            ((QKeySequence.StandardKey.PreviousChild, "Ctrl+PgUp"), -1),
+        ):
+            for key in keys:
+                shortcut = QShortcut(QKeySequence(key), self)
+                shortcut.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+                shortcut.activated.connect(lambda step=step: self._turn_page(step))
+
+    def _turn_page(self, step: int) -> None:
+        count = self.tabs.count()
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % count)
 
     # --- pages ---------------------------------------------------------------------------
 

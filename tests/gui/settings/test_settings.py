@@ -14,6 +14,7 @@ import keyring.core
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QPalette
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import (
     QAbstractButton,
     QApplication,
@@ -564,3 +565,35 @@ async def test_closing_the_window_mid_test_cancels_quietly(tmp_path: Path) -> No
         dialog.deleteLater()
         await until(lambda: not alive(dialog))
         await until(lambda: len(tasks) == 0)  # cancelled, not failing on deleted widgets
+
+
+async def test_ctrl_tab_and_ctrl_page_down_switch_pages_from_a_list(tmp_path: Path) -> None:
+    """Found walking the window under openbox: with a list or a field focused, Ctrl+Tab and
+    Ctrl+PgDown did nothing (the list took the keys): the pages were out of the keyboard's reach."""
+    async with profile_service(tmp_path) as service:
+        await seed(service)
+        settings = SettingsDialog(service, tmp_path / "data")
+        with shown(settings):
+            await settings.load()
+            settings.tabs.setCurrentIndex(0)
+            settings.profile_list.setFocus()
+            await until(lambda: settings.profile_list.hasFocus())
+            pages = settings.tabs.count()
+            QTest.keyClick(
+                settings.profile_list, Qt.Key.Key_Tab, Qt.KeyboardModifier.ControlModifier
+            )
+            assert settings.tabs.currentIndex() == 1
+            focused = QApplication.focusWidget()
+            QTest.keyClick(focused, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+            assert settings.tabs.currentIndex() == 2
+            focused = QApplication.focusWidget()
+            QTest.keyClick(focused, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
+            assert settings.tabs.currentIndex() == 1
+            settings.tabs.setCurrentIndex(0)
+            settings.profile_list.setFocus()
+            QTest.keyClick(
+                settings.profile_list,
+                Qt.Key.Key_Backtab,
+                Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+            )
+            assert settings.tabs.currentIndex() == pages - 1  # wraps, as browsers' tabs do
