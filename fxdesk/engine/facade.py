@@ -26,6 +26,7 @@ from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import KeySource, PermissionMode, Session, SessionMode, Workspace
 from fxdesk.domain.permissions import PermissionRule, Scope
+from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import health
@@ -59,6 +60,8 @@ __all__ = [
     "ProfileService",
     "RegistryClosed",
     "Result",
+    "RunCommand",
+    "RunCommandError",
     "SandboxOverview",
     "SandboxSettingsError",
     "SandboxStatus",
@@ -426,6 +429,24 @@ class Engine:
             settings,
             data_dir=self._permissions.data_dir,
             key_variables=keys,
+        )
+
+    async def run_commands(self, workspace_id: int) -> tuple[RunCommand, ...]:
+        """The person's saved commands of a workspace ("dev server"), in their order."""
+        await self._workspace_folder(workspace_id)
+        return await self._store.read(lambda: repo.get_run_commands(workspace_id))
+
+    async def set_run_commands(self, workspace_id: int, commands: tuple[RunCommand, ...]) -> None:
+        """Replace a workspace's saved commands.
+
+        Raises:
+            RunCommandError: a command that cannot be saved (no name, a name used twice, a
+                folder outside the workspace…), naming it; nothing is saved then.
+        """
+        await self._workspace_folder(workspace_id)
+        commands = checked(commands)
+        await self._store.write(
+            lambda: repo.set_run_commands(workspace_id, commands), label="run commands"
         )
 
     async def ensure_workspace(self, folder: str | os.PathLike[str]) -> Workspace:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from fxdesk.domain import run_commands
 from fxdesk.domain.model import (
     UNRESTRICTED_SETTING,
     KeySource,
@@ -22,6 +23,7 @@ from fxdesk.domain.model import (
     SessionState,
     Workspace,
 )
+from fxdesk.domain.run_commands import RunCommand
 from fxdesk.domain.sandbox_settings import WorkspaceSandbox
 from fxdesk.domain.sandbox_settings import setting_key as sandbox_setting_key
 from fxdesk.store.schema import (
@@ -156,6 +158,15 @@ def get_workspace_sandbox(workspace_id: int) -> WorkspaceSandbox:
 
 def set_workspace_sandbox(workspace_id: int, settings: WorkspaceSandbox) -> None:
     set_setting(sandbox_setting_key(workspace_id), settings.to_value())
+
+
+def get_run_commands(workspace_id: int) -> tuple[RunCommand, ...]:
+    """The person's saved commands of one workspace, in their order (none when none saved)."""
+    return run_commands.from_value(get_setting(run_commands.setting_key(workspace_id)))
+
+
+def set_run_commands(workspace_id: int, commands: tuple[RunCommand, ...]) -> None:
+    set_setting(run_commands.setting_key(workspace_id), run_commands.to_value(commands))
 
 
 def append_event(

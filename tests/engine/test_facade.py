@@ -32,6 +32,8 @@ from fxdesk.engine.facade import (
     ErrorCode,
     InvalidWorkspace,
     Result,
+    RunCommand,
+    RunCommandError,
     SessionError,
     StartResult,
 )
@@ -715,3 +717,28 @@ async def test_now_ms_is_the_apps_one_clock(
         assert d.engine.now_ms() == 1_234_567
         item = await d.engine.send(session.id, "Stamped", start=False)
         assert item.created_at_ms == d.engine.now_ms()  # items are stamped by the same clock
+
+
+# --- run commands ----------------------------------------------------------------------------
+
+
+async def test_run_commands_are_kept_per_workspace_and_survive_a_restart(
+    data_paths: DataPaths, project: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    dev = RunCommand.make("dev server", "npm run dev", "web", expect_url=True, durable=True)
+    async with desk(data_paths, store_only=True) as d:
+        workspace = await d.engine.ensure_workspace(project)
+        elsewhere = await d.engine.ensure_workspace(other)
+        assert await d.engine.run_commands(workspace.id) == ()
+        await d.engine.set_run_commands(workspace.id, (dev, RunCommand.make("tests", "pytest")))
+        twice = (dev, RunCommand("Tests", "x"), RunCommand("tests", "y"))
+        with pytest.raises(RunCommandError, match="two run commands are named 'tests'"):
+            await d.engine.set_run_commands(workspace.id, twice)
+        assert await d.engine.run_commands(elsewhere.id) == ()
+        with pytest.raises(SessionError, match="no workspace 999"):
+            await d.engine.run_commands(999)
+    async with desk(data_paths, store_only=True) as d:
+        kept = await d.engine.run_commands(workspace.id)
+        assert kept == (dev, RunCommand("tests", "pytest"))  # the refused save changed nothing
