@@ -25,6 +25,7 @@ DEFAULT_PROFILE = "default_profile"
 DEFAULT_PERMISSION_MODE = "default_permission_mode"
 APPEARANCE = "appearance"  # "system" | "light" | "dark"
 LAST_SESSION = "last_session"  # reopened at the next start
+WINDOW_STATE = "window_state"  # the main window's place, size, maximized state and docks
 NOTIFICATIONS = "notifications"  # bool: desktop notifications from the GUI (default on)
 
 
@@ -193,6 +194,18 @@ class ProfileService:
     async def last_session(self) -> str | None:
         value = await self.store.read(lambda: repo.get_setting(LAST_SESSION))
         return str(value) if value else None
+
+    async def window_state(self) -> dict[str, str]:
+        """What the window saved of itself when it last closed (opaque Qt state, base64 text
+        by name); empty when nothing usable was saved."""
+        value = await self.store.read(lambda: repo.get_setting(WINDOW_STATE))
+        if not isinstance(value, dict):
+            return {}
+        return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+    async def set_window_state(self, state: dict[str, str]) -> None:
+        value = dict(state)
+        await self.store.write(lambda: repo.set_setting(WINDOW_STATE, value), label="setting")
 
     async def set_last_session(self, session_id: str | None) -> None:
         await self.store.write(lambda: repo.set_setting(LAST_SESSION, session_id), label="setting")

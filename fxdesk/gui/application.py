@@ -212,6 +212,7 @@ class GuiController(QObject):
             self.model.set_mark(session_id, ROLE_LAST_FAILED, True)
         for session_id in engine.busy_elsewhere():
             self.model.set_mark(session_id, ROLE_BUSY, True)
+        self.window.restore_state(await engine.profiles.window_state())
         offer_recovery(self.window, engine.recovery, catalog.sessions, engine)
         last = await engine.profiles.last_session()
         if last and any(s.id == last for s in catalog.sessions):
@@ -282,6 +283,7 @@ class GuiController(QObject):
         await self.tasks.cancel_all()
         if self.bridge is not None:
             await self.bridge.close()
+        await self._save_window()
         await self.app.stop()
         self.messages.detach()
         self.window.allow_close = True
@@ -291,6 +293,15 @@ class GuiController(QObject):
         self.window.deleteLater()
         self.deleteLater()
         log.info("shutdown: gui closed")
+
+    async def _save_window(self) -> None:
+        """Remember the window's place, size, maximized state and docks for the next start."""
+        if not self.app.started or not self.ready.is_set():
+            return  # nothing was restored: keep what the last good run saved
+        try:
+            await self.app.engine.profiles.set_window_state(self.window.saved_state())
+        except StoreError as exc:
+            log.warning("the window's state was not saved: %s", exc.user_message)
 
     # --- slots ----------------------------------------------------------------------------
 

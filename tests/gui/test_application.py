@@ -280,3 +280,36 @@ async def test_a_new_session_can_pick_its_profile(data_paths: DataPaths, tmp_pat
         assert created is not None and created.profile == "demo"
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+async def test_the_window_comes_back_maximized_with_its_docks_after_a_restart(
+    data_paths: DataPaths,
+) -> None:
+    """Issue 14: the maximized state was not restored (nor the window's size or the docks)."""
+    run = Running(data_paths)
+    window = (await run.started()).window
+    assert not window.isMaximized()
+    dock = window.approvals_action
+    assert not dock.isChecked()
+    window.showMaximized()
+    dock.trigger()  # the person opens the Approvals dock
+    await until(lambda: window.isMaximized() and dock.isChecked())
+    assert await run.stop() == Outcome.CLOSED
+
+    again = Running(data_paths)
+    window = (await again.started()).window
+    await until(lambda: window.isMaximized())
+    assert window.approvals_action.isChecked()
+    window.showNormal()
+    window.resize(700, 500)  # the offscreen screen is 800x600: a restored window fits it
+    window.approvals_action.trigger()
+    await until(lambda: not window.isMaximized() and not window.approvals_action.isChecked())
+    size = (window.width(), window.height())
+    assert await again.stop() == Outcome.CLOSED
+
+    third = Running(data_paths)
+    window = (await third.started()).window
+    assert not window.isMaximized()
+    assert (window.width(), window.height()) == size
+    assert not window.approvals_action.isChecked()
+    assert await third.stop() == Outcome.CLOSED

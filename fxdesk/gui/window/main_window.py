@@ -6,7 +6,9 @@ reference. ``GuiController`` (``application.py``) connects it to the engine.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
+import base64
+
+from PySide6.QtCore import QByteArray, QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -39,6 +41,7 @@ from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.banner import Banner
 
 ANSWER_SHORTCUT = "Ctrl+Shift+A"  # View → Answer approvals
+WINDOW_STATE_VERSION = 1  # of the docks' layout: a layout saved by another version is not used
 
 
 class EmptyState(QWidget):
@@ -182,6 +185,23 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(toggle)
         self.view_menu.addAction(self.answer_action)
         self.approvals_action = toggle
+
+    def saved_state(self) -> dict[str, str]:
+        """The window's place, size, maximized or full-screen state and its docks, to give
+        back to ``restore_state`` at the next start."""
+        return {
+            "geometry": _text(self.saveGeometry()),
+            "docks": _text(self.saveState(WINDOW_STATE_VERSION)),
+        }
+
+    def restore_state(self, state: dict[str, str]) -> None:
+        """Put the window back as ``saved_state`` described it; what is missing or damaged
+        leaves the window as it is."""
+        geometry, docks = _bytes(state.get("geometry", "")), _bytes(state.get("docks", ""))
+        if docks:
+            self.restoreState(docks, WINDOW_STATE_VERSION)
+        if geometry:  # after the docks: hiding a dock would shrink the restored window
+            self.restoreGeometry(geometry)
 
     def _build_central(self) -> None:
         central = QWidget(self)
@@ -397,6 +417,17 @@ SESSION_SHORTCUTS = {
     "resume": "Ctrl+R",
     "close": "Ctrl+W",
 }
+
+
+def _text(data: QByteArray) -> str:
+    return bytes(data.toBase64().data()).decode("ascii")
+
+
+def _bytes(text: str) -> QByteArray:
+    try:
+        return QByteArray(base64.b64decode(text.encode("ascii"), validate=True))
+    except (ValueError, UnicodeEncodeError):
+        return QByteArray()
 
 
 async def _no_history(session_id: str, before: int | None, limit: int) -> list[HistoryEntry]:
