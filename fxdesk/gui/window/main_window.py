@@ -7,8 +7,19 @@ reference. ``GuiController`` (``application.py``) connects it to the engine.
 from __future__ import annotations
 
 import base64
+import platform
 
-from PySide6.QtCore import QByteArray, QItemSelection, QModelIndex, QPoint, Qt, Signal, Slot
+import PySide6
+from PySide6.QtCore import (
+    QByteArray,
+    QItemSelection,
+    QModelIndex,
+    QPoint,
+    Qt,
+    Signal,
+    Slot,
+    qVersion,
+)
 from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -19,6 +30,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMenu,
+    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -27,7 +39,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk import APP_NAME
+from fxdesk import APP_NAME, __version__
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
 from fxdesk.gui.sessions.delegate import SessionDelegate
@@ -162,13 +174,17 @@ class MainWindow(QMainWindow):
             session_menu.addAction(self.session_actions[action])
         session_menu.addAction(self.cancel_action)
         session_menu.addSeparator()
-        session_menu.addAction(self.settings_action)
-        session_menu.addSeparator()
         session_menu.addAction(self.quit_action)
         view_menu = self.menuBar().addMenu("&View")
         view_menu.addAction(self.filter_action)
         view_menu.addAction(self.archived_action)
         self.view_menu = view_menu
+        self.settings_menu = self.menuBar().addMenu("Se&ttings")
+        self.settings_menu.addAction(self.settings_action)
+        self.about_action = QAction(f"&About {APP_NAME}", self)
+        self.about_action.triggered.connect(self.show_about)
+        help_menu = self.menuBar().addMenu("&Help")
+        help_menu.addAction(self.about_action)
         self.addAction(self.cancel_action)
 
     def add_approvals_dock(self, dock: QDockWidget) -> None:
@@ -185,6 +201,26 @@ class MainWindow(QMainWindow):
         self.view_menu.addAction(toggle)
         self.view_menu.addAction(self.answer_action)
         self.approvals_action = toggle
+
+    def show_about(self) -> QMessageBox:
+        """Help → About: what this is, its version and what it runs on."""
+        box = QMessageBox(self)
+        box.setWindowTitle(f"About {APP_NAME}")
+        box.setIconPixmap(self.windowIcon().pixmap(64, 64))
+        box.setTextFormat(Qt.TextFormat.RichText)
+        box.setText(
+            f"<h3>{APP_NAME} {__version__}</h3>"
+            "<p>A desktop control room for AI coding agents: sessions that survive a crash, "
+            "approvals in one place, the agents' commands in a sandbox.</p>"
+        )
+        box.setInformativeText(
+            f"Qt {qVersion()} · PySide6 {PySide6.__version__} · Python {platform.python_version()}"
+            f"<br>{self.status_info.text()}"
+        )
+        box.setStandardButtons(QMessageBox.StandardButton.Close)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+        return box
 
     def saved_state(self) -> dict[str, str]:
         """The window's place, size, maximized or full-screen state and its docks, to give

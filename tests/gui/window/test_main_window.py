@@ -6,8 +6,9 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
+from fxdesk import __version__
 from fxdesk.domain.model import SessionState
 from fxdesk.gui.sessions.model import SessionTreeModel
 from fxdesk.gui.window.main_window import MainWindow
@@ -126,3 +127,22 @@ def test_tab_goes_from_the_sessions_to_the_transcript_to_the_composer(qtbot: Any
     assert chain == expected
     for widget in expected:
         assert widget.accessibleName(), widget
+
+
+def test_settings_has_its_own_menu_and_help_says_what_this_is(qtbot: Any) -> None:
+    """Issue 14: Settings sat under "Session", and there was no Help or About."""
+    window = make_window(qtbot)
+    menus = {a.text(): a.menu() for a in window.menuBar().actions()}
+    assert list(menus) == ["&Session", "&View", "Se&ttings", "&Help"]
+    assert window.settings_action in menus["Se&ttings"].actions()
+    assert window.settings_action not in menus["&Session"].actions()
+    assert window.about_action in menus["&Help"].actions()
+    window.status_info.setText("/home/me/.local/share/fxdesk · schema 5")
+    window.about_action.trigger()
+    box = next(w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox))
+    qtbot.waitExposed(box)
+    assert f"fxdesk {__version__}" in box.text()
+    assert "PySide6" in box.informativeText() and "/home/me/.local/share/fxdesk" in (
+        box.informativeText()
+    )
+    box.close()
