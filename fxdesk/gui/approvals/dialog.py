@@ -58,7 +58,7 @@ class ApprovalDialog(QDialog):
         self.tasks = WidgetTasks(self)
         self._busy = False
         self._was_empty = presenter.count == 0
-        self.setWindowTitle("fxdesk: approval needed")
+        self.setWindowTitle("Approval needed")
         self.setModal(False)
         self.setMinimumWidth(560)
         self._sized = False  # sized to its first approval when first shown

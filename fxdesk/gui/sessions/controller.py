@@ -205,7 +205,7 @@ class SessionController(QObject):
             messages.Message(messages.Level.INFO, f"Full output of {row.tool}", details=text),
             self.window,
         )
-        dialog.setWindowTitle(f"fxdesk: {row.tool} output")
+        dialog.setWindowTitle(f"{row.tool} output")
         dialog.show()
 
     @Slot(str, str)

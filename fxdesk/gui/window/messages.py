@@ -34,7 +34,7 @@ class ErrorDetailsDialog(QDialog):
 
     def __init__(self, message: messages.Message, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("fxdesk: unexpected error")
+        self.setWindowTitle("Unexpected error")
         self.setModal(False)
         self.resize(720, 420)
         layout = QVBoxLayout(self)

@@ -113,7 +113,7 @@ async def show_crash_log(path: Path, window: MainWindow, presenter: MessagePrese
     dialog = ErrorDetailsDialog(
         messages.Message(messages.Level.ERROR, f"Crash log {path.name}:", details=text), window
     )
-    dialog.setWindowTitle("fxdesk: crash log")
+    dialog.setWindowTitle("Crash log")
     presenter.dialogs.append(dialog)
     dialog.show()
 

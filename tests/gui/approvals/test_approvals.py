@@ -433,7 +433,7 @@ async def test_the_dialog_shows_all_of_the_command_and_why(qtbot: QtBot) -> None
     )
     dialog.presenter.add(approval(2, tool="edit_file", label=f"{WORKSPACE}/app.py", preview=DIFF))
     with shown(dialog):
-        assert dialog.windowTitle() == "fxdesk: approval needed"
+        assert dialog.windowTitle() == "Approval needed"  # Qt adds " — fxdesk" itself
         assert not dialog.isModal()
         assert dialog.tool_label.text() == "Run a command"
         assert dialog.where_label.text() == f"Session “session s1” · {WORKSPACE}"
