@@ -21,7 +21,7 @@ from fxdesk.gui.window.messages import ErrorDetailsDialog
 
 log = logging.getLogger(__name__)
 
-Confirm = Callable[[str, str], Awaitable[bool]]
+Confirm = Callable[[str, str, str, str], Awaitable[bool]]  # title, text, do, keep
 
 
 class SessionController(QObject):
@@ -171,6 +171,8 @@ class SessionController(QObject):
         if not await self.confirm(
             "Cancel the running work?",
             f"Cancel what “{session.name}” is doing and everything queued behind it?",
+            "Cancel work",
+            "Keep working",
         ):
             return
         count = await self.engine.cancel(session.id, "cancelled by the person")
@@ -241,6 +243,8 @@ class SessionController(QObject):
             "Close this session?",
             f"Archive “{session.name}”? Its queued work is cancelled. It stays in the database "
             "and can be shown again with View → Show archived sessions.",
+            "Close session",
+            "Keep open",
         ):
             await self.engine.close(session.id)
 
@@ -256,16 +260,16 @@ class SessionController(QObject):
             await self.engine.create_child(parent.id, task, permission_mode=parent.permission_mode)
         dialog.deleteLater()
 
-    async def _confirm(self, title: str, text: str) -> bool:
-        box = QMessageBox(
-            QMessageBox.Icon.Question,
-            title,
-            text,
-            QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
-            self.window,
-        )
-        box.setDefaultButton(QMessageBox.StandardButton.No)
+    async def _confirm(self, title: str, text: str, do: str, keep: str) -> bool:
+        """Ask with buttons that say what they do (``do``, and ``keep`` as the default and
+        Esc), never Yes/No."""
+        box = QMessageBox(QMessageBox.Icon.Question, title, text, parent=self.window)
+        yes = box.addButton(do, QMessageBox.ButtonRole.AcceptRole)
+        no = box.addButton(keep, QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(no)
+        box.setEscapeButton(no)
         try:
-            return await run_dialog(box) == QMessageBox.StandardButton.Yes.value
+            await run_dialog(box)
+            return box.clickedButton() is yes
         finally:
             box.deleteLater()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QApplication, QInputDialog, QLabel
+from PySide6.QtWidgets import QApplication, QInputDialog, QLabel, QMessageBox
 
 from fxdesk.app import App
 from fxdesk.domain.approvals import Choice
@@ -49,13 +49,15 @@ class Window:
         self.controller = GuiController(self.app)
         self.task = asyncio.ensure_future(self.controller.main())
         self.confirmations: list[str] = []
+        self.verbs: list[tuple[str, str]] = []
 
     async def started(self) -> Window:
         await until(lambda: self.controller.ready.is_set() or self.task.done())
         assert self.controller.sessions is not None
 
-        async def confirm(title: str, _text: str) -> bool:
+        async def confirm(title: str, _text: str, do: str, keep: str) -> bool:
             self.confirmations.append(title)
+            self.verbs.append((do, keep))
             return True
 
         self.controller.sessions.confirm = confirm
@@ -132,6 +134,7 @@ async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
         QTest.keyClick(run.panel.composer.edit, Qt.Key.Key_Escape)
         await until(lambda: run.state(session.id) not in (SessionState.RUNNING, None))
         assert run.confirmations == ["Cancel the running work?"]
+        assert run.verbs == [("Cancel work", "Keep working")]
         await until(lambda: not run.panel.queue.isVisible())
         notices = await until(lambda: run.rows(RowKind.NOTICE))
         assert len(notices) == 1  # the running turn; the queued message never ran
@@ -487,5 +490,36 @@ async def test_the_approvals_dock_the_person_opened_stays_open(
         await until(lambda: "Done." in run.rows(RowKind.ASSISTANT))
         await until(lambda: dock.count == 0)
         assert dock.isVisible()  # opened by the person: not closed behind their back
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_a_confirmation_names_what_its_buttons_do_and_keeping_is_the_default(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 14: confirmations said Yes/No; their buttons now say what they do, and Enter or Esc
+    keeps things as they are."""
+    project = tmp_path / "project"
+    project.mkdir()
+    run = Window(data_paths, ScriptedProvider([Stall()]))
+    await until(lambda: run.controller.ready.is_set())
+    try:
+        session = await run.app.sessions.create_root(project, name="Parser")
+        await until(lambda: run.panel.session is not None)
+        sessions = run.controller.sessions
+        assert sessions is not None
+        asked = asyncio.ensure_future(sessions._close())
+        box = await until(
+            lambda: next(
+                (w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox)), None
+            )
+        )
+        assert isinstance(box, QMessageBox)
+        assert [b.text() for b in box.buttons()] == ["Close session", "Keep open"]
+        assert box.defaultButton().text() == "Keep open"
+        QTest.keyClick(box, Qt.Key.Key_Escape)
+        await asyncio.wait_for(asked, 10)
+        kept = await run.app.engine.session(session.id)
+        assert kept is not None and kept.state != SessionState.ARCHIVED
     finally:
         assert await run.stop() == Outcome.CLOSED
