@@ -316,7 +316,10 @@ class GuiController(QObject):
             self.tasks.spawn(self._new_session(), "new-session")
 
     async def _new_session(self) -> None:
-        created = await ask_new_session(self.window, self.app.engine)
+        shown = self.window.selected_session()
+        created = await ask_new_session(
+            self.window, self.app.engine, workspace_id=shown.workspace_id if shown else None
+        )
         if created is not None:
             self.window.type_into(created)
 

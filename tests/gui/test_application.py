@@ -313,3 +313,39 @@ async def test_the_window_comes_back_maximized_with_its_docks_after_a_restart(
     assert (window.width(), window.height()) == size
     assert not window.approvals_action.isChecked()
     assert await third.stop() == Outcome.CLOSED
+
+
+async def test_new_session_starts_in_the_open_sessions_folder_and_offers_recent_ones(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 14: New session did not prefill the current workspace or offer recent folders."""
+    older, newer = tmp_path / "older", tmp_path / "newer"
+    older.mkdir()
+    newer.mkdir()
+    run = Running(data_paths)
+    controller = await run.started()
+    try:
+        engine = run.app.engine
+        first = await engine.create_session(older, name="old work")
+        await until(lambda: engine.now_ms() > first.updated_at_ms)  # "newer" is later
+        await engine.create_session(newer, name="new work")
+        await until(lambda: controller.model.session_count == 2)
+        controller.window.select_session(first.id)
+        await until(lambda: controller.window.selected_session() is not None)
+        controller.window.new_action.trigger()
+        dialog = await until(
+            lambda: next(
+                (w for w in QApplication.topLevelWidgets() if isinstance(w, NewSessionDialog)),
+                None,
+            )
+        )
+        assert isinstance(dialog, NewSessionDialog)
+        assert dialog.folder_edit.text() == str(older)  # the open session's workspace
+        assert dialog.buttons.button(dialog.buttons.StandardButton.Ok).isEnabled()
+        assert dialog.recent == [str(newer), str(older)]  # latest first
+        completer = dialog.folder_edit.completer()
+        completer.setCompletionPrefix("NEW")
+        assert completer.currentCompletion() == str(newer)
+        dialog.reject()
+    finally:
+        assert await run.stop() == Outcome.CLOSED

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
     QComboBox,
+    QCompleter,
     QDialog,
     QDialogButtonBox,
     QFileDialog,
@@ -34,6 +35,7 @@ class NewSessionDialog(QDialog):
         parent: QWidget | None = None,
         *,
         folder: str = "",
+        recent: list[str] | None = None,
         mode: PermissionMode = PermissionMode.ASK,
         profiles: list[str] | None = None,
         default_profile: str | None = None,
@@ -48,6 +50,14 @@ class NewSessionDialog(QDialog):
         self.folder_edit.setPlaceholderText("/path/to/your/project")
         self.folder_edit.setAccessibleName("Workspace folder")
         self.folder_edit.textChanged.connect(self._validate)
+        # The folders of earlier sessions, latest first: typing a few letters of one, or Down in
+        # an empty field, offers them.
+        self.recent = list(dict.fromkeys(recent or []))
+        completer = QCompleter(self.recent, self)
+        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        completer.setFilterMode(Qt.MatchFlag.MatchContains)
+        self.folder_edit.setCompleter(completer)
+        self.folder_edit.selectAll()
         row.addWidget(self.folder_edit, 1)
         browse = QPushButton("&Browse…")
         browse.clicked.connect(self._on_browse_clicked)
@@ -122,13 +132,23 @@ class NewSessionDialog(QDialog):
             self.folder_edit.setText(folder)
 
 
-async def ask_new_session(parent: QWidget, engine: Engine) -> str | None:
+async def ask_new_session(
+    parent: QWidget, engine: Engine, *, workspace_id: int | None = None
+) -> str | None:
     """Ask where and how to start a session (window-modally over ``parent``) and create it; a
-    folder that cannot be a workspace is said in the dialog, which stays open. The new
-    session's id, or None when none was made."""
+    folder that cannot be a workspace is said in the dialog, which stays open. The folder is
+    that of ``workspace_id`` (the open session's) to begin with, and the folders of earlier
+    sessions are offered. The new session's id, or None when none was made."""
     profiles = engine.profiles
+    catalog = await engine.catalog()
+    paths = {w.id: w.path for w in catalog.workspaces}
+    latest = sorted(catalog.sessions, key=lambda s: s.updated_at_ms, reverse=True)
+    recent = [paths[s.workspace_id] for s in latest if s.workspace_id in paths]
+    recent += [w.path for w in catalog.workspaces]  # workspaces without sessions last
     dialog = NewSessionDialog(
         parent,
+        folder=paths.get(workspace_id, "") if workspace_id is not None else "",
+        recent=recent,
         mode=await profiles.default_permission_mode(),
         profiles=[p.name for p in await profiles.list()],
         default_profile=await profiles.default_name(),
