@@ -6,6 +6,7 @@ Labels (``hint_label``, ``bold_label``), the fixed-width font, combo-box and col
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Mapping
 
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
@@ -26,6 +27,19 @@ from fxdesk.gui.theme import Role, css
 def monospace() -> QFont:
     """The system's fixed-width font (commands, paths, code, diffs)."""
     return QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
+
+
+def code_spans(text: str) -> str:
+    """``text`` as rich text, its `code` spans (the engine's wording marks commands and paths
+    so) in the fixed-width font instead of showing the backticks; everything else escaped."""
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an odd number of backticks: not markup, show them
+        parts = [text]
+    spans = (
+        f"<code>{html.escape(part)}</code>" if i % 2 else html.escape(part)
+        for i, part in enumerate(parts)
+    )
+    return "".join(spans).replace("\n", "<br>")
 
 
 def hint_label(text: str = "", *, wrap: bool = False) -> QLabel:

@@ -41,7 +41,7 @@ from fxdesk.gui.approvals.presenter import CHOICES, OUTSIDE, ApprovalsPresenter,
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
 from fxdesk.gui.theme import Role, css
-from fxdesk.gui.widgets import bold_label, hint_label, problem_label, show_problem
+from fxdesk.gui.widgets import bold_label, code_spans, hint_label, problem_label, show_problem
 
 
 class ApprovalDialog(QDialog):
@@ -146,6 +146,7 @@ class ApprovalDialog(QDialog):
         column.addSpacing(4)
         column.addWidget(bold_label("Why it asks"))
         self.reason_label = QLabel()
+        self.reason_label.setTextFormat(Qt.TextFormat.RichText)
         self.reason_label.setWordWrap(True)
         self.reason_label.setAccessibleName("Why it asks")
         self.reason_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -350,7 +351,9 @@ class ApprovalDialog(QDialog):
         self.sandbox_label.setText("\n".join(sandbox.lines()) if sandbox is not None else "")
         self.sandbox_label.setVisible(sandbox is not None)
         self.outside_label.setVisible(bool(detail.get("outside")))
-        self.reason_label.setText(str(detail.get("reason") or "No reason was recorded."))
+        self.reason_label.setText(
+            code_spans(str(detail.get("reason") or "No reason was recorded."))
+        )
         uncovered = [str(part) for part in detail.get("uncovered") or []]
         # A single part that is the whole command says nothing the box above does not.
         show_parts = bool(uncovered) and uncovered != [approval.label]

@@ -76,10 +76,10 @@ class CoalesceTimer(Protocol):
 
 
 def approval_text(name: str, approval: Approval) -> str:
-    """ "Clean build wants to run `rm -rf build`"."""
+    """ "Clean build wants to run “rm -rf build”" (a balloon shows no markup)."""
     label = approval.label
     if approval.tool == "run_command":
-        what = f"run `{label}`"
+        what = f"run “{label}”"
     elif approval.tool == "edit_file":
         what = f"edit {label}"
     elif approval.tool == "write_file":

@@ -33,7 +33,7 @@ from fxdesk.gui.approvals.dock import (
     ApprovalsModel,
 )
 from fxdesk.gui.approvals.presenter import NOT_PENDING, ApprovalsPresenter
-from fxdesk.gui.widgets import monospace
+from fxdesk.gui.widgets import code_spans, monospace
 from tests.gui.settings.test_settings import focus_chain, unnamed_controls
 from tests.gui.waiting import until
 
@@ -600,3 +600,16 @@ async def test_double_click_or_enter_on_a_row_asks_to_open_it(qtbot: QtBot) -> N
         dock.view.setFocus()
         qtbot.keyClick(dock.view, Qt.Key.Key_Return)
         assert opened == ["approval-2", "approval-1"]
+
+
+async def test_why_it_asks_shows_code_in_code_type_not_backticks(qtbot: QtBot) -> None:
+    """Issue 14 polish: the engine marks commands with backticks; the dialog showed them raw."""
+    dialog = ApprovalDialog(ApprovalsPresenter(Answers(), describe))
+    reason = "`a < b` uses values only known when it runs, so only a `*` rule can cover it"
+    dialog.presenter.add(approval(1, reason=reason))
+    with shown(dialog):
+        shown_text = dialog.reason_label.text()
+        assert "`" not in shown_text
+        assert "<code>a &lt; b</code> uses values" in shown_text
+        assert "<code>*</code> rule" in shown_text
+    assert code_spans("one ` backtick <b>") == "one ` backtick &lt;b&gt;"  # not markup

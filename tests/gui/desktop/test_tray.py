@@ -282,7 +282,7 @@ def test_new_approvals_are_told_once_with_the_command(qtbot: QtBot) -> None:
     assert fx.centre.status == TrayStatus(approvals=1)
     fx.timer.fire()
     assert fx.recorder.calls == [
-        ("Approval needed", "Clean build wants to run `rm -rf build`", "s1")
+        ("Approval needed", "Clean build wants to run “rm -rf build”", "s1")
     ]
     two = [
         approval(1, label="rm -rf build"),
@@ -319,9 +319,9 @@ def test_mixed_events_make_one_notification_led_by_the_most_urgent(qtbot: QtBot)
     [(title, body, sid)] = fx.recorder.calls
     assert title == "5 approvals waiting · Parser failed · 2 sessions finished"
     assert body.splitlines() == [
-        "C wants to run `make 1`",
-        "C wants to run `make 2`",
-        "C wants to run `make 3`",
+        "C wants to run “make 1”",
+        "C wants to run “make 2”",
+        "C wants to run “make 3”",
         "…and 2 more",
         "Finished: Alpha, Beta",
     ]
