@@ -7,20 +7,24 @@ reference. ``GuiController`` (``application.py``) connects it to the engine.
 from __future__ import annotations
 
 import base64
+import contextlib
 import platform
+from collections.abc import Iterator
 
 import PySide6
 from PySide6.QtCore import (
     QByteArray,
+    QEvent,
     QItemSelection,
     QModelIndex,
+    QObject,
     QPoint,
     Qt,
     Signal,
     Slot,
     qVersion,
 )
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
@@ -44,6 +48,7 @@ from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
 from fxdesk.gui.sessions.delegate import SessionDelegate
 from fxdesk.gui.sessions.model import (
+    ROLE_ID,
     ROLE_SNAPSHOT,
     SessionFilterModel,
     SessionTreeModel,
@@ -125,6 +130,10 @@ class MainWindow(QMainWindow):
         self.resize(1200, 760)
         self.allow_close = False
         self._type_into = ""  # a session just made: the keyboard goes to its composer
+        self._open_id = ""  # the session shown, even while the filter hides its row
+        self._quiet = False  # the tree's selection moves without opening anything
+        self._folded: set[object] = set()  # rows the person folded (workspace or session ids)
+        self._folding = False
         self.model = model
         self.proxy = SessionFilterModel(self)
         self.proxy.setSourceModel(model)
@@ -263,7 +272,8 @@ class MainWindow(QMainWindow):
         self.filter_edit.setPlaceholderText("Filter sessions (Ctrl+K)")
         self.filter_edit.setAccessibleName("Filter sessions")
         self.filter_edit.setClearButtonEnabled(True)
-        self.filter_edit.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        self.filter_edit.installEventFilter(self)
         top.addWidget(self.filter_edit, 1)
         self.new_button = QPushButton("New")
         self.new_button.setToolTip("New session (Ctrl+N)")
@@ -283,6 +293,8 @@ class MainWindow(QMainWindow):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
         self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
+        self.tree.collapsed.connect(self._on_tree_collapsed)
+        self.tree.expanded.connect(self._on_tree_expanded)
         self.tree_stack.addWidget(self.tree)
         self.tree_empty = QLabel("No sessions yet")
         self.tree_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
@@ -351,27 +363,160 @@ class MainWindow(QMainWindow):
     @Slot()
     def _update_pages(self) -> None:
         has_sessions = self.model.session_count > 0
-        self.tree_stack.setCurrentWidget(self.tree if self.model.rowCount() else self.tree_empty)
+        text = self.filter_edit.text().strip()
+        self.tree_empty.setText(
+            f"No sessions match “{text}”" if text and has_sessions else "No sessions yet"
+        )
+        self.tree_stack.setCurrentWidget(self.tree if self.proxy.rowCount() else self.tree_empty)
         if not has_sessions:
             self.centre.setCurrentIndex(self.PAGE_EMPTY)
-        elif self.selected_session() is None:
+        elif self.selected_session() is None and not self._open_is_shown():
             self.centre.setCurrentIndex(self.PAGE_SELECT)
-        self.tree.expandAll()
+        self._apply_folds()
+
+    def _open_is_shown(self) -> bool:
+        """The open session still exists and its transcript is what the centre shows (its row
+        may be hidden by the filter)."""
+        return (
+            bool(self._open_id)
+            and self.model.session_index(self._open_id).isValid()
+            and self.centre.currentIndex() == self.PAGE_SESSION
+        )
 
     @Slot(QItemSelection, QItemSelection)
     def _on_tree_selection_changed(
         self, selected: QItemSelection, deselected: QItemSelection
     ) -> None:
+        if self._quiet:
+            return  # the filter hid the row, or the person is choosing among matches
         indexes = selected.indexes()
         index: QModelIndex = indexes[0] if indexes else QModelIndex()
         snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
         if isinstance(snapshot, Session):
             self.show_session(snapshot)
             self.centre.setCurrentIndex(self.PAGE_SESSION)
-            self.session_selected.emit(snapshot.id)
+            if snapshot.id != self._open_id:
+                self._open_id = snapshot.id
+                self.session_selected.emit(snapshot.id)
         else:
+            self._open_id = ""
             self._update_pages()
             self.session_selected.emit("")
+
+    # --- the filter ----------------------------------------------------------------------------
+    # Typing filters the tree and never opens anything: the first match is highlighted, Up and
+    # Down choose among the matches, Enter opens the chosen one with the keyboard in its composer
+    # and clears the filter. The open session stays open while the filter hides its row, and is
+    # selected again when the filter is cleared.
+
+    @Slot(str)
+    def _on_filter_edit_text_changed(self, text: str) -> None:
+        with self._quietly():
+            self.proxy.setFilterFixedString(text)
+            matches = self._matches()
+            if text.strip() and matches:
+                self.tree.setCurrentIndex(matches[0])
+            elif not text.strip() and self._open_id:
+                self._select_quietly(self._open_id)
+        self._update_pages()
+
+    def _matches(self) -> list[QModelIndex]:
+        """The sessions whose own name matches the filter, in the tree's order (their
+        ancestors show too, for context, but are not matches)."""
+        text = self.filter_edit.text().strip().casefold()
+        found: list[QModelIndex] = []
+
+        def walk(parent: QModelIndex) -> None:
+            for row in range(self.proxy.rowCount(parent)):
+                index = self.proxy.index(row, 0, parent)
+                snapshot = index.data(ROLE_SNAPSHOT)
+                if isinstance(snapshot, Session) and text in snapshot.name.casefold():
+                    found.append(index)
+                walk(index)
+
+        walk(QModelIndex())
+        return found
+
+    def _choose(self, step: int) -> None:
+        matches = self._matches()
+        if not matches:
+            return
+        current = self.tree.currentIndex()
+        at = matches.index(current) if current in matches else -1
+        with self._quietly():
+            self.tree.setCurrentIndex(matches[max(0, min(len(matches) - 1, at + step))])
+
+    def _open_chosen(self) -> None:
+        current = self.tree.currentIndex()
+        matches = self._matches()
+        chosen = current if current in matches else (matches[0] if matches else None)
+        if chosen is None:
+            return
+        snapshot = chosen.data(ROLE_SNAPSHOT)
+        assert isinstance(snapshot, Session)
+        self.filter_edit.clear()
+        self.select_session(snapshot.id)
+        self.type_into(snapshot.id)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if watched is self.filter_edit and event.type() == QEvent.Type.KeyPress:
+            assert isinstance(event, QKeyEvent)
+            key = event.key()
+            if self.filter_edit.text().strip():
+                if key in (Qt.Key.Key_Down, Qt.Key.Key_Up):
+                    self._choose(1 if key == Qt.Key.Key_Down else -1)
+                    return True
+                if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                    self._open_chosen()
+                    return True
+        return super().eventFilter(watched, event)
+
+    @contextlib.contextmanager
+    def _quietly(self) -> Iterator[None]:
+        quiet, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = quiet
+
+    def _select_quietly(self, session_id: str) -> None:
+        index = self.proxy.mapFromSource(self.model.session_index(session_id))
+        if index.isValid():
+            self.tree.setCurrentIndex(index)
+            self.tree.scrollTo(index)
+
+    # --- folding -------------------------------------------------------------------------------
+
+    def _apply_folds(self) -> None:
+        """Everything unfolded but what the person folded; while filtering, everything (a
+        match inside a folded row would not show)."""
+        self._folding = True
+        try:
+            self.tree.expandAll()
+            if self.filter_edit.text().strip():
+                return
+            for key in self._folded:
+                source = (
+                    self.model.workspace_index(key)
+                    if isinstance(key, int)
+                    else self.model.session_index(str(key))
+                )
+                index = self.proxy.mapFromSource(source)
+                if index.isValid():
+                    self.tree.collapse(index)
+        finally:
+            self._folding = False
+
+    @Slot(QModelIndex)
+    def _on_tree_collapsed(self, index: QModelIndex) -> None:
+        if not self._folding and not self.filter_edit.text().strip():
+            self._folded.add(index.data(ROLE_ID))
+
+    @Slot(QModelIndex)
+    def _on_tree_expanded(self, index: QModelIndex) -> None:
+        # While filtering the tree unfolds what it must to show the matches: not the person's.
+        if not self._folding and not self.filter_edit.text().strip():
+            self._folded.discard(index.data(ROLE_ID))
 
     def show_session(self, session: Session) -> None:
         """Refresh the header for ``session`` (selected or changed)."""

@@ -146,3 +146,74 @@ def test_settings_has_its_own_menu_and_help_says_what_this_is(qtbot: Any) -> Non
         box.informativeText()
     )
     box.close()
+
+
+def _opened(window: MainWindow) -> list[str]:
+    """Record the sessions the window opens (``session_selected``), in order."""
+    opened: list[str] = []
+    window.session_selected.connect(opened.append)
+    return opened
+
+
+def test_typing_in_the_filter_never_changes_the_open_session(qtbot: Any) -> None:
+    """Issue 14: the filter changed the open session while typing, and left a blank
+    transcript under a stale header when the open one was filtered out."""
+    window = make_window(qtbot, populated())
+    window.select_session("c2")
+    opened = _opened(window)
+    qtbot.keyClicks(window.filter_edit, "r")  # c2 is filtered out; r1, r2 remain
+    qtbot.keyClicks(window.filter_edit, "2")
+    assert opened == []
+    assert window.centre.currentIndex() == window.PAGE_SESSION
+    assert window.panel.session is not None and window.panel.session.id == "c2"
+    window.filter_edit.clear()
+    assert opened == []
+    assert window.selected_session() is not None
+    assert window.selected_session().id == "c2"  # selected again once it shows
+
+
+def test_filter_enter_opens_the_first_match_with_the_keyboard_in_its_composer(
+    qtbot: Any,
+) -> None:
+    window = make_window(qtbot, populated())
+    window.select_session("r2")
+    opened = _opened(window)
+    window.filter_edit.setFocus()
+    qtbot.keyClicks(window.filter_edit, "c")  # c1, c2 (and g1 under c1? no: "g1")
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Down)  # the second match
+    assert opened == []  # choosing is not opening
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Return)
+    assert opened == ["c2"]
+    qtbot.waitUntil(window.panel.composer.edit.hasFocus, timeout=5000)
+    assert window.filter_edit.text() == ""  # done: the whole tree again, c2 selected
+    assert window.selected_session().id == "c2"
+
+    window.filter_edit.setFocus()
+    qtbot.keyClicks(window.filter_edit, "g")
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Return)  # no arrow: the first match
+    assert opened == ["c2", "g1"]
+
+
+def test_a_filter_that_matches_nothing_says_so(qtbot: Any) -> None:
+    window = make_window(qtbot, populated())
+    qtbot.keyClicks(window.filter_edit, "nothing like this")
+    assert window.tree_stack.currentWidget() is window.tree_empty
+    assert window.tree_empty.text() == "No sessions match “nothing like this”"
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Return)  # nothing to open: nothing happens
+    window.filter_edit.clear()
+    assert window.tree_stack.currentWidget() is window.tree
+
+
+def test_clearing_the_filter_keeps_what_the_person_folded_and_unfolded(qtbot: Any) -> None:
+    """Issue 14: clearing the filter folded every workspace."""
+    window = make_window(qtbot, populated())
+    alpha = window.proxy.mapFromSource(window.model.workspace_index(1))
+    r1 = window.proxy.mapFromSource(window.model.session_index("r1"))
+    window.tree.collapse(r1)  # the person folds r1's sub-agents
+    qtbot.keyClicks(window.filter_edit, "g1")
+    window.filter_edit.clear()
+    alpha = window.proxy.mapFromSource(window.model.workspace_index(1))
+    zeta = window.proxy.mapFromSource(window.model.workspace_index(2))
+    r1 = window.proxy.mapFromSource(window.model.session_index("r1"))
+    assert window.tree.isExpanded(alpha) and window.tree.isExpanded(zeta)
+    assert not window.tree.isExpanded(r1)
