@@ -393,15 +393,18 @@ class MainWindow(QMainWindow):
         index: QModelIndex = indexes[0] if indexes else QModelIndex()
         snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
         if isinstance(snapshot, Session):
-            self.show_session(snapshot)
-            self.centre.setCurrentIndex(self.PAGE_SESSION)
-            if snapshot.id != self._open_id:
-                self._open_id = snapshot.id
-                self.session_selected.emit(snapshot.id)
+            self._open(snapshot)
         else:
             self._open_id = ""
             self._update_pages()
             self.session_selected.emit("")
+
+    def _open(self, session: Session) -> None:
+        self.show_session(session)
+        self.centre.setCurrentIndex(self.PAGE_SESSION)
+        if session.id != self._open_id:
+            self._open_id = session.id
+            self.session_selected.emit(session.id)
 
     # --- the filter ----------------------------------------------------------------------------
     # Typing filters the tree and never opens anything: the first match is highlighted, Up and
@@ -455,8 +458,10 @@ class MainWindow(QMainWindow):
         snapshot = chosen.data(ROLE_SNAPSHOT)
         assert isinstance(snapshot, Session)
         self.filter_edit.clear()
-        self.select_session(snapshot.id)
+        with self._quietly():
+            self._select_quietly(snapshot.id)
         self.type_into(snapshot.id)
+        self._open(snapshot)  # its row may have been selected (chosen) already: open it here
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.filter_edit and event.type() == QEvent.Type.KeyPress:

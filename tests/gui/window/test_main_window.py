@@ -194,6 +194,20 @@ def test_filter_enter_opens_the_first_match_with_the_keyboard_in_its_composer(
     assert opened == ["c2", "g1"]
 
 
+def test_filter_enter_opens_a_session_when_none_was_open(qtbot: Any) -> None:
+    """Found walking the window under openbox: with no session open, the chosen row was
+    already selected (quietly), so selecting it again opened nothing."""
+    window = make_window(qtbot, populated())
+    opened = _opened(window)
+    window.filter_edit.setFocus()
+    qtbot.keyClicks(window.filter_edit, "2")  # c2 (under alpha), r2 (under zeta)
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Down)
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Return)
+    assert opened == ["r2"]
+    assert window.centre.currentIndex() == window.PAGE_SESSION
+    qtbot.waitUntil(window.panel.composer.edit.hasFocus, timeout=5000)
+
+
 def test_a_filter_that_matches_nothing_says_so(qtbot: Any) -> None:
     window = make_window(qtbot, populated())
     qtbot.keyClicks(window.filter_edit, "nothing like this")
