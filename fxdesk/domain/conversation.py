@@ -17,6 +17,13 @@ from fxdesk.domain.model import EntryKind
 Role = Literal["system", "user", "assistant", "tool"]
 
 NOT_RUN_RESULT = "not run: the turn ended before this tool call was executed"
+# What the model is told of a call the person's cancel ended (issue 14: "started, then stopped",
+# never "not run", for a call that had started).
+STOPPED_RESULT = (
+    "stopped: the work was cancelled while this tool call was running. It had started, so "
+    "whatever it did before it was stopped stays done; check its effect before repeating it."
+)
+NOT_RUN_RESULT = "not run: the work was cancelled while this tool call waited for approval."
 UNKNOWN_OUTCOME_RESULT = (
     "interrupted, outcome unknown: fxdesk stopped while this tool call was running, so it may "
     "or may not have taken effect. It was not run again; check its effect before repeating it."

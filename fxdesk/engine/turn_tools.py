@@ -39,7 +39,13 @@ from typing import Any, Protocol
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
 from fxdesk.domain.authority import LiveAuthority, ToolDecision, tool_decision
-from fxdesk.domain.conversation import UNKNOWN_OUTCOME_RESULT, HistoryEntry, ToolCall
+from fxdesk.domain.conversation import (
+    NOT_RUN_RESULT,
+    STOPPED_RESULT,
+    UNKNOWN_OUTCOME_RESULT,
+    HistoryEntry,
+    ToolCall,
+)
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, PermissionMode
@@ -236,6 +242,7 @@ class ToolCalls:
         try:
             result = await rt.cancel.race(self.tools.invoke(call.name, call.arguments, ctx))
         except Cancelled:
+            await self._record_cancelled(call, STOPPED_RESULT, began=began)
             raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
         except Exception as exc:  # a tool bug must not take the session down
             log.exception("tool %s crashed", call.name)
@@ -442,6 +449,7 @@ class ToolCalls:
             except Cancelled:
                 if rt.stopping():
                     raise TurnStop(TurnEnd.STOPPED) from None
+                await self._record_cancelled(call, NOT_RUN_RESULT)
                 raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
             except StoreError as exc:  # looking for an answer given elsewhere failed
                 await self._withdraw_ask()
@@ -485,6 +493,30 @@ class ToolCalls:
         await self.turn.commit(
             [row], "tool_result", delivery=self._activity(call, ToolPhase.DENIED)
         )
+
+    async def _record_cancelled(
+        self, call: ToolCall, text: str, *, began: float | None = None
+    ) -> None:
+        """The person's cancel ended this call: say so in its result (a card that stays
+        "running…" forever, and a model that cannot tell "stopped" from "never ran", are what
+        this prevents). Best effort: if fxdesk is stopping or the store fails, the call stays
+        without a result and the next resume settles it as "outcome unknown"."""
+        data: dict[str, object] = {"ok": False, "cancelled": True}
+        if began is None:
+            data["not_run"] = True
+        else:
+            data["duration_ms"] = int((time.monotonic() - began) * 1000)
+        phase = ToolPhase.FAILED
+        self._live_tool(call, phase)
+        row = self.turn.entry(
+            EntryKind.TOOL_RESULT, call_id=call.id, tool_name=call.name, content=text, data=data
+        )
+        try:
+            await self.turn.save(
+                [row], "tool_result", delivery=self._activity(call, phase), result_of=call.id
+            )
+        except (StoreError, TurnStop) as exc:
+            log.info("turn of %s: %s left without a result: %s", self.rt.item.id, call.id, exc)
 
     def _live_tool(self, call: ToolCall, phase: ToolPhase) -> None:
         live = self.rt.live

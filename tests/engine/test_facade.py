@@ -18,6 +18,7 @@ import pytest
 
 from fxdesk.app import App
 from fxdesk.domain.approvals import ApprovalStatus, Choice
+from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import (
     EntryKind,
     PermissionMode,
@@ -742,3 +743,53 @@ async def test_run_commands_are_kept_per_workspace_and_survive_a_restart(
     async with desk(data_paths, store_only=True) as d:
         kept = await d.engine.run_commands(workspace.id)
         assert kept == (dev, RunCommand("tests", "pytest"))  # the refused save changed nothing
+
+
+# --- honest tool states after a cancel --------------------------------------------------------
+
+
+async def _results(engine: Engine, session_id: str) -> list[HistoryEntry]:
+    page = await engine.history_page(session_id)
+    return [e for e in page if e.kind == EntryKind.TOOL_RESULT]
+
+
+async def test_a_command_cancelled_while_it_runs_is_recorded_as_started_then_stopped(
+    data_paths: DataPaths, project: Path
+) -> None:
+    """Issue 14: a tool call cancelled mid-run showed "running…" forever, even after a restart,
+    and the model could not tell "stopped" from "never ran"."""
+    steps = [call("run_command", command="echo started > began.txt; sleep 60"), Stall()]
+    async with desk(data_paths, steps) as d:
+        session = await d.engine.create_session(
+            project, permission_mode=PermissionMode.AUTO, first_message="Run it"
+        )
+        await eventually(lambda: asyncio.sleep(0, (project / "began.txt").exists()))
+        assert await d.engine.cancel(session.id) >= 1
+        await eventually(lambda: _has(d.engine, session.id, "cancelled"))
+    async with desk(data_paths, store_only=True) as d:  # durable: after a restart too
+        (result,) = await _results(d.engine, session.id)
+        assert result.data["cancelled"] is True and result.data["ok"] is False
+        assert "not_run" not in result.data
+        assert result.content.startswith("stopped: the work was cancelled while this tool call")
+        assert "It had started" in result.content
+
+
+async def test_a_call_cancelled_while_it_waits_for_approval_is_recorded_as_not_run(
+    data_paths: DataPaths, project: Path
+) -> None:
+    steps = [call("write_file", path="new.txt", content="x"), Stall()]
+    async with desk(data_paths, steps) as d:
+        session = await d.engine.create_session(
+            project, permission_mode=PermissionMode.ASK, first_message="Write it"
+        )
+        await eventually(lambda: _has_pending(d.engine, session.id))
+        assert await d.engine.cancel(session.id) >= 1
+        await eventually(lambda: _has(d.engine, session.id, "cancelled"))
+        (result,) = await _results(d.engine, session.id)
+        assert result.data == {"ok": False, "cancelled": True, "not_run": True}
+        assert result.content.startswith("not run: the work was cancelled while this tool call")
+        assert not (project / "new.txt").exists()
+
+
+async def _has(engine: Engine, session_id: str, flag: str) -> bool:
+    return any(r.data.get(flag) for r in await _results(engine, session_id))

@@ -42,7 +42,7 @@ from PySide6.QtWidgets import (
 from fxdesk.gui.diff import color_diff
 from fxdesk.gui.theme import Role, color, is_dark
 from fxdesk.gui.transcript.markdown import code_blocks, plain, render, stream_segments
-from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind
+from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind, ToolState, tool_state
 from fxdesk.gui.widgets import monospace
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,26 @@ LAYOUT_CACHE = 400  # laid-out rows kept for painting
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
 
-STATUS_MARK = {None: "◌", True: "✓", False: "✗"}
+STATUS_MARK = {
+    ToolState.RUNNING: "◌",
+    ToolState.WAITING: "…",
+    ToolState.SUCCEEDED: "✓",
+    ToolState.FAILED: "✗",
+    ToolState.DENIED: "⊘",
+    ToolState.STOPPED: "■",
+    ToolState.NOT_RUN: "–",
+    ToolState.INTERRUPTED: "?",
+}
+STATUS_ROLE = {
+    ToolState.RUNNING: Role.TOOL_RUNNING,
+    ToolState.WAITING: Role.NOTICE_INTERRUPTED,
+    ToolState.SUCCEEDED: Role.TOOL_OK,
+    ToolState.FAILED: Role.TOOL_FAILED,
+    ToolState.DENIED: Role.QUIET_TEXT,
+    ToolState.STOPPED: Role.QUIET_TEXT,
+    ToolState.NOT_RUN: Role.QUIET_TEXT,
+    ToolState.INTERRUPTED: Role.NOTICE_INTERRUPTED,
+}
 NOTICE_ROLES = {  # notice level -> (the bar on its left edge, its background)
     "failed": (Role.NOTICE_FAILED, Role.NOTICE_FAILED_BACKGROUND),
     "interrupted": (Role.NOTICE_INTERRUPTED, Role.NOTICE_INTERRUPTED_BACKGROUND),
@@ -330,11 +349,9 @@ class TranscriptDelegate(QStyledItemDelegate):
         painter.drawRoundedRect(card, 6, 6)
         metrics = QFontMetrics(painter.font())
         height = metrics.height() + 2 * PAD
-        mark = "?" if row.interrupted else STATUS_MARK[row.ok]
-        status = {True: Role.TOOL_OK, False: Role.TOOL_FAILED, None: Role.TOOL_RUNNING}[
-            row.ok if not row.interrupted else False
-        ]
-        painter.setPen(color(status, dark=dark))
+        state = tool_state(row)
+        mark = STATUS_MARK[state]
+        painter.setPen(color(STATUS_ROLE[state], dark=dark))
         painter.drawText(QRectF(PAD, 0, 20, height), int(Qt.AlignmentFlag.AlignVCenter), mark)
         painter.setPen(palette.color(QPalette.ColorRole.Text))
         bold = QFont(painter.font())
@@ -345,7 +362,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         painter.drawText(QRectF(PAD + 20, 0, 200, height), int(Qt.AlignmentFlag.AlignVCenter), name)
         name_width = QFontMetrics(bold).horizontalAdvance(name) + 12
         painter.setFont(QFont(painter.font().family(), painter.font().pointSize()))
-        right = _duration(row)
+        right = card_words(row)
         right_width = metrics.horizontalAdvance(right) + PAD
         summary = metrics.elidedText(
             _summary(row),
@@ -385,8 +402,9 @@ def _tool_body(row: Row) -> str:
         arguments = json.dumps(json.loads(row.arguments or "{}"), indent=2, ensure_ascii=False)
     except json.JSONDecodeError:
         arguments = row.arguments
-    if row.ok is None:
-        return f"{arguments}\n\n(running…)"
+    state = tool_state(row)
+    if state in (ToolState.RUNNING, ToolState.WAITING, ToolState.STOPPED) and row.ok is None:
+        return f"{arguments}\n\n({card_words(row)})"
     return f"{arguments}\n\n{row.output}"
 
 
@@ -403,14 +421,23 @@ def _summary(row: Row) -> str:
     return str(values)
 
 
-def _duration(row: Row) -> str:
-    if row.ok is None:
-        return "running…"
-    if row.interrupted:
-        return "outcome unknown"
-    if row.duration_ms is None:
-        return ""
-    return f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
+def card_words(row: Row) -> str:
+    """The right-hand words of a card: how long it took, or how it ended when that says more."""
+    state = tool_state(row)
+    took = ""
+    if row.duration_ms is not None:
+        took = (
+            f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
+        )
+    words = {
+        ToolState.RUNNING: "running…",
+        ToolState.WAITING: "waiting for approval",
+        ToolState.DENIED: "denied",
+        ToolState.STOPPED: f"stopped after {took}" if took else "stopped",
+        ToolState.NOT_RUN: "not run: cancelled",
+        ToolState.INTERRUPTED: "outcome unknown",
+    }
+    return words.get(state, took)
 
 
 def _turn_summary(row: Row) -> str:

@@ -51,6 +51,10 @@ class Row:
     ok: bool | None = None  # None: still running
     duration_ms: int | None = None
     interrupted: bool = False
+    # What the call's work is doing while the call has no result: waiting for the person's
+    # approval, or ended (cancelled, failed, interrupted…) without one: a history written
+    # before cancels were recorded, or a result that could not be saved. "" while it runs.
+    ended: str = ""
     expanded: bool = False
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
@@ -59,6 +63,40 @@ class Row:
     # alike and the delegate's layout cache can key on the row itself.
     data: dict[str, Any] = field(default_factory=dict, hash=False)
     steer: bool = False
+
+
+class ToolState(enum.StrEnum):
+    """How a tool card ended, each with its own look (denied and failed differ)."""
+
+    RUNNING = "running"
+    WAITING = "waiting"  # for the person's approval
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    DENIED = "denied"  # refused by a rule or the person: nothing ran
+    STOPPED = "stopped"  # started, then stopped by a cancel
+    NOT_RUN = "not run"  # cancelled while it waited for approval
+    INTERRUPTED = "interrupted"  # fxdesk stopped while it ran: outcome unknown
+
+
+def tool_state(row: Row) -> ToolState:
+    """The final (or current) state of a tool card."""
+    if row.ok is None:
+        if row.ended == WorkStatus.AWAITING_APPROVAL:
+            return ToolState.WAITING
+        if row.ended == WorkStatus.CANCELLED:
+            return ToolState.STOPPED
+        if row.ended:
+            return ToolState.INTERRUPTED
+        return ToolState.RUNNING
+    if row.ok:
+        return ToolState.SUCCEEDED
+    if row.interrupted:
+        return ToolState.INTERRUPTED
+    if row.data.get("cancelled"):
+        return ToolState.NOT_RUN if row.data.get("not_run") else ToolState.STOPPED
+    if row.data.get("denied"):
+        return ToolState.DENIED
+    return ToolState.FAILED
 
 
 class TranscriptModel(QAbstractListModel):
@@ -160,8 +198,10 @@ class TranscriptModel(QAbstractListModel):
             self.endRemoveRows()
 
     def apply_items(self, items: list[tuple[WorkItem, str | None]]) -> None:
-        """Show a notice after work that failed, was interrupted or cancelled."""
+        """Show a notice after work that failed, was interrupted or cancelled, and end the
+        cards of its calls left without a result."""
         for item, reason in items:
+            self._end_tools(item.id, item.status if item.status in _ENDED else "")
             notice = _notice_for(item, reason)
             key = f"notice:{item.id}"
             existing = self._index.get(key)
@@ -176,6 +216,12 @@ class TranscriptModel(QAbstractListModel):
                 self._replace(existing, notice)
             elif self._has_work(item.id):
                 self._insert_after_work(notice)
+
+    def _end_tools(self, work_id: str, status: str) -> None:
+        for position, row in enumerate(self._rows):
+            mine = row.kind == RowKind.TOOL and row.work_id == work_id
+            if mine and row.ok is None and row.ended != status:
+                self._replace(position, replace(row, ended=status))
 
     def toggle(self, row: int) -> None:
         current = self._rows[row]
@@ -322,6 +368,17 @@ _NOTICES = {
 }
 
 
+_ENDED = frozenset(  # and waiting: what a call without a result shows
+    {
+        WorkStatus.AWAITING_APPROVAL,
+        WorkStatus.COMPLETED,
+        WorkStatus.FAILED,
+        WorkStatus.INTERRUPTED,
+        WorkStatus.CANCELLED,
+    }
+)
+
+
 def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
     if item.status not in _NOTICES:
         return None
@@ -342,8 +399,7 @@ def _describe(row: Row) -> str:
     if row.kind in (RowKind.ASSISTANT, RowKind.LIVE):
         return row.text
     if row.kind == RowKind.TOOL:
-        state = "running" if row.ok is None else ("done" if row.ok else "failed")
-        return f"Tool {row.tool} ({state})"
+        return f"Tool {row.tool} ({tool_state(row)})"
     if row.kind == RowKind.NOTICE:
         return f"{row.level.capitalize()}: {row.text}"
     return "Turn finished"

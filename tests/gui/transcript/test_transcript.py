@@ -18,8 +18,17 @@ from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
+from fxdesk.gui.transcript.delegate import STATUS_MARK, card_words
 from fxdesk.gui.transcript.markdown import stream_segments
-from fxdesk.gui.transcript.model import PAGE_SIZE, ROLE_ROW, Row, RowKind, TranscriptModel
+from fxdesk.gui.transcript.model import (
+    PAGE_SIZE,
+    ROLE_ROW,
+    Row,
+    RowKind,
+    ToolState,
+    TranscriptModel,
+    tool_state,
+)
 from fxdesk.gui.transcript.view import TranscriptView
 from fxdesk.paths import DataPaths
 from fxdesk.store.schema import HistoryEntryRow
@@ -464,3 +473,65 @@ async def test_a_long_streaming_answer_renders_only_its_newest_piece(qtbot: Any)
     layout = view.delegate.layout(model.row_at(0))
     assert len(layout.docs) == pieces
     assert "".join(doc.toPlainText() for doc, _ in layout.docs).count("parser") == 360
+
+
+def _call(seq: int, call_id: str, work: str = "w1") -> HistoryEntry:
+    return entry(
+        seq, EntryKind.TOOL_CALL, '{"command": "make"}', work_id=work, call_id=call_id,
+        tool_name="run_command",
+    )  # fmt: skip
+
+
+def _result(seq: int, call_id: str, **data: Any) -> HistoryEntry:
+    return entry(
+        seq, EntryKind.TOOL_RESULT, "out", work_id="w1", call_id=call_id,
+        tool_name="run_command", data=data,
+    )  # fmt: skip
+
+
+async def test_every_tool_card_ends_in_a_state_of_its_own() -> None:
+    """Issue 14: a denied and a failed call looked the same, and a call cancelled while it ran
+    or waited for approval showed "running…" forever (after a restart too)."""
+    history = [
+        _call(1, "ok"), _result(2, "ok", ok=True, duration_ms=5),
+        _call(3, "bad"), _result(4, "bad", ok=False),
+        _call(5, "no"), _result(6, "no", ok=False, denied=True),
+        _call(7, "stop"), _result(8, "stop", ok=False, cancelled=True, duration_ms=1500),
+        _call(9, "ask"), _result(10, "ask", ok=False, cancelled=True, not_run=True),
+        _call(11, "lost"), _result(12, "lost", ok=False, interrupted=True),
+        _call(13, "open"),  # no result yet
+    ]  # fmt: skip
+    model = TranscriptModel(FakeHistory(history))
+    await model.load_latest("s1")
+    cards = {model.row_at(i).key.split(":")[-1]: model.row_at(i) for i in range(model.rowCount())}
+    states = {key: tool_state(row) for key, row in cards.items()}
+    assert states == {
+        "ok": ToolState.SUCCEEDED,
+        "bad": ToolState.FAILED,
+        "no": ToolState.DENIED,
+        "stop": ToolState.STOPPED,
+        "ask": ToolState.NOT_RUN,
+        "lost": ToolState.INTERRUPTED,
+        "open": ToolState.RUNNING,
+    }
+    assert card_words(cards["stop"]) == "stopped after 1.5 s"
+    assert card_words(cards["ask"]) == "not run: cancelled"
+    assert card_words(cards["no"]) == "denied"
+    assert len({STATUS_MARK[s] for s in states.values()}) == len(states)  # each looks its own
+
+    # The open call's work waits for approval, then is cancelled with no result recorded
+    # (a history from before cancels were recorded): never "running…" forever.
+    model.apply_items([(item("w1", WorkStatus.AWAITING_APPROVAL), None)])
+    assert card_words(_card(model, "open")) == "waiting for approval"
+    model.apply_items([(item("w1", WorkStatus.RUNNING), None)])
+    assert card_words(_card(model, "open")) == "running…"
+    model.apply_items([(item("w1", WorkStatus.CANCELLED), None)])
+    assert tool_state(_card(model, "open")) == ToolState.STOPPED
+    model.apply_items([(item("w1", WorkStatus.FAILED), None)])
+    assert tool_state(_card(model, "open")) == ToolState.INTERRUPTED
+
+
+def _card(model: TranscriptModel, call_id: str) -> Row:
+    return next(
+        model.row_at(i) for i in range(model.rowCount()) if model.row_at(i).key.endswith(call_id)
+    )
