@@ -346,6 +346,11 @@ PROGRAM_FOLDERS = (
 )
 
 
+# Where the system keeps scripts: not where an agent's command can write (the sandbox keeps them
+# read-only), so `sh /usr/share/…/x.sh` runs what was there before the line.
+SYSTEM_SCRIPTS = (*PROGRAM_FOLDERS, "/usr/share/", "/usr/lib/", "/usr/libexec/", "/etc/")
+
+
 def _agent_made(program: str) -> bool:
     return "/" in program and not program.startswith(PROGRAM_FOLDERS)
 
@@ -358,7 +363,8 @@ def _assignments(words: Sequence[str]) -> Iterator[str]:
 
 
 def _shell(name: str, args: list[str]) -> str:
-    """Why `bash …` runs text that is not a script file on disk ("" for `bash script.sh`)."""
+    """Why `bash …` runs commands the line does not spell out: text, a stream, or a script
+    file anywhere but the system's folders ("" for `sh /usr/share/x/setup.sh`)."""
     i = 0
     while i < len(args):
         arg = args[i]
@@ -383,6 +389,10 @@ def _shell(name: str, args: list[str]) -> str:
         return f"`{name}` without a script runs commands from its input"
     if script.startswith(_STDIN_SCRIPTS) or re.search(r"[$`]|[<>]\(", script):
         return f"`{name} {script}` runs commands it reads from a stream or a value"
+    if not script.startswith(SYSTEM_SCRIPTS):
+        # A file the agent may have just written (`echo 'rm f' > s.sh; bash s.sh`), like
+        # `source`: the attack suite ran a denied program so.
+        return f"`{name} {script}` runs the commands of a file the line does not show"
     return ""
 
 

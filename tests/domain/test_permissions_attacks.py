@@ -235,6 +235,8 @@ INDIRECT = (
     "export LD_PRELOAD=./x.so", "GIT_SSH_COMMAND='rm -rf ~' git fetch", "BASH_ENV=x bash s.sh",
     "watch rm x", "su -c 'rm x'", "flock l -c 'rm x'", "script -c 'rm x' log", "parallel rm",
     "sg users 'rm x'", "enable -f ./x.so rm", "fc -s",
+    # A script file the agent may have written (the attack suite: `echo 'rm f' > s.sh; bash s.sh`).
+    "sh script.sh", "bash -e ./build.sh", "bash /tmp/s.sh", "zsh scripts/x.zsh",
 )  # fmt: skip
 
 
@@ -255,7 +257,7 @@ def test_indirection_without_deny_rules_is_judged_as_any_command(line: str) -> N
 @pytest.mark.parametrize(
     "line",
     [
-        "sh script.sh", "bash -e ./build.sh", "trap - EXIT", "trap '' INT",
+        "sh /usr/share/doc/x/setup.sh", "trap - EXIT", "trap '' INT",
         "git -c color.ui=never log", "git -c core.quotepath=off status", "find . -name '*.py'",
         "alias", "trap -p",
     ],
