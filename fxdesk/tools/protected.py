@@ -118,6 +118,47 @@ def protected_paths(workspace: Path, extra: Iterable[Path] = ()) -> list[Path]:
     return [entry.path for entry in protected_entries(workspace, extra)]
 
 
+# Where a nested repository is looked for: so deep, so many entries at most (a command's policy
+# is built before each command; a workspace is walked in a few milliseconds), and never inside
+# these folders, which hold installed packages or build output by the thousand.
+NESTED_DEPTH = 6
+NESTED_ENTRIES = 20_000
+_NOT_SEARCHED = frozenset(
+    {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
+     ".pytest_cache", ".ruff_cache", "target", "dist", "build", ".gradle", ".next"}
+)  # fmt: skip
+
+
+def nested_git_folders(workspace: Path) -> list[Path]:
+    """The ``.git`` folders and files of repositories inside ``workspace`` (vendored clones,
+    submodules), below its own: the sandbox keeps them read-only too, since the person's git
+    runs their configuration and hooks there. Bounded (``NESTED_DEPTH``, ``NESTED_ENTRIES``,
+    package and build folders skipped); what lies beyond is still asked about by the
+    permission check (``protected_in``), not enforced (docs/sandbox.md)."""
+    found: list[Path] = []
+    budget = NESTED_ENTRIES
+    level = [workspace]
+    for _depth in range(NESTED_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        budget -= 1
+                        if budget < 0:
+                            return found
+                        if entry.name == GIT and folder != workspace:
+                            found.append(Path(entry.path))
+                        elif entry.name not in _NOT_SEARCHED and entry.is_dir(
+                            follow_symlinks=False
+                        ):
+                            below.append(Path(entry.path))
+            except OSError:
+                continue
+        level = below
+    return found
+
+
 def hidden_paths(
     home: Path, data_dir: Path | None, environ: Mapping[str, str] | None = None
 ) -> list[Path]:

@@ -40,6 +40,7 @@ from fxdesk.domain.permissions import SANDBOX_TEMP as TEMP_FOLDER
 from fxdesk.tools.protected import (
     Guarded,
     hidden_entries,
+    nested_git_folders,
     protected_entries,
     protected_in,
     protected_paths,
@@ -169,7 +170,7 @@ def policy_for(
     extra = workspace_writable(extra_writable, root, home, hidden)
     made, failed = _make_folders(extra.missing)
     folders = (*extra.granted, *made)
-    protected = _existing(protected_paths(root))
+    protected = _existing([*protected_paths(root), *nested_git_folders(root)])
     # Inside a writable folder of the workspace's, a repository's .git stays read-only too.
     protected += tuple(p for p in _existing(_protected_in(folders)) if p not in protected)
     granted, refused = _grants(write_grants, root, home, protected)

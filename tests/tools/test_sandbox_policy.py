@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from fxdesk.cli import doctor
-from fxdesk.tools import sandbox_probe, shell
+from fxdesk.tools import protected, sandbox_probe, shell
 from fxdesk.tools.base import ToolContext
+from fxdesk.tools.protected import nested_git_folders
 from fxdesk.tools.sandbox import (
     allowed_environment,
     bwrap_arguments,
@@ -115,6 +116,42 @@ async def test_a_separate_git_directory_inside_the_workspace_stays_read_only(
     assert result.output.count("Read-only file system") == 2, result.output
     assert (workspace / ".repo" / "config").read_text() == "[core]\n"
     assert (workspace / ".git").read_text() == "gitdir: .repo\n"
+
+
+async def test_a_nested_repositorys_git_stays_read_only(place: Path) -> None:
+    """Found by the attack suite: a vendored clone's (or a submodule's) .git was writable, so a
+    command could plant a core.fsmonitor that the person's git runs there, outside the sandbox."""
+    workspace = place / "ws"
+    nested = workspace / "vendor" / "lib" / ".git"
+    nested.mkdir(parents=True)
+    (nested / "config").write_text("[core]\n")
+    (workspace / "sub").mkdir()
+    (workspace / "sub" / ".git").write_text("gitdir: ../.git/modules/sub\n")  # a submodule
+    (workspace / "node_modules" / "pkg" / ".git").mkdir(parents=True)  # not searched
+    policy = policy_for(workspace, home=place)
+    assert nested in policy.protected and workspace / "sub" / ".git" in policy.protected
+    assert workspace / "node_modules" / "pkg" / ".git" not in policy.protected
+    result = await RunCommandTool().run(
+        {"command": "echo '[core] fsmonitor = touch pwned' >> vendor/lib/.git/config;"
+                    " echo x > sub/.git; echo ok > vendor/lib/file"},
+        ToolContext(workspace, "s", "w", "c"),
+    )  # fmt: skip
+    assert result.output.count("Read-only file system") == 2, result.output
+    assert (nested / "config").read_text() == "[core]\n"
+    assert (workspace / "vendor" / "lib" / "file").read_text() == "ok\n"  # the rest is not
+
+
+def test_the_search_for_nested_repositories_is_bounded(
+    place: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = place.joinpath(*"abcdefgh", ".git")
+    deep.mkdir(parents=True)
+    assert nested_git_folders(place) == []  # 8 levels down: beyond NESTED_DEPTH
+    shallow = place / "x" / ".git"
+    shallow.mkdir(parents=True)
+    assert nested_git_folders(place) == [shallow]
+    monkeypatch.setattr(protected, "NESTED_ENTRIES", 1)
+    assert nested_git_folders(place) == []  # the budget ran out first
 
 
 async def test_a_workspace_inside_the_data_folder_stays_writable_the_rest_hidden(
