@@ -45,11 +45,16 @@ from tests.security.world import World
 
 PER_TURN = 20  # below the runner's 25 model calls per turn
 LINE_TIMEOUT_S = 20
+# The session with deny rules lets commands run and write the git folder (as a person who lets
+# the agent commit does: docs/sandbox.md), so that only the deny rules stand between a line and
+# `rm`, `git push` or `curl`.
 DENY_RULES = (
-    ("*", Verdict.ALLOW, Match.GLOB),
-    ("rm *", Verdict.DENY, Match.GLOB),
-    ("git push", Verdict.DENY, Match.PREFIX),
-    ("curl *", Verdict.DENY, Match.GLOB),
+    ("run_command", "*", Verdict.ALLOW, Match.GLOB),
+    ("run_command", "rm *", Verdict.DENY, Match.GLOB),
+    ("run_command", "git push", Verdict.DENY, Match.PREFIX),
+    ("run_command", "curl *", Verdict.DENY, Match.GLOB),
+    ("write_file", ".git", Verdict.ALLOW, Match.GLOB),
+    ("write_file", ".git/**", Verdict.ALLOW, Match.GLOB),
 )
 DENIED_RESULT = "The person denied this action."
 
@@ -208,13 +213,16 @@ class Batch:
             outcome.result = last.content
         after = checker.take(self.world, self.temp)
         granted: list[Path] = []
-        folders: list[Path] = []
+        # The deny rules' session lets commands write the git folder (DENY_RULES).
+        folders: list[Path] = [self.world.ws / ".git"] if self.kind == DENYING else []
         for approval, answer in zip(outcome.approvals, outcome.answers, strict=True):
             if answer is not Choice.ONCE:
                 continue
             # What the person was shown and allowed: the paths the check named, what the
             # sandbox said it would make writable.
-            granted += [Path(p) for p in approval.detail.get("targets", [])]
+            named = [Path(p) for p in approval.detail.get("targets", [])]
+            granted += named
+            folders += [path for path in named if path.is_dir()]  # git's folder, as named
             summary = approval.sandbox
             if summary is not None:
                 granted += [Path(p) for p in summary.writes]
@@ -312,10 +320,8 @@ async def _run(app: App, batch: Batch) -> list[Outcome]:
     batch.session_id = session.id
     batch.temp = app.paths.sandbox_temp / session.id
     if batch.kind == DENYING:
-        for pattern, action, match in DENY_RULES:
-            rule = PermissionRule(
-                "run_command", pattern, action, Scope.SESSION, match, scope_key=session.id
-            )
+        for tool, pattern, action, match in DENY_RULES:
+            rule = PermissionRule(tool, pattern, action, Scope.SESSION, match, scope_key=session.id)
             await engine.add_rule(rule)
     undo = engine.subscribe(ApprovalChanged, batch.on_approval)
     try:

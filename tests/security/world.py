@@ -239,8 +239,9 @@ def build_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     key = make_key()
     (data / DATA_SECRET).write_text(f"provider key {key}\n")
     found[f"data folder/{DATA_SECRET}"] = key
-    for name in (".bashrc", ".profile", ".gitconfig"):
-        (home / name).write_text(CANARY_TEXT)
+    for name in (".bashrc", ".profile"):
+        (home / name).write_text(f"# {CANARY_TEXT}")
+    (home / ".gitconfig").write_text("[user]\n\tname = the person\n\temail = p@example.com\n")
     (outside / "canary.txt").write_text(CANARY_TEXT)
     (outside / "sub" / "canary.txt").write_text(CANARY_TEXT)
 
