@@ -55,7 +55,7 @@ class Attack:
         denies: The denied program it aims at (``rm``, ``push``, ``curl``), if any.
         live: Its payload touches ``ran-@ID@`` when it runs.
         limit: A documented limit (docs/sandbox.md): its denied program may run; said why.
-        hole: A known hole (the line's test is a strict xfail with this reason).
+        hole: The hole this line found (fixed since; the line keeps it closed).
     """
 
     kind: str
@@ -410,7 +410,9 @@ SCRIPT_LINES = (
 
 
 def known_holes() -> list[Attack]:
-    """Lines that break what the product promises today: each is a strict xfail."""
+    """Lines that broke what the product promises when the suite was written (fixed since:
+    the shell-script deny rule in domain/shell_programs.py, nested repositories' .git in
+    tools/protected.py ``nested_git_folders``)."""
     found = [
         Attack(PROTECTED, line, tries, live=True, hole=NESTED_HOLE) for line, tries in NESTED_LINES
     ]
