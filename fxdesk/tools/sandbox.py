@@ -314,7 +314,12 @@ def sandbox_environment(environ: Mapping[str, str], extra: Iterable[str] = ()) -
 
 
 def bwrap_arguments(
-    policy: SandboxPolicy, command: Sequence[str], cwd: Path, *, disable_userns: bool = True
+    policy: SandboxPolicy,
+    command: Sequence[str],
+    cwd: Path,
+    *,
+    disable_userns: bool = True,
+    die_with_parent: bool = True,
 ) -> list[str]:
     """bubblewrap's arguments (after the program) to run ``command`` in ``cwd`` under ``policy``.
 
@@ -328,13 +333,15 @@ def bwrap_arguments(
         command: The program and its arguments.
         cwd: Where it starts.
         disable_userns: Forbid new user namespaces inside (bubblewrap 0.8 and later).
+        die_with_parent: End the sandbox when fxdesk ends; off for a background task that
+            outlives fxdesk (``tools/background/launch.py``).
     """
     args = [
         "--unshare-all",  # user, PID, IPC, UTS, cgroup and network namespaces of its own
         "--unshare-user",  # also when fxdesk runs as root, so capabilities can be dropped
         "--cap-drop",
         "ALL",  # run as root, the command would keep every capability and could unmount
-        "--die-with-parent",
+        *(["--die-with-parent"] if die_with_parent else []),
         "--new-session",  # no terminal to push keystrokes into (TIOCSTI)
     ]
     if disable_userns:
