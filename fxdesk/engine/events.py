@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from fxdesk.domain.approvals import Approval
+from fxdesk.domain.background import BackgroundTask, TaskState
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
 from fxdesk.domain.model import Session, Workspace
@@ -105,6 +106,35 @@ class ApprovalChanged:
 @dataclass(frozen=True)
 class RulesChanged:
     """Permission rules were added or removed."""
+
+
+@dataclass(frozen=True)
+class BackgroundChanged:
+    """A background task was listed, changed state or URL, or was forgotten.
+
+    ``previous`` is its state before (None: newly listed, launched or restored); ``removed``:
+    it left the list (stop-and-forget). Views re-read nothing: ``task`` is the snapshot."""
+
+    task: BackgroundTask
+    previous: TaskState | None = None
+    removed: bool = False
+
+    @property
+    def session_id(self) -> str:
+        return self.task.session_id
+
+    @property
+    def workspace_id(self) -> int:
+        return self.task.workspace_id
+
+    @property
+    def task_id(self) -> str:
+        return self.task.stable_id
+
+    @property
+    def completed(self) -> bool:
+        """It just stopped running (a completion: notify the person)."""
+        return self.previous is TaskState.RUNNING and not self.task.state.running
 
 
 def publish_change(bus: EventBus, change: Change | None, session: Session | None = None) -> None:

@@ -329,7 +329,46 @@ V5 = Migration(
     foreign_keys_off=True,
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5)
+V6 = Migration(
+    6,
+    "background tasks",
+    [
+        # A durable background task's record (spec §2.19, §6.9): one row per task, keyed by its
+        # session and the number it got at launch, unique by session and stable id. Process-local
+        # tasks have none (Appendix A 10). ``owner_instance`` is the fxdesk process that runs it
+        # (``store/locks.py`` InstanceLock): another live process only reads it.
+        """
+    CREATE TABLE background_task (
+        session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        number INTEGER NOT NULL CHECK (number >= 1),
+        stable_id TEXT NOT NULL CHECK (length(stable_id) = 32),
+        workspace_id INTEGER NOT NULL,
+        policy TEXT NOT NULL CHECK (policy IN ('durable', 'saved_headless')),
+        origin TEXT NOT NULL CHECK (origin IN ('agent', 'person')),
+        pid INTEGER NOT NULL,
+        process_token TEXT,
+        command TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        log_path TEXT NOT NULL,
+        expect_url INTEGER NOT NULL CHECK (expect_url IN (0, 1)),
+        server_url TEXT,
+        exit_code INTEGER,
+        state TEXT NOT NULL CHECK (state IN
+            ('running', 'exited', 'failed', 'dead', 'stopped', 'stale')),
+        diagnostic TEXT,
+        owner_instance TEXT,
+        started_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        PRIMARY KEY (session_id, number),
+        UNIQUE (session_id, stable_id)
+    )""",
+        # Start-up restores the running ones; the dock lists a workspace's.
+        "CREATE INDEX background_task_running ON background_task (state) WHERE state = 'running'",
+        "CREATE INDEX background_task_workspace ON background_task (workspace_id)",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

@@ -210,6 +210,32 @@ class ApprovalRow(BaseModel):
         table_name = "approval"
 
 
+class BackgroundTaskRow(BaseModel):
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    number = pw.IntegerField()
+    stable_id = pw.TextField()
+    workspace_id = pw.IntegerField()
+    policy = pw.TextField()
+    origin = pw.TextField()
+    pid = pw.IntegerField()
+    process_token = pw.TextField(null=True)
+    command = pw.TextField()
+    cwd = pw.TextField()
+    log_path = pw.TextField()
+    expect_url = pw.BooleanField()
+    server_url = pw.TextField(null=True)
+    exit_code = pw.IntegerField(null=True)
+    state = pw.TextField()
+    diagnostic = pw.TextField(null=True)
+    owner_instance = pw.TextField(null=True)
+    started_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "background_task"
+        primary_key = pw.CompositeKey("session", "number")
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkspaceRow,
     SessionRow,
@@ -223,4 +249,5 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     ProfileRow,
     PermissionRuleRow,
     ApprovalRow,
+    BackgroundTaskRow,
 )

@@ -1,0 +1,1 @@
+"""Fakes at the edges, each recording what it was asked."""
