@@ -16,6 +16,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxdesk.engine.background.runtime import BackgroundRuntime
+from fxdesk.engine.background.specs import sandboxed_specs
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import SystemClock
 from fxdesk.engine.events import RecoveryReport
@@ -35,6 +37,7 @@ from fxdesk.paths import DataPaths
 from fxdesk.store import Store, owners
 from fxdesk.store.faults import FaultInjector
 from fxdesk.store.locks import InstanceLock, instance_alive, prune_dead_instances
+from fxdesk.tools.background.launch import WrapperProvider
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
 
@@ -96,6 +99,7 @@ class App:
         self._store: Store | None = None
         self._sessions: SessionService | None = None
         self._engine: Engine | None = None
+        self._background: BackgroundRuntime | None = None
         self._running: list[_Subsystem] = []
         self.started = False
 
@@ -124,19 +128,35 @@ class App:
             raise RuntimeError("the engine is not started")
         return self._sessions
 
-    async def start(self, *, recover: bool = True, run_handed_off: bool = True) -> None:
+    @property
+    def background(self) -> BackgroundRuntime:
+        if self._background is None:
+            raise RuntimeError("background tasks are not started")
+        return self._background
+
+    async def start(
+        self,
+        *,
+        recover: bool = True,
+        run_handed_off: bool = True,
+        background: bool | None = None,
+    ) -> None:
         """Start every subsystem in order. On failure, stops what had started and re-raises.
 
         ``recover`` runs start-up recovery before anything can run; processes that only look
         or queue (``fxdesk show``, ``cancel``) skip it, so they never interrupt work that
         another fxdesk queued. ``run_handed_off`` (the window) runs work queued for whichever
         fxdesk runs next (``fxdesk send --no-wait``), now and whenever more arrives; a command
-        runs only the session it was asked about.
+        runs only the session it was asked about. ``background`` (default: as ``recover``)
+        runs background tasks: it finds durable ones again, so processes that only look skip
+        it too.
         """
         self._recover_at_start = recover
         try:
             await self._start("store", self._start_store)
             await self._start("engine", self._start_engine)
+            if recover if background is None else background:
+                await self._start("background tasks", self._start_background)
             if run_handed_off:
                 await self._start("handed-off work", self._start_handoff)
         except BaseException:
@@ -242,6 +262,40 @@ class App:
 
         return _Subsystem("engine", stop)
 
+    async def _start_background(self) -> _Subsystem:
+        """The background runtime: durable tasks of earlier runs found again, then watched."""
+        provider = WrapperProvider()
+        locks = self.paths.locks
+        runtime = BackgroundRuntime(
+            provider,
+            self.store,
+            self.bus,
+            self.clock,
+            durable_logs=self.paths.background_logs,
+            build_spec=sandboxed_specs(self.paths.root),
+            instance_id=self.instance_lock.instance_id,
+            owner_alive=functools.partial(instance_alive, locks),
+        )
+        try:
+            await runtime.start()
+        except BaseException:
+            await asyncio.to_thread(provider.close)
+            raise
+        self._background = runtime
+        self._engine = self._facade(self.sessions, self.owner)
+
+        async def stop() -> None:
+            # Before the engine: process-local tasks are stopped, durable ones keep running.
+            self._background = None
+            try:
+                await runtime.shutdown()
+            finally:
+                await asyncio.to_thread(provider.close)
+            if self._engine is not None and self._owner is not None:
+                self._engine = self._facade(self.sessions, self._owner)
+
+        return _Subsystem("background tasks", stop)
+
     async def _start_handoff(self) -> _Subsystem:
         handoff = HandoffRunner(self.store, self.owner, self.paths.locks)
         await handoff.start()
@@ -258,6 +312,7 @@ class App:
             clock=self.clock,
             owner=owner,
             recovery=self.recovery,
+            background=self._background,
         )
 
     async def stop(self) -> None:

@@ -23,6 +23,15 @@ from pathlib import Path
 from typing import TypeVar
 
 from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.domain.background import (
+    BackgroundError,
+    BackgroundTask,
+    ForgetResult,
+    LaunchPolicy,
+    Origin,
+    StopOutcome,
+    TaskNotFound,
+)
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import KeySource, PermissionMode, Session, SessionMode, Workspace
 from fxdesk.domain.permissions import PermissionRule, Scope
@@ -30,6 +39,7 @@ from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import health
+from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.errors import EngineError, ErrorCode, RegistryClosed
@@ -49,13 +59,20 @@ from fxdesk.store import Store, control, history, repo
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
+from fxdesk.tools.background.logs import LogSummary
 
 __all__ = [
+    "BackgroundError",
+    "BackgroundTask",
     "Catalog",
     "Engine",
     "EngineError",
     "ErrorCode",
+    "ForgetResult",
     "InvalidWorkspace",
+    "LaunchPolicy",
+    "LogSummary",
+    "Origin",
     "ProfileError",
     "ProfileService",
     "RegistryClosed",
@@ -68,7 +85,9 @@ __all__ = [
     "SecretsUnavailable",
     "SessionError",
     "StartResult",
+    "StopOutcome",
     "StoreError",
+    "TaskNotFound",
     "Transcript",
     "WorkspaceSandbox",
     "suggested_rules",
@@ -111,6 +130,7 @@ class Engine:
         clock: Clock,
         owner: SessionOwner | None = None,
         recovery: RecoveryReport | None = None,
+        background: BackgroundRuntime | None = None,
     ) -> None:
         self._store = store
         self._lock_dir = lock_dir
@@ -121,6 +141,7 @@ class Engine:
         self._permissions = permissions
         self.profiles = profiles
         self.recovery = recovery
+        self._background = background
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for each published event of ``event_type``; returns the undo."""
@@ -467,6 +488,107 @@ class Engine:
             if workspace.id == workspace_id:
                 return Path(workspace.path)
         raise SessionError(f"no workspace {workspace_id}", code=ErrorCode.NOT_FOUND)
+
+    # --- background tasks (issue 12) ----------------------------------------------------------
+
+    @property
+    def runs_background(self) -> bool:
+        """Whether this fxdesk runs background tasks (the window and ``fxdesk start`` do)."""
+        return self._background is not None
+
+    async def start_background(
+        self,
+        session_id: str,
+        command: str,
+        *,
+        cwd: str | os.PathLike[str] | None = None,
+        expect_url: bool = False,
+        durable: bool = True,
+        origin: Origin = Origin.PERSON,
+    ) -> BackgroundTask:
+        """Start ``command`` in the background for the session, in its sandbox.
+
+        ``durable`` tasks keep running when fxdesk quits and are found again at the next
+        start; the others stop at quit. Raises ``BackgroundError`` saying why (and whether the
+        command ran at all)."""
+        policy = LaunchPolicy.DURABLE if durable else LaunchPolicy.PROCESS_LOCAL
+        return await self._tasks().launch(
+            session_id, command, cwd=cwd, expect_url=expect_url, policy=policy, origin=origin
+        )
+
+    async def restart_background(
+        self, ref: str, session_id: str | None = None
+    ) -> tuple[StopOutcome | None, BackgroundTask]:
+        """Stop a task if it runs, then start its command again in the same folder, with the
+        same policy, under a new number. The stop's outcome (None when it was not running)."""
+        runtime = self._tasks()
+        old = runtime.task(ref, session_id)
+        if old.read_only:
+            raise BackgroundError(f"{old.ref} belongs to another fxdesk: restart it there")
+        outcome = None
+        if old.state.running:
+            outcome = await runtime.stop(old.stable_id, old.session_id)
+            if not outcome.result.ended:
+                raise BackgroundError(f"{old.ref} could not be stopped: {outcome.message}")
+        started = await runtime.launch(
+            old.session_id,
+            old.command,
+            cwd=old.cwd,
+            expect_url=old.url is not None or old.expect_url,
+            policy=old.policy,
+            origin=old.origin,
+        )
+        return outcome, started
+
+    def background_tasks(self, session_id: str) -> list[BackgroundTask]:
+        """The session's background tasks, oldest first."""
+        return self._tasks().tasks(session_id)
+
+    def workspace_background_tasks(self, workspace_id: int) -> list[BackgroundTask]:
+        """Every session's tasks in a workspace (another fxdesk's are ``read_only``)."""
+        return self._tasks().workspace_tasks(workspace_id)
+
+    def all_background_tasks(self) -> list[BackgroundTask]:
+        """Every task this fxdesk lists, of every session."""
+        return self._tasks().all_tasks()
+
+    def background_task(self, ref: str, session_id: str | None = None) -> BackgroundTask:
+        """One task by ``#N`` (within ``session_id``) or stable id; ``TaskNotFound`` else."""
+        return self._tasks().task(ref, session_id)
+
+    async def stop_background(self, ref: str, session_id: str | None = None) -> StopOutcome:
+        """Stop a task (SIGTERM to its group after an identity match, SIGKILL if it stays);
+        the outcome's ``message`` says what happened."""
+        return await self._tasks().stop(ref, session_id)
+
+    async def background_log(self, ref: str, session_id: str | None = None) -> LogSummary:
+        """The head and tail of a task's log (``LogNotAccessible`` when it cannot be read)."""
+        return await self._tasks().log_summary(ref, session_id)
+
+    def background_log_path(self, ref: str, session_id: str | None = None) -> Path:
+        """The task's log file, for a view that follows it."""
+        return self._tasks().log_path(ref, session_id)
+
+    async def reusable_background(
+        self, session_id: str, command: str, cwd: str | os.PathLike[str] | None = None
+    ) -> BackgroundTask | None:
+        """A running task of the same command in the same folder: use it, start nothing."""
+        return await self._tasks().reusable(session_id, command, cwd)
+
+    async def forget_workspace_background(self, workspace_id: int) -> ForgetResult:
+        """Stop a workspace's running tasks and drop them from the list."""
+        return await self._tasks().forget_workspace(workspace_id)
+
+    def background_quit_plan(self) -> tuple[list[BackgroundTask], list[BackgroundTask]]:
+        """(stopped at quit, kept running): what the quit dialog tells the person."""
+        if self._background is None:
+            return [], []
+        return self._background.quit_plan()
+
+    def _tasks(self) -> BackgroundRuntime:
+        if self._background is None:
+            raise RuntimeError("this fxdesk runs no background tasks (started without them)")
+        return self._background
 
     def _running(self) -> SessionOwner:
         if self._owner is None:

@@ -315,6 +315,10 @@ class BackgroundRuntime:
         """The session's tasks, in the order they were listed."""
         return [t.snapshot() for t in self._ctx.table.of_session(session_id)]
 
+    def all_tasks(self) -> list[BackgroundTask]:
+        """Every listed task, of every session."""
+        return [t.snapshot() for t in self._ctx.table]
+
     def workspace_tasks(self, workspace_id: int) -> list[BackgroundTask]:
         """Every session's tasks in the workspace (another fxdesk's flagged ``read_only``)."""
         return [t.snapshot() for t in self._ctx.table.of_workspace(workspace_id)]

@@ -19,7 +19,8 @@ from fxdesk.paths import SANDBOX_TEMP
 from fxdesk.tools.background.provider import LaunchSpec
 from fxdesk.tools.base import ToolContext
 from fxdesk.tools.sandbox import allowed_environment
-from fxdesk.tools.sandbox_probe import SandboxStatus, sandbox_status
+from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
+from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
 from fxdesk.tools.shell import command_policy
 
 
@@ -35,6 +36,8 @@ def sandboxed_specs(
                 log.warning("background task runs outside the sandbox: no sandbox here")
             environment = allowed_environment(environment_without_secrets(), place.extra_env)
             return LaunchSpec(cwd, log_path, None, environment, survives_fxdesk=durable)
+        if status().kind != SEATBELT:
+            make_fxdesk_folder(place.workspace)  # bubblewrap keeps only what exists read-only
         context = ToolContext(
             place.workspace,
             place.session_id,

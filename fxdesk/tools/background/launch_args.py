@@ -85,12 +85,19 @@ def sandboxed_wrapper_command(lifeline_fd: int | None) -> list[str]:
 
 def wrapper_environment(environment: Mapping[str, str]) -> dict[str, str]:
     """``environment`` without what would make bash run something before the wrapper
-    (``BASH_ENV``, ``ENV``, ``SHELLOPTS``, ``BASHOPTS``, exported functions)."""
-    return {
+    (``BASH_ENV``, ``ENV``, ``SHELLOPTS``, ``BASHOPTS``, exported functions).
+
+    ``PYTHONUNBUFFERED=1`` unless the environment says otherwise: the log is a file, not a
+    terminal, so a Python server (``python -m http.server``, Django, Flask) would keep its
+    banner in a buffer, and neither the log view nor URL detection would see it for minutes.
+    """
+    kept = {
         name: value
         for name, value in environment.items()
         if name not in SHELL_VARIABLES and not name.startswith("BASH_FUNC_")
     }
+    kept.setdefault("PYTHONUNBUFFERED", "1")
+    return kept
 
 
 def release_message(command: str) -> bytes:
