@@ -142,6 +142,12 @@ class Approval:
         )
 
     @property
+    def runs_command(self) -> bool:
+        """Whether the call runs a command line (``run_command``, ``start_background``): its
+        label is the line, and its rules are command rules."""
+        return self.tool == "run_command" or self.detail.get("command") is True
+
+    @property
     def sandbox(self) -> SandboxSummary | None:
         """What the command would run with if allowed (None: not a command)."""
         return SandboxSummary.from_detail(self.detail.get("sandbox"))
