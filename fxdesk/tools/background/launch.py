@@ -12,7 +12,8 @@ of its own: fxdesk's child is bubblewrap, whose child is the PID namespace's ini
 is the wrapper; the PID returned is the wrapper's *host* PID, found that way. When the wrapper
 exits, the init exits and the kernel kills whatever is left in the namespace: a sandboxed task
 lives exactly as long as its wrapper. A server gets the host's network through the policy
-(``network=True``), with the same seccomp filter as ``run_command`` (no Unix sockets).
+(``network=True``). With the network or without, the same seccomp filter as ``run_command``
+(no Unix sockets: a socket file of the host would be reachable without the network too).
 
 Lifetimes (``LaunchSpec.survives_fxdesk``):
 
@@ -174,7 +175,7 @@ def _start_for(spec: LaunchSpec, lifeline: int | None) -> _Start:
     return _Start(
         [status.bwrap, *arguments],
         wrapper_environment(dict(policy.environment)),
-        filter_for() if policy.network else None,
+        filter_for(),  # as run_command's: with the network or not
         True,
     )
 
