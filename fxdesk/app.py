@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxdesk.engine.background.port import RuntimePort
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.background.specs import sandboxed_specs
 from fxdesk.engine.bus import EventBus
@@ -204,7 +205,7 @@ class App:
         store = self.store
         self.tools = ToolRegistry(all_tools())
         await self.profiles.hide_env_keys()
-        runner = TurnRunner(
+        self._runner = runner = TurnRunner(
             store,
             self.tools,
             self.bus,
@@ -282,11 +283,13 @@ class App:
             await asyncio.to_thread(provider.close)
             raise
         self._background = runtime
+        self._runner.background = RuntimePort(runtime)  # the agent's background tools
         self._engine = self._facade(self.sessions, self.owner)
 
         async def stop() -> None:
             # Before the engine: process-local tasks are stopped, durable ones keep running.
             self._background = None
+            self._runner.background = None
             try:
                 await runtime.shutdown()
             finally:

@@ -142,15 +142,23 @@ class Approval:
         )
 
     @property
+    def runs_command(self) -> bool:
+        """Whether the call runs a command line (``run_command``, ``start_background``): its
+        label is the line, and its rules are command rules."""
+        return self.tool == "run_command" or self.detail.get("command") is True
+
+    @property
     def sandbox(self) -> SandboxSummary | None:
         """What the command would run with if allowed (None: not a command)."""
         return SandboxSummary.from_detail(self.detail.get("sandbox"))
 
     @property
     def offers_outside(self) -> bool:
-        """Whether "run outside the sandbox, once" is a choice: a command that would run in it."""
+        """Whether "run outside the sandbox, once" is a choice: a command that would run in it.
+        Not for a background task: it outlives the call, and always runs in its session's
+        sandbox (unless the session is in unrestricted mode)."""
         summary = self.sandbox
-        return summary is not None and summary.sandboxed
+        return summary is not None and summary.sandboxed and self.tool == "run_command"
 
     @property
     def unsandboxed(self) -> bool:

@@ -78,7 +78,9 @@ def understand(
         # CDPATH as fxdesk has it. run_command's environment never carries it (the allow-list
         # of tools/sandbox.py), so following it into every place it could lead only asks more.
         cdpath = os.environ.get("CDPATH")
-        analysis = shell.analyse(command, cwd=str(root), home=home, cdpath=cdpath)
+        start = facts.cwd(args)  # a background command may start in a folder of its own
+        cwd = root if start is None else resolve_path(root, start)
+        analysis = shell.analyse(command, cwd=str(cwd), home=home, cdpath=cdpath)
         git = written_git_folders(analysis.commands, home)
         files = (
             *(_target(root, path, Access.WRITE) for path in analysis.writes),

@@ -16,6 +16,7 @@ Events still arrive on the bus (``subscribe``); ``gui/bridge.py`` turns them int
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,12 +34,20 @@ from fxdesk.domain.background import (
     TaskNotFound,
 )
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.model import KeySource, PermissionMode, Session, SessionMode, Workspace
+from fxdesk.domain.model import (
+    KeySource,
+    PermissionMode,
+    Session,
+    SessionMode,
+    SessionState,
+    Workspace,
+)
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import health
+from fxdesk.engine.background import listing
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
@@ -57,7 +66,7 @@ from fxdesk.engine.sessions import (
 )
 from fxdesk.store import Store, control, history, repo
 from fxdesk.store.errors import StoreError
-from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
+from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 from fxdesk.tools.background.logs import LogSummary
 from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
@@ -96,6 +105,8 @@ __all__ = [
 ]
 
 E = TypeVar("E")
+
+PERSON_SESSION_NAME = "Commands"  # the session of the person's own commands in a workspace
 
 
 @dataclass(frozen=True)
@@ -581,6 +592,60 @@ class Engine:
     async def forget_workspace_background(self, workspace_id: int) -> ForgetResult:
         """Stop a workspace's running tasks and drop them from the list."""
         return await self._tasks().forget_workspace(workspace_id)
+
+    async def look_background(self, *, include_ended: bool = False) -> list[BackgroundTask]:
+        """Every recorded (durable) task of every session, judged now, for a process that only
+        looks (``fxdesk ps``, ``fxdesk logs``): it needs no runtime, and adopts, marks and
+        signals nothing (``background.listing``). With ``include_ended``, the ended ones too.
+        Another fxdesk's process-local tasks have no record, so they are not among them."""
+        return await listing.look(
+            self._store,
+            functools.partial(instance_alive, self._lock_dir),
+            include_ended=include_ended,
+        )
+
+    async def person_session(
+        self, folder: str | os.PathLike[str], given: str | None = None
+    ) -> Session:
+        """The session a person's own command runs under in ``folder``: ``given`` (an id or
+        prefix, which must be of that workspace), else the workspace's open session named
+        ``Commands``, created the first time (``PERSON_SESSION_NAME``).
+
+        The person's commands get a session of their own rather than the newest agent
+        session: their ``#N`` stay predictable (1, 2, 3 in the order started), and closing an
+        agent's session never takes the person's dev server with it."""
+        path = await asyncio.to_thread(validate_workspace, folder)
+        if given is not None:
+            session = await self.find_session(given)
+            place = await self._workspace_folder(session.workspace_id)
+            if place.resolve() != path:
+                raise SessionError(f"session {session.id} is not of the workspace {path}")
+            if session.state is SessionState.ARCHIVED:
+                raise SessionError(f"session {session.id} is closed")
+            return session
+        catalog = await self._sessions.catalog(include_archived=False)
+        workspace = next((w for w in catalog.workspaces if Path(w.path) == path), None)
+        if workspace is not None:
+            mine = [
+                s
+                for s in catalog.sessions
+                if s.workspace_id == workspace.id
+                and s.parent_id is None
+                and s.name == PERSON_SESSION_NAME
+                and s.state is not SessionState.ARCHIVED
+            ]
+            if mine:
+                return max(mine, key=lambda s: s.created_at_ms)
+        return await self._sessions.create_root(path, name=PERSON_SESSION_NAME)
+
+    async def workspace_of(self, folder: str | os.PathLike[str]) -> Workspace:
+        """The known workspace of ``folder``; ``InvalidWorkspace`` when it is not a folder, or
+        no session was ever started there."""
+        path = await asyncio.to_thread(validate_workspace, folder)
+        for workspace in (await self._sessions.catalog()).workspaces:
+            if Path(workspace.path) == path:
+                return workspace
+        raise InvalidWorkspace(f"{path} is not a workspace of fxdesk yet (no session there)")
 
     def background_quit_plan(self) -> tuple[list[BackgroundTask], list[BackgroundTask]]:
         """(stopped at quit, kept running): what the quit dialog tells the person."""

@@ -216,6 +216,8 @@ class PermissionService:
         }
         if protected:
             detail["protected"] = True
+        if request.command is not None:  # run_command, start_background: judged as a command
+            detail["command"] = True
         if decision.network:
             detail["network"] = list(decision.network)
         if live is not None:
@@ -487,7 +489,7 @@ def suggested_rules(approval: Approval, choice: Choice) -> list[PermissionRule]:
         if scope == Scope.SESSION
         else str(approval.detail.get("workspace_id", ""))
     )
-    if approval.tool == "run_command":
+    if approval.runs_command:  # a command rule: it covers the line whichever tool runs it
         parts = [p for p in approval.detail.get("uncovered", []) if not _is_effect(p)]
         patterns = parts or [approval.label]
         return [

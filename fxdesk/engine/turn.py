@@ -60,6 +60,7 @@ from fxdesk.providers.base import (
     collect,
 )
 from fxdesk.store import Store, StoreError, control, history
+from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolRegistry
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "TurnEnd", "TurnOutcome", "TurnRunner", "TurnRuntime"]
@@ -103,6 +104,9 @@ class TurnRunner:
         self.max_history_turns = max_history_turns
         self.system_prompt = system_prompt
         self.result_retry_s = tuple(result_retry_s)
+        # The background runtime, for the agent's background tools (set by the App once it
+        # runs; None: this process runs no background tasks).
+        self.background: BackgroundPort | None = None
         # Results of effects that happened but could not be saved: a resume here writes them.
         self.unsaved = UnsavedResults()
 
@@ -149,6 +153,7 @@ class _Turn:
             runner.unsaved,
             runner.result_retry_s,
             runner.data_dir,
+            runner.background,
         )
 
     # --- the loop ---------------------------------------------------------------------------

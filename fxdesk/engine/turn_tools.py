@@ -65,6 +65,7 @@ from fxdesk.store.errors import (
     ReadOnlyError,
     StoreClosedError,
 )
+from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
 
 log = logging.getLogger(__name__)
@@ -166,6 +167,7 @@ class ToolCalls:
         unsaved: This process's results that could not be saved yet.
         retry_s: Pauses between attempts to save a result.
         data_dir: fxdesk's data folder: hidden from commands; their /tmp is kept in it.
+        background: The background runtime, for the background tools (None: none here).
     """
 
     def __init__(
@@ -177,9 +179,11 @@ class ToolCalls:
         unsaved: UnsavedResults,
         retry_s: Sequence[float] = RESULT_RETRY_S,
         data_dir: Path | None = None,
+        background: BackgroundPort | None = None,
     ) -> None:
         self.turn = turn
         self.data_dir = data_dir
+        self.background = background
         self.rt = turn.rt
         self.tools = tools
         self.permissions = permissions
@@ -338,6 +342,7 @@ class ToolCalls:
             extra_writable=allowed.sandbox.writable,
             extra_env=allowed.sandbox.extra_env,
             outside_sandbox=allowed.outside_sandbox,
+            background=self.background,
         )
 
     async def _permit(self, call: ToolCall, asked: Asked) -> tuple[ToolResult | None, Allowed, int]:

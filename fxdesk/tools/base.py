@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.workspace import PathOutsideWorkspace
 
 MODEL_OUTPUT_CAP = 16 * 1024
@@ -60,6 +61,9 @@ class ToolContext:
     # Why a command runs outside the sandbox ('' for inside it): unrestricted mode, or the person
     # chose "run outside the sandbox" for this one call. The tool result says so.
     outside_sandbox: str = ""
+    # The engine's background runtime, for the background tools (None: this process runs no
+    # background tasks).
+    background: BackgroundPort | None = None
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,10 @@ class ToolFacts:
         command_argument: The argument holding the command line (EXECUTE).
         network_argument: The argument by which the model says the command needs the network
             (EXECUTE): in auto mode the person is then asked for it.
+        cwd_argument: The argument naming the folder the command starts in, relative to the
+            workspace (EXECUTE; absent: the workspace).
+        network_always: The command always runs with the network (a background server), so
+            it is judged as one that needs it.
     """
 
     access: ToolAccess
@@ -112,6 +120,8 @@ class ToolFacts:
     path_default: str = "."
     command_argument: str | None = None
     network_argument: str | None = None
+    cwd_argument: str | None = None
+    network_always: bool = False
 
     def path(self, args: Mapping[str, Any]) -> str | None:
         """The path a call names, as written (None for a tool without one)."""
@@ -127,7 +137,16 @@ class ToolFacts:
 
     def wants_network(self, args: Mapping[str, Any]) -> bool:
         """Whether the call says its command needs the network."""
+        if self.network_always:
+            return True
         return self.network_argument is not None and args.get(self.network_argument) is True
+
+    def cwd(self, args: Mapping[str, Any]) -> str | None:
+        """The folder the call's command starts in, as written (None: the workspace)."""
+        if self.cwd_argument is None:
+            return None
+        given = args.get(self.cwd_argument)
+        return given if isinstance(given, str) and given.strip() else None
 
 
 class Tool(abc.ABC):
@@ -232,14 +251,20 @@ def check_arguments(args: Any, schema: dict[str, Any]) -> str:
             if schema.get("additionalProperties", True) is False:
                 return f"unknown argument {key!r}"
             continue
-        expected = _TYPES.get(spec.get("type", ""))
-        if expected is None:
+        declared = spec.get("type", "")
+        names = [declared] if isinstance(declared, str) else list(declared)
+        if any(name not in _TYPES for name in names):
             continue
-        if isinstance(value, bool) and spec.get("type") in ("integer", "number"):
-            return f"argument {key!r} must be a {spec['type']}"
-        if not isinstance(value, expected):
-            return f"argument {key!r} must be a {spec['type']}"
+        if not any(_is_a(value, name) for name in names):
+            return f"argument {key!r} must be a {' or '.join(names)}"
     return ""
+
+
+def _is_a(value: Any, name: str) -> bool:
+    """Whether ``value`` is of the JSON type ``name`` (true and false are no numbers)."""
+    if isinstance(value, bool) and name in ("integer", "number"):
+        return False
+    return isinstance(value, _TYPES[name])
 
 
 def schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:

@@ -50,6 +50,7 @@ class FakeProcess:
     reaped: bool = False
     exit_status: int | None = None
     ignores_sigterm: bool = False
+    orphaned: bool = False  # its parent fxdesk is gone: init reaps it when it ends
     signals: list[int] = field(default_factory=list)
 
     @property
@@ -179,6 +180,12 @@ class FakeProvider:
         """The process is gone without a marker (killed from outside)."""
         self.processes[pid].alive = False
 
+    def orphan_all(self) -> None:
+        """The fxdesk that started these processes is gone (killed): init is their parent
+        now and reaps each one as it ends, so a dead one is ``missing`` at once."""
+        for process in self.processes.values():
+            process.orphaned = True
+
     def reuse_pid(self, pid: int) -> None:
         """The process ended and another one now has its PID (another start time)."""
         old = self.processes[pid]
@@ -214,7 +221,9 @@ class FakeProvider:
         if forced is not None:
             return forced
         process = self.processes.get(pid)
-        if process is None or (not process.alive and (process.reaped or process.spec is None)):
+        if process is None or (
+            not process.alive and (process.reaped or process.orphaned or process.spec is None)
+        ):
             return TokenMatch.MISSING
         if not process.alive and not process.reaped:
             # A zombie keeps its /proc entry until reaped: still "matched", as the real one.

@@ -14,9 +14,13 @@ NAMES = [
     "edit_file",
     "glob",
     "grep",
+    "list_background",
     "list_dir",
+    "read_background_log",
     "read_file",
     "run_command",
+    "start_background",
+    "stop_background",
     "write_file",
 ]
 
@@ -31,7 +35,8 @@ def test_all_tools_sorted_by_name_with_sound_schemas() -> None:
         assert schema["additionalProperties"] is False
         assert set(schema["required"]) <= set(schema["properties"])
         for spec in schema["properties"].values():
-            assert spec["type"] in ("string", "integer", "number", "boolean")
+            types = [spec["type"]] if isinstance(spec["type"], str) else spec["type"]
+            assert set(types) <= {"string", "integer", "number", "boolean"}
             assert spec["description"]
 
 
@@ -62,6 +67,9 @@ def test_all_tools_gives_fresh_instances() -> None:
         ("run_command", '{"command": "ls", "timeout_s": "9"}', "'timeout_s' must be a number"),
         ("run_command", '{"command": "ls", "timeout_s": true}', "'timeout_s' must be a number"),
         ("run_command", '{"command": "ls", "cwd": "/"}', "unknown argument 'cwd'"),
+        ("stop_background", '{"task": true}', "argument 'task' must be a string or integer"),
+        ("stop_background", '{"task": 1.5}', "argument 'task' must be a string or integer"),
+        ("start_background", '{"command": "x", "expect_url": 1}', "must be a boolean"),
     ],
 )
 async def test_invalid_arguments_are_tool_errors(
@@ -84,6 +92,12 @@ async def test_invalid_arguments_are_tool_errors(
         ("edit_file", '{"path": "a", "old_text": "", "new_text": "y"}', "must not be empty"),
         ("grep", '{"pattern": "("}', "invalid regular expression '('"),
         ("glob", '{"pattern": "/etc/*"}', "the pattern must be relative"),
+        ("start_background", '{"command": " "}', "command must be a non-empty string"),
+        ("read_background_log", '{"task": " "}', "task must be a task number"),
+        # A process that runs no background tasks (the context has none): each tool says so.
+        ("start_background", '{"command": "sleep 9"}', "background tasks are not available"),
+        ("list_background", "{}", "background tasks are not available"),
+        ("stop_background", '{"task": 1}', "background tasks are not available"),
     ],
 )
 async def test_values_the_schema_cannot_catch_are_tool_errors_too(

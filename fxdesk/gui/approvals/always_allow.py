@@ -44,7 +44,7 @@ class AlwaysAllowDialog(RuleEditor):
         super().__init__(parent)
         self.approval = approval
         self._suggested = list(rules)
-        self._command = approval.tool == "run_command"
+        self._command = approval.runs_command
         self.setWindowTitle("Always allow")
         self.setMinimumWidth(640)
         layout = QVBoxLayout(self)

@@ -344,7 +344,7 @@ class ApprovalDialog(QDialog):
         session, workspace = self.presenter.describe(approval)
         where = f"Session “{session}”" + (f" · {workspace}" if workspace else "")
         self.where_label.setText(where)
-        command = approval.tool == "run_command"
+        command = approval.runs_command
         self.label_box.setAccessibleName("Command" if command else "Path")
         self.label_box.set_text(approval.label)
         sandbox = approval.sandbox

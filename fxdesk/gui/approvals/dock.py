@@ -52,6 +52,7 @@ ROLE_APPROVAL = Qt.ItemDataRole.UserRole + 2  # the frozen Approval
 EMPTY_TEXT = "Nothing is waiting for you."
 SHORT_TOOLS = {  # the dock is narrow; the tooltip says it in full
     "run_command": "Run",
+    "start_background": "Start",
     "read_file": "Read",
     "list_dir": "List",
     "glob": "Find",
@@ -185,7 +186,7 @@ class ApprovalsModel(QAbstractTableModel):
     def _short_label(self, approval: Approval) -> str:
         label = " ".join(approval.label.split())
         workspace = self._describe(approval)[1].rstrip("/")
-        if approval.tool != "run_command" and workspace and label.startswith(workspace + "/"):
+        if not approval.runs_command and workspace and label.startswith(workspace + "/"):
             return label[len(workspace) + 1 :]  # a path in the workspace: the part that differs
         return label
 

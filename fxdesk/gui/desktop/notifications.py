@@ -78,7 +78,9 @@ class CoalesceTimer(Protocol):
 def approval_text(name: str, approval: Approval) -> str:
     """ "Clean build wants to run “rm -rf build”" (a balloon shows no markup)."""
     label = approval.label
-    if approval.tool == "run_command":
+    if approval.tool == "start_background":
+        what = f"start “{label}” in the background"
+    elif approval.runs_command:
         what = f"run “{label}”"
     elif approval.tool == "edit_file":
         what = f"edit {label}"

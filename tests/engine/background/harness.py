@@ -101,7 +101,9 @@ class Harness:
 
     async def restart(self, **kwargs: object) -> BackgroundRuntime:
         """A new runtime on the same store, as after fxdesk restarted (the old one dropped
-        without its shutdown: as if it was killed)."""
+        without its shutdown: as if it was killed; the fake's processes lose their parent)."""
+        if isinstance(self.provider, FakeProvider):
+            self.provider.orphan_all()
         self.runtime = self.new_runtime(**kwargs)  # type: ignore[arg-type]
         await self.runtime.start(monitor_tasks=False)
         return self.runtime
