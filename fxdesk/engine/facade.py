@@ -71,6 +71,7 @@ from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 from fxdesk.tools.background.logs import LogSummary
+from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
 
 __all__ = [
     "BackgroundError",
@@ -99,6 +100,7 @@ __all__ = [
     "StopOutcome",
     "StoreError",
     "TaskNotFound",
+    "TaskUsage",
     "Transcript",
     "UsageTotals",
     "WorkspaceSandbox",
@@ -156,6 +158,7 @@ class Engine:
         self.profiles = profiles
         self.recovery = recovery
         self._background = background
+        self._usage = UsageSampler()
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for each published event of ``event_type``; returns the undo."""
@@ -690,6 +693,18 @@ class Engine:
         if self._background is None:
             return [], []
         return self._background.quit_plan()
+
+    async def background_usage(self, tasks: list[BackgroundTask]) -> dict[str, TaskUsage]:
+        """CPU and memory of the running ``tasks``' process groups, keyed by stable id (read
+        in a worker thread: it walks ``/proc``); a task whose PID was reused is left out."""
+        requests = [
+            UsageRequest(t.stable_id, t.pid, t.started_at_ms)
+            for t in tasks
+            if t.state.running and t.pid > 0
+        ]
+        if not requests:
+            return {}
+        return await asyncio.to_thread(self._usage.sample, requests)
 
     def _tasks(self) -> BackgroundRuntime:
         if self._background is None:
