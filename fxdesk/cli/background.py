@@ -52,7 +52,8 @@ def register(commands: Any) -> None:
         "stop",
         help="stop a background task",
         description="Stop a background task: SIGTERM to its process group once its identity "
-        "is confirmed, SIGKILL after a grace period if it stays. Exit 0 when it is not "
+        "is confirmed, SIGKILL after a grace period if it stays. N alone names the one running "
+        "#N when several sessions used N. Exit 0 when it is not "
         "running afterwards (stopped now, or had already ended), 1 when it may still run, "
         "2 when there is no such task.",
     )
@@ -175,15 +176,15 @@ def _table(rows: list[dict[str, Any]]) -> list[str]:
 
 
 async def find_task(
-    engine: Engine, ref: str, session: str | None, tasks: list[BackgroundTask] | None = None
+    engine: Engine, ref: str, session: str | None, *, running: bool = False
 ) -> BackgroundTask:
-    """The recorded task ``ref`` names (``CommandError`` saying why not, or which to pick)."""
+    """The recorded task ``ref`` names (``CommandError`` saying why not, or which to pick).
+    With ``running``, a number several sessions used names the one task of them that runs."""
     try:
         wanted = parse_ref(ref)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    if tasks is None:
-        tasks = await engine.look_background(include_ended=True)
+    tasks = await engine.look_background(include_ended=True)
     if session is not None:
         session_id = (await engine.find_session(session)).id
         tasks = [t for t in tasks if t.session_id == session_id]
@@ -196,6 +197,8 @@ async def find_task(
     if not found:
         where = " in that session" if session is not None else ""
         raise CommandError(f"no background task {named}{where} (see `fxdesk ps --all`)")
+    if len(found) > 1 and running:
+        found = [t for t in found if t.state.running] or found
     if len(found) > 1:
         names = await _session_names(engine)
         which = ", ".join(f"{t.session_id[:8]} ({names.get(t.session_id, '')})" for t in found)
@@ -213,7 +216,7 @@ def cmd_stop(args: argparse.Namespace, paths: DataPaths) -> int:
     async def body(engine: Engine) -> int:
         from fxdesk.engine.facade import BackgroundError
 
-        task = await find_task(engine, args.task, args.session)
+        task = await find_task(engine, args.task, args.session, running=True)
         if not task.state.running:
             print(f"Command {task.ref} is not running ({task.state.value}).")
             return ExitCode.OK

@@ -16,6 +16,7 @@ Events still arrive on the bus (``subscribe``); ``gui/bridge.py`` turns them int
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import os
 from collections.abc import Callable, Mapping
@@ -45,6 +46,7 @@ from fxdesk.domain.model import (
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
+from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import health
 from fxdesk.engine.background import listing
@@ -64,11 +66,12 @@ from fxdesk.engine.sessions import (
     SessionService,
     validate_workspace,
 )
-from fxdesk.store import Store, control, history, repo
+from fxdesk.store import Store, control, history, repo, usage
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 from fxdesk.tools.background.logs import LogSummary
+from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
 
 __all__ = [
     "BackgroundError",
@@ -97,7 +100,9 @@ __all__ = [
     "StopOutcome",
     "StoreError",
     "TaskNotFound",
+    "TaskUsage",
     "Transcript",
+    "UsageTotals",
     "WorkspaceSandbox",
     "suggested_rules",
 ]
@@ -153,6 +158,7 @@ class Engine:
         self.profiles = profiles
         self.recovery = recovery
         self._background = background
+        self._usage = UsageSampler()
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for each published event of ``event_type``; returns the undo."""
@@ -500,6 +506,44 @@ class Engine:
                 return Path(workspace.path)
         raise SessionError(f"no workspace {workspace_id}", code=ErrorCode.NOT_FOUND)
 
+    # --- usage and cost ------------------------------------------------------------------------
+
+    async def usage_summary(self, session_id: str) -> UsageSummary:
+        """What the session, its tree (root and sub-agents) and every session today used."""
+        session = await self.session(session_id)
+        if session is None:
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+        midnight_ms, _ = self._local_day()
+
+        def read() -> UsageSummary:
+            return UsageSummary(
+                usage.totals([session_id]),
+                usage.totals(usage.tree_ids(session.root_id)),
+                usage.totals(None, midnight_ms),
+            )
+
+        return await self._store.read(read)
+
+    async def usage_by_day(self, days: int = 30) -> list[DayUsage]:
+        """Totals per local day for the last ``days`` days with calls, newest first."""
+        midnight_ms, offset_s = self._local_day()
+        since = midnight_ms - (days - 1) * 86_400_000
+        return await self._store.read(lambda: usage.by_day(since, offset_s))
+
+    async def usage_by_session(self, days: int = 30, limit: int = 20) -> list[SessionUsage]:
+        """The sessions that used the most in the last ``days`` days."""
+        midnight_ms, _ = self._local_day()
+        since = midnight_ms - (days - 1) * 86_400_000
+        return await self._store.read(lambda: usage.by_session(since, limit))
+
+    def _local_day(self) -> tuple[int, int]:
+        """(this local day's midnight in ms, the local UTC offset in seconds), by the engine's
+        clock."""
+        now = datetime.datetime.fromtimestamp(self._clock.now_ms() / 1000).astimezone()
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        offset = now.utcoffset() or datetime.timedelta()
+        return int(midnight.timestamp() * 1000), int(offset.total_seconds())
+
     # --- background tasks (issue 12) ----------------------------------------------------------
 
     @property
@@ -649,6 +693,18 @@ class Engine:
         if self._background is None:
             return [], []
         return self._background.quit_plan()
+
+    async def background_usage(self, tasks: list[BackgroundTask]) -> dict[str, TaskUsage]:
+        """CPU and memory of the running ``tasks``' process groups, keyed by stable id (read
+        in a worker thread: it walks ``/proc``); a task whose PID was reused is left out."""
+        requests = [
+            UsageRequest(t.stable_id, t.pid, t.started_at_ms)
+            for t in tasks
+            if t.state.running and t.pid > 0
+        ]
+        if not requests:
+            return {}
+        return await asyncio.to_thread(self._usage.sample, requests)
 
     def _tasks(self) -> BackgroundRuntime:
         if self._background is None:

@@ -258,10 +258,14 @@ def test_a_number_used_in_two_sessions_needs_the_session(desk: Desk, tmp_path: P
     assert ambiguous.returncode == 2
     assert "names a task in more than one session" in ambiguous.stderr
     assert [r["state"] for r in desk.ps()] == ["running", "running"]  # nothing was stopped
-    for row in rows:
-        done = desk.fx("stop", "1", "-s", row["session_id"][:8])
-        assert (done.returncode, done.stdout.strip()) == (0, "Command #1 stopped.")
+    done = desk.fx("stop", "1", "-s", rows[0]["session_id"][:8])
+    assert (done.returncode, done.stdout.strip()) == (0, "Command #1 stopped.")
+    (left,) = desk.ps()
+    assert left["session_id"] == rows[1]["session_id"]
+    done = desk.fx("stop", "1")  # only one #1 runs now: that is the one meant
+    assert (done.returncode, done.stdout.strip()) == (0, "Command #1 stopped.")
     assert desk.ps() == []
+    assert desk.fx("logs", "1").returncode == 2  # logs still needs to know which
 
 
 if sys.platform != "linux":  # pragma: no cover - the wrappers' identity is read from /proc

@@ -16,8 +16,9 @@ task's group included. For a durable task the init stays as long as anything in 
 runs (tested: a ``setsid`` process outlives the wrapper there too); such a process is found
 and reported by the stop (``escaped``). Every wrapper's environment carries
 ``FXDESK_BACKGROUND_TASK`` (``escaped.TASK_VARIABLE``) for that. A server gets the host's
-network through the policy (``network=True``), with the same seccomp filter as ``run_command``
-(no Unix sockets).
+network through the policy (``network=True``). With the network or without, the same seccomp
+filter as ``run_command`` (no Unix sockets: a socket file of the host would be reachable
+without the network too).
 
 Lifetimes (``LaunchSpec.survives_fxdesk``):
 
@@ -185,7 +186,7 @@ def _start_for(spec: LaunchSpec, lifeline: int | None) -> _Start:
     return _Start(
         [status.bwrap, *arguments],
         wrapper_environment(dict(policy.environment)) | tag,
-        filter_for() if policy.network else None,
+        filter_for(),  # as run_command's: with the network or not
         True,
     )
 
