@@ -9,13 +9,33 @@ import sys
 from collections.abc import Sequence
 
 from fxdesk import __version__
-from fxdesk.cli import agents, approvals, doctor, profiles, sandbox, sessions, window
+from fxdesk.cli import (
+    agents,
+    approvals,
+    background,
+    doctor,
+    profiles,
+    sandbox,
+    sessions,
+    tasks_start,
+    window,
+)
 from fxdesk.cli.exit_codes import EXIT_CODES_HELP, ExitCode
 from fxdesk.logs import setup_logging
 from fxdesk.paths import resolve
 
 # Each group adds its subcommands, in the order ``--help`` lists them.
-GROUPS = (doctor, sessions, profiles, approvals, agents, sandbox, window)
+GROUPS = (
+    doctor,
+    sessions,
+    tasks_start,
+    background,
+    profiles,
+    approvals,
+    agents,
+    sandbox,
+    window,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

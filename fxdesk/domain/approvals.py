@@ -154,9 +154,11 @@ class Approval:
 
     @property
     def offers_outside(self) -> bool:
-        """Whether "run outside the sandbox, once" is a choice: a command that would run in it."""
+        """Whether "run outside the sandbox, once" is a choice: a command that would run in it.
+        Not for a background task: it outlives the call, and always runs in its session's
+        sandbox (unless the session is in unrestricted mode)."""
         summary = self.sandbox
-        return summary is not None and summary.sandboxed
+        return summary is not None and summary.sandboxed and self.tool == "run_command"
 
     @property
     def unsandboxed(self) -> bool:

@@ -223,14 +223,28 @@ class StopOutcome:
     session_id: str
     result: StopResult
     detail: str = ""  # the signal error ("permission denied"), when there was one
+    # (pid, name) of processes it started that left its process group (setsid, a double
+    # fork) and still run after the stop: a group signal does not reach them
+    left_running: tuple[tuple[int, str], ...] = ()
 
     @property
     def message(self) -> str:
-        """``Command #N <what happened>``, in the person's words."""
+        """``Command #N <what happened>``, in the person's words; what still runs, if any."""
         said = _STOP_MESSAGES[self.result]
         if self.detail:
             said = f"{said}: {self.detail}"
-        return f"Command #{self.number} {said}."
+        text = f"Command #{self.number} {said}."
+        if self.left_running:
+            names = ", ".join(
+                f"PID {pid} ({name})" if name else f"PID {pid}" for pid, name in self.left_running
+            )
+            pids = " ".join(str(pid) for pid, _ in self.left_running)
+            text += (
+                f" Still running after it, outside its process group: {names}. fxdesk signals"
+                " only the task's process group and did not stop these; if they should not"
+                f" outlive the task, stop them yourself (kill {pids})."
+            )
+        return text
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ Events still arrive on the bus (``subscribe``); ``gui/bridge.py`` turns them int
 from __future__ import annotations
 
 import asyncio
+import datetime
+import functools
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,12 +36,21 @@ from fxdesk.domain.background import (
     TaskNotFound,
 )
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.model import KeySource, PermissionMode, Session, SessionMode, Workspace
+from fxdesk.domain.model import (
+    KeySource,
+    PermissionMode,
+    Session,
+    SessionMode,
+    SessionState,
+    Workspace,
+)
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
+from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import agent_lookup, health
+from fxdesk.engine.background import listing
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
@@ -62,11 +73,12 @@ from fxdesk.engine.sessions import (
     SessionService,
     validate_workspace,
 )
-from fxdesk.store import Store, control, history, repo
+from fxdesk.store import Store, control, history, repo, usage
 from fxdesk.store.errors import StoreError
-from fxdesk.store.locks import HandoffLock, is_locked_elsewhere
+from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 from fxdesk.tools.background.logs import LogSummary
+from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
 
 __all__ = [
     "AgentDefinition",
@@ -98,13 +110,17 @@ __all__ = [
     "StopOutcome",
     "StoreError",
     "TaskNotFound",
+    "TaskUsage",
     "Transcript",
     "UnknownAgent",
+    "UsageTotals",
     "WorkspaceSandbox",
     "suggested_rules",
 ]
 
 E = TypeVar("E")
+
+PERSON_SESSION_NAME = "Commands"  # the session of the person's own commands in a workspace
 
 
 @dataclass(frozen=True)
@@ -155,6 +171,7 @@ class Engine:
         self.recovery = recovery
         self._background = background
         self._user_agents = user_agents
+        self._usage = UsageSampler()
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for each published event of ``event_type``; returns the undo."""
@@ -535,6 +552,44 @@ class Engine:
             raise BrokenAgent(entry.error or f"agent {agent_id!r} cannot be used")
         return entry.definition
 
+    # --- usage and cost ------------------------------------------------------------------------
+
+    async def usage_summary(self, session_id: str) -> UsageSummary:
+        """What the session, its tree (root and sub-agents) and every session today used."""
+        session = await self.session(session_id)
+        if session is None:
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+        midnight_ms, _ = self._local_day()
+
+        def read() -> UsageSummary:
+            return UsageSummary(
+                usage.totals([session_id]),
+                usage.totals(usage.tree_ids(session.root_id)),
+                usage.totals(None, midnight_ms),
+            )
+
+        return await self._store.read(read)
+
+    async def usage_by_day(self, days: int = 30) -> list[DayUsage]:
+        """Totals per local day for the last ``days`` days with calls, newest first."""
+        midnight_ms, offset_s = self._local_day()
+        since = midnight_ms - (days - 1) * 86_400_000
+        return await self._store.read(lambda: usage.by_day(since, offset_s))
+
+    async def usage_by_session(self, days: int = 30, limit: int = 20) -> list[SessionUsage]:
+        """The sessions that used the most in the last ``days`` days."""
+        midnight_ms, _ = self._local_day()
+        since = midnight_ms - (days - 1) * 86_400_000
+        return await self._store.read(lambda: usage.by_session(since, limit))
+
+    def _local_day(self) -> tuple[int, int]:
+        """(this local day's midnight in ms, the local UTC offset in seconds), by the engine's
+        clock."""
+        now = datetime.datetime.fromtimestamp(self._clock.now_ms() / 1000).astimezone()
+        midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+        offset = now.utcoffset() or datetime.timedelta()
+        return int(midnight.timestamp() * 1000), int(offset.total_seconds())
+
     # --- background tasks (issue 12) ----------------------------------------------------------
 
     @property
@@ -625,11 +680,77 @@ class Engine:
         """Stop a workspace's running tasks and drop them from the list."""
         return await self._tasks().forget_workspace(workspace_id)
 
+    async def look_background(self, *, include_ended: bool = False) -> list[BackgroundTask]:
+        """Every recorded (durable) task of every session, judged now, for a process that only
+        looks (``fxdesk ps``, ``fxdesk logs``): it needs no runtime, and adopts, marks and
+        signals nothing (``background.listing``). With ``include_ended``, the ended ones too.
+        Another fxdesk's process-local tasks have no record, so they are not among them."""
+        return await listing.look(
+            self._store,
+            functools.partial(instance_alive, self._lock_dir),
+            include_ended=include_ended,
+        )
+
+    async def person_session(
+        self, folder: str | os.PathLike[str], given: str | None = None
+    ) -> Session:
+        """The session a person's own command runs under in ``folder``: ``given`` (an id or
+        prefix, which must be of that workspace), else the workspace's open session named
+        ``Commands``, created the first time (``PERSON_SESSION_NAME``).
+
+        The person's commands get a session of their own rather than the newest agent
+        session: their ``#N`` stay predictable (1, 2, 3 in the order started), and closing an
+        agent's session never takes the person's dev server with it."""
+        path = await asyncio.to_thread(validate_workspace, folder)
+        if given is not None:
+            session = await self.find_session(given)
+            place = await self._workspace_folder(session.workspace_id)
+            if place.resolve() != path:
+                raise SessionError(f"session {session.id} is not of the workspace {path}")
+            if session.state is SessionState.ARCHIVED:
+                raise SessionError(f"session {session.id} is closed")
+            return session
+        catalog = await self._sessions.catalog(include_archived=False)
+        workspace = next((w for w in catalog.workspaces if Path(w.path) == path), None)
+        if workspace is not None:
+            mine = [
+                s
+                for s in catalog.sessions
+                if s.workspace_id == workspace.id
+                and s.parent_id is None
+                and s.name == PERSON_SESSION_NAME
+                and s.state is not SessionState.ARCHIVED
+            ]
+            if mine:
+                return max(mine, key=lambda s: s.created_at_ms)
+        return await self._sessions.create_root(path, name=PERSON_SESSION_NAME)
+
+    async def workspace_of(self, folder: str | os.PathLike[str]) -> Workspace:
+        """The known workspace of ``folder``; ``InvalidWorkspace`` when it is not a folder, or
+        no session was ever started there."""
+        path = await asyncio.to_thread(validate_workspace, folder)
+        for workspace in (await self._sessions.catalog()).workspaces:
+            if Path(workspace.path) == path:
+                return workspace
+        raise InvalidWorkspace(f"{path} is not a workspace of fxdesk yet (no session there)")
+
     def background_quit_plan(self) -> tuple[list[BackgroundTask], list[BackgroundTask]]:
         """(stopped at quit, kept running): what the quit dialog tells the person."""
         if self._background is None:
             return [], []
         return self._background.quit_plan()
+
+    async def background_usage(self, tasks: list[BackgroundTask]) -> dict[str, TaskUsage]:
+        """CPU and memory of the running ``tasks``' process groups, keyed by stable id (read
+        in a worker thread: it walks ``/proc``); a task whose PID was reused is left out."""
+        requests = [
+            UsageRequest(t.stable_id, t.pid, t.started_at_ms)
+            for t in tasks
+            if t.state.running and t.pid > 0
+        ]
+        if not requests:
+            return {}
+        return await asyncio.to_thread(self._usage.sample, requests)
 
     def _tasks(self) -> BackgroundRuntime:
         if self._background is None:

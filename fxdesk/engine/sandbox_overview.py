@@ -21,10 +21,13 @@ from fxdesk.tools.sandbox_probe import SandboxStatus
 __all__ = ["SandboxOverview", "SandboxStatus", "overview", "refusals"]
 
 TEMP_TEXT = "/tmp (the session's own)"
-# Hidden by the sandbox's mounts and namespaces rather than by name (tools/sandbox.py).
+# Hidden by the sandbox's mounts, namespaces and seccomp filter rather than by name
+# (tools/sandbox.py, tools/sandbox_seccomp.py).
 HIDDEN_ALWAYS = (
     "/run: the session bus, agents' and container engines' sockets",
     "other processes (fxdesk's own included)",
+    "every Unix socket of the host (a socket file anywhere, e.g. ~/.docker/desktop/docker.sock;"
+    " abstract ones): no Unix socket at all, socketpair only",
 )
 
 

@@ -142,6 +142,7 @@ class _Turn:
         self.model_calls = 0
         self.explanation = ""  # the model's text before its tool calls, shown when asking
         self.usage = Usage()
+        self.usage_reported = False  # some model call of this turn said what it used
         self.context: list[HistoryEntry] = []
         self.entries: list[HistoryEntry] = []
         self.step = 0
@@ -234,6 +235,10 @@ class _Turn:
             "model": self.rt.snapshot.model,
             "usage": [used.input_tokens, used.output_tokens],
         }
+        if not response.usage_reported:  # no numbers: none shown, no cost computed from zeros
+            data["usage_reported"] = False
+            return data
+        self.usage_reported = True
         if self.rt.profile is not None:
             cost = self.rt.profile.cost_usd(used.input_tokens, used.output_tokens)
             if cost is not None:
@@ -245,6 +250,9 @@ class _Turn:
             "model_calls": self.model_calls,
             "usage": [self.usage.input_tokens, self.usage.output_tokens],
         }
+        if not self.usage_reported:
+            data["usage_reported"] = False
+            return data
         if self.rt.profile is not None:
             cost = self.rt.profile.cost_usd(self.usage.input_tokens, self.usage.output_tokens)
             if cost is not None:

@@ -22,7 +22,7 @@ import time
 import qasync
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QMessageBox
 
 from fxdesk import APP_ID, APP_NAME, __version__, messages
 from fxdesk.app import App
@@ -35,6 +35,7 @@ from fxdesk.gui.approvals.inbox import ApprovalsInbox
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.desktop.integration import DesktopIntegration
 from fxdesk.gui.desktop.notifiers import Notifier
+from fxdesk.gui.processes.controller import ProcessesController
 from fxdesk.gui.sessions.controller import SessionController
 from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
@@ -47,7 +48,7 @@ from fxdesk.gui.sessions.new_session import ask_new_session
 from fxdesk.gui.settings.dialog import SettingsDialog
 from fxdesk.gui.settings.setup_dialog import FirstRun, SetupDialog
 from fxdesk.gui.settings.window import SettingsWindow
-from fxdesk.gui.tasks import TaskGroup
+from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.main_window import MainWindow
@@ -122,15 +123,17 @@ class GuiController(QObject):
         self.bridge: EngineBridge | None = None
         self.sessions: SessionController | None = None
         self.approvals: ApprovalsInbox | None = None
+        self.processes: ProcessesController | None = None
+        self.quit_box: QMessageBox | None = None  # the quit question while it is open
         self.settings_window: SettingsWindow | None = None
         self.first_run: FirstRun | None = None
         self.quit_event = asyncio.Event()
         self.ready = asyncio.Event()  # set once the window shows the data
         self.outcome = Outcome.CLOSED
-        self.window.quit_requested.connect(self.request_quit)
+        self.window.quit_requested.connect(self.ask_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
         self.window.settings_requested.connect(self._on_window_settings_requested)
-        self.desktop.quit_requested.connect(self.request_quit)
+        self.desktop.quit_requested.connect(self.ask_quit)
 
     # --- the parts open now (tests and the screenshot scripts look at them) ---------------
 
@@ -166,6 +169,35 @@ class GuiController(QObject):
         if not self.quit_event.is_set():
             log.info("quit requested")
         self.quit_event.set()
+
+    @Slot()
+    def ask_quit(self) -> None:
+        """The person asked to quit (Ctrl+Q, closing the window, the tray): when background
+        commands run, say first what quitting does to them; otherwise quit."""
+        question = self.processes.quit_question() if self.processes is not None else ""
+        if not question:
+            self.request_quit()
+        elif self.quit_box is None:
+            self.tasks.spawn(self._ask_quit(question), "ask-quit")
+        else:
+            self.quit_box.raise_()
+
+    async def _ask_quit(self, question: str) -> None:
+        box = QMessageBox(
+            QMessageBox.Icon.Question, f"Quit {APP_NAME}?", question, parent=self.window
+        )
+        box.setInformativeText("Quit now?")
+        quit_button = box.addButton("&Quit", QMessageBox.ButtonRole.AcceptRole)
+        box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(quit_button)
+        self.quit_box = box
+        try:
+            await run_dialog(box)
+            if box.clickedButton() is quit_button:
+                self.request_quit()
+        finally:
+            self.quit_box = None
+            box.deleteLater()
 
     def _on_signal(self, signum: int) -> None:
         log.info("received %s; quitting", signal.Signals(signum).name)
@@ -213,6 +245,8 @@ class GuiController(QObject):
         for session_id in engine.busy_elsewhere():
             self.model.set_mark(session_id, ROLE_BUSY, True)
         self.window.restore_state(await engine.profiles.window_state())
+        if self.processes is not None:
+            self.processes.dock.refit()  # the saved layout may hide it while commands run
         offer_recovery(self.window, engine.recovery, catalog.sessions, engine)
         last = await engine.profiles.last_session()
         if last and any(s.id == last for s in catalog.sessions):
@@ -238,6 +272,9 @@ class GuiController(QObject):
         bridge.session_added.connect(self.window.select_session)
         bridge.session_changed.connect(self.notifications.session_changed)
         self.sessions = SessionController(self.window, bridge, engine, self.tasks)
+        self.processes = ProcessesController(
+            engine, bridge, self.window, self.model, self.notifications, self
+        )
         self.settings_window = SettingsWindow(
             engine.profiles,
             self.app.paths.root,

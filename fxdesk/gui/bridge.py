@@ -9,6 +9,7 @@ Signals:
     session_added(str): a session id, after its row exists in the model.
     session_changed(object): a changed ``Session`` snapshot.
     queue_changed(str, object): the selected session's newest work items changed.
+    background_changed(object): a ``BackgroundChanged`` (a background task's new snapshot).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from fxdesk.domain.model import WorkStatus
 from fxdesk.engine.events import (
     ApprovalChanged,
+    BackgroundChanged,
     BusyElsewhere,
     HistoryAppended,
     SessionAdded,
@@ -50,6 +52,7 @@ class EngineBridge(QObject):
     session_changed = Signal(object)
     queue_changed = Signal(str, object)  # session id, its newest work items
     approvals_changed = Signal()  # pending approvals may have changed: reload them
+    background_changed = Signal(object)  # a BackgroundChanged: a task's new snapshot
 
     def __init__(
         self,
@@ -83,6 +86,7 @@ class EngineBridge(QObject):
             engine.subscribe(TextStreamed, self._on_text_streamed),
             engine.subscribe(BusyElsewhere, self._on_busy_elsewhere),
             engine.subscribe(ApprovalChanged, self._on_approval_changed),
+            engine.subscribe(BackgroundChanged, self.background_changed.emit),
         ]
 
     async def close(self) -> None:

@@ -150,6 +150,34 @@ _COLORS: dict[Role, tuple[str, str]] = {  # (light, dark)
 }
 
 
+# Terminal colours 0-15 in a background task's log (black … white, then the bright ones), as
+# (light window, dark window): black and white swap meaning with the field they are drawn on.
+_ANSI: tuple[tuple[str, str], ...] = (
+    ("#000000", "#bfbfbf"),
+    ("#c91b00", "#ff6e67"),
+    ("#00a300", "#5ff967"),
+    ("#a87b00", "#fefb67"),
+    ("#0225c7", "#6871ff"),
+    ("#c930c7", "#ff76ff"),
+    ("#00a5b2", "#5ffdff"),
+    ("#707070", "#c7c7c7"),
+    ("#686868", "#8c8c8c"),
+    ("#e0301e", "#ff8a80"),
+    ("#0f9d1d", "#85ff8a"),
+    ("#b58900", "#fffc9e"),
+    ("#4056e8", "#8f9aff"),
+    ("#d33ad1", "#ff9bff"),
+    ("#0097a7", "#8afdff"),
+    ("#3a3a3a", "#ffffff"),
+)
+
+
+def ansi_color(index: int, *, dark: bool = False) -> QColor:
+    """Terminal colour ``index`` (0-15) readable on a light window, or on a dark one."""
+    light, dark_value = _ANSI[index % len(_ANSI)]
+    return QColor(dark_value if dark else light)
+
+
 def color(role: Role, *, dark: bool = False) -> QColor:
     """The colour of ``role`` on a light window, or on a dark one."""
     light, dark_value = _COLORS[role]

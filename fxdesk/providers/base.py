@@ -122,6 +122,7 @@ class ModelResponse:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = ""
+    usage_reported: bool = False  # the server said what the call used (many local ones do not)
 
 
 async def collect(
@@ -154,6 +155,7 @@ async def collect(
                 raise ProviderError("malformed_stream", "tool-call arguments before its start")
             calls[event.index][2].append(event.arguments)
         elif isinstance(event, Usage):
+            response.usage_reported = True
             response.usage = Usage(
                 response.usage.input_tokens + event.input_tokens,
                 response.usage.output_tokens + event.output_tokens,

@@ -55,7 +55,7 @@ class Reply:
     chunk: int = 0  # characters per text delta; 0 = the whole text at once
     delay_s: float = 0.0  # pause between deltas
     end_early: bool = False
-    usage: tuple[int, int] = (10, 5)
+    usage: tuple[int, int] | None = (10, 5)
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,8 @@ class ScriptedProvider(Provider):
             yield ToolCallStarted(index, call_id, call.name)
             yield ToolCallDelta(index, arguments)
             yield ToolCallEnded(index)
-        yield Usage(*step.usage)
+        if step.usage is not None:  # None: a server that reports no usage
+            yield Usage(*step.usage)
         yield Finished("tool_calls" if step.tool_calls else "stop")
 
 

@@ -152,6 +152,16 @@ def running() -> list[BackgroundRecord]:
     return [_record(row) for row in rows]
 
 
+def listed(*, include_ended: bool = False) -> list[BackgroundRecord]:
+    """Every record (only ``running`` ones unless ``include_ended``), in launch order per
+    session: what ``fxdesk ps`` shows without adopting anything."""
+    where = "" if include_ended else "WHERE state = 'running' "
+    rows = db.execute_sql(
+        f"SELECT {_COLUMNS} FROM background_task {where}ORDER BY started_at_ms, session_id, number"
+    ).fetchall()
+    return [_record(row) for row in rows]
+
+
 def for_session(session_id: str) -> list[BackgroundRecord]:
     rows = db.execute_sql(
         f"SELECT {_COLUMNS} FROM background_task WHERE session_id = ? ORDER BY number",

@@ -1,12 +1,22 @@
-"""A seccomp filter for sandboxed commands that have the network: no Unix sockets of their own.
+"""The seccomp filter of every sandboxed command: no Unix sockets of its own.
 
-With the network on, a command shares fxdesk's network namespace, and with it the host's
-*abstract* Unix sockets: they have no file, so no mount hides them (X11's
-``@/tmp/.X11-unix/X0``, which takes keystrokes and screenshots; some D-Bus buses; any program's
-private ``@name``). Off, the namespace of its own already has none. The filter makes
-``socket(AF_UNIX, …)`` fail with EPERM, so nothing can connect to one; ``socketpair`` stays
-allowed (pipes between processes: Node, cargo, Python's subprocesses use it). A Unix socket at a
-path goes too; docs/sandbox.md lists what that breaks, measured.
+A Unix socket is reached two ways, and neither is covered by the sandbox's other walls:
+
+- *at a path* (``~/.docker/desktop/docker.sock``, ``~/.1password/agent.sock``, any socket file a
+  program of the person's made outside ``/run`` and ``/tmp``, which are hidden): ``connect``
+  goes through the file system, which the command sees read-only, and a read-only mount does
+  not stop a connect; a network namespace of its own does not either. With or without the
+  network, then (the attack suite found this in auto mode: docs/security-suite.md).
+- *abstract* (no file: X11's ``@/tmp/.X11-unix/X0``, which takes keystrokes and screenshots;
+  some D-Bus buses; any program's private ``@name``): they live in a network namespace, the
+  host's when the command has the network; off, its own has none.
+
+The filter makes ``socket(AF_UNIX, …)`` fail with EPERM, so nothing can connect to either;
+``socketpair`` stays allowed (pipes between processes: Node, cargo, Python's subprocesses and
+multiprocessing's ``fork`` and ``spawn`` use it). A Unix socket of the command's own goes too
+(Python's ``forkserver``, ``tmux``, a server on a socket file); docs/sandbox.md lists what that
+breaks, measured. seccomp cannot read the address a ``connect`` names (a pointer), so it cannot
+let a command's own socket through and refuse the host's.
 
 Also refused: ``io_uring_setup`` (and its two companions), because io_uring makes sockets
 without the ``socket`` call, and so would get round the filter. Not refused: ``ptrace`` and
@@ -16,10 +26,10 @@ nothing; ``personality`` (Docker filters some flags): it weakens only the caller
 layout.
 
 The filter is classic BPF, assembled here with ``struct`` (no library), for x86_64 and aarch64,
-the two architectures fxdesk runs on; on any other (``filter_for`` returns None) commands with
-the network run without it. A system call of another architecture than the machine's (a 32-bit
-x86 program on x86_64 reaches ``socketcall``, whose arguments a filter cannot read; x32's
-numbers) ends the process: no 32-bit programs in a sandbox with the network.
+the two architectures fxdesk runs on; on any other (``filter_for`` returns None) commands run
+without it. A system call of another architecture than the machine's (a 32-bit x86 program on
+x86_64 reaches ``socketcall``, whose arguments a filter cannot read; x32's numbers) ends the
+process: no 32-bit programs in the sandbox.
 
 bubblewrap installs the filter (``--seccomp FD``) right before it starts the command, so
 bubblewrap itself is not under it.

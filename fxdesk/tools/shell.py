@@ -4,7 +4,7 @@ stop.
 The command runs as ``bash -c COMMAND`` inside bubblewrap (``fxdesk.tools.sandbox``): the
 workspace and a private ``/tmp`` writable, ``.git`` and ``.fxdesk`` read-only, the data folder
 and credential stores hidden, a PID namespace of its own, an allow-listed environment, the
-network per the context (with it, no Unix socket: ``sandbox_seccomp``). On macOS, Seatbelt
+network per the context, and no Unix socket of its own (``sandbox_seccomp``). On macOS, Seatbelt
 (``sandbox_macos``). It runs outside the sandbox, with the same allow-listed environment,
 when the context says why (unrestricted mode, or the person's "run outside the sandbox, once")
 or where this machine has no working sandbox (``sandbox_status``: auto mode then asks before
@@ -194,7 +194,7 @@ def _launch(command: str, ctx: ToolContext, use_sandbox: bool) -> _Launch:
         dict(policy.environment),
         sandboxed=True,
         pid_namespace=True,
-        seccomp=filter_for() if policy.network else None,
+        seccomp=filter_for(),  # with the network or not: a socket file needs no network
     )
 
 

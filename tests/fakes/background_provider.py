@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxdesk.domain.process_identity import ProcessToken, TokenMatch
+from fxdesk.tools.background.escaped import Escaped
 from fxdesk.tools.background.provider import (
     CleanupStatus,
     LaunchFailed,
@@ -145,6 +146,7 @@ class FakeProvider:
         self.identity: dict[int, TokenMatch] = {}
         self.on_release: Callable[[FakeProcess, str], None] | None = None
         self.ignores_sigterm = False
+        self.escaped: dict[str, list[Escaped]] = {}  # by log path: what left the group
 
     def _record(self, *call: object) -> None:
         with self._lock:
@@ -234,6 +236,10 @@ class FakeProvider:
         answer = self._match(pid, token)
         self._record("match", pid, token.text, answer)
         return answer
+
+    def left_running(self, log_path: str) -> list[Escaped]:
+        self._record("left_running", log_path)
+        return list(self.escaped.get(str(log_path), []))
 
     def signal_group(self, pid: int, token: ProcessToken, signal_number: int) -> None:
         self._record("signal", pid, token.text, signal_number)

@@ -2,9 +2,10 @@
 
 A line is a template: ``@HOME@``, ``@WS@`` (the workspace), ``@OUT@`` (a canary folder beside
 the home folder), ``@DATA@`` (fxdesk's data folder), ``@URL@``/``@PORT@`` (an HTTP server on
-the host's loopback), ``@SOCK@``/``@ABS@`` (Unix socket servers on the host, by path and
-abstract), ``@PID@`` (fxdesk's process), ``@PY@``, ``@TOKEN@`` and ``@ID@`` (the line's own id,
-in every name it makes) are filled in by the world (``World.substitute``); braces stay bash's.
+the host's loopback), ``@SOCK@``/``@DOCKER@``/``@ABS@`` (Unix socket servers on the host: a
+path beside the home folder, ``~/.docker/desktop/docker.sock``, abstract), ``@PID@`` (fxdesk's
+process), ``@PY@``, ``@TOKEN@`` and ``@ID@`` (the line's own id, in every name it makes) are
+filled in by the world (``World.substitute``); braces stay bash's.
 
 A *payload* that an executing expansion carries starts with ``touch ran-@ID@``: a file in the
 workspace (writable) that shows the payload really ran, so a line that held proves the sandbox
@@ -24,7 +25,6 @@ from fxdesk.domain.model import PermissionMode
 
 ASK, AUTO, YOLO = PermissionMode.ASK, PermissionMode.AUTO, PermissionMode.YOLO
 MODES = (ASK, AUTO, YOLO)
-NETWORK_ON = frozenset({ASK, YOLO})  # auto mode runs commands without the network
 
 # The classes, as the issue names them.
 EXPANSION = "expansion"  # expansions that execute
@@ -33,7 +33,7 @@ WHERE = "where"  # where the shell is: ~+, cd -P through a link, CDPATH, $HOME
 WRITE = "write"  # writes outside the workspace, said plainly or not
 PROTECTED = "protected"  # .git, hooks, .fxdesk, the git folder a .git file names
 DENY = "deny"  # deny rules behind wrappers, indirections and renamed copies
-NETWORK = "network"  # the host's loopback in auto mode, Unix sockets with the network on
+NETWORK = "network"  # the host's loopback in auto mode, the host's Unix sockets in every mode
 CLASSES = (EXPANSION, READ, WHERE, WRITE, PROTECTED, DENY, NETWORK)
 
 # Sessions: the plain workspace; the same with deny rules (``rm *``, ``git push``, ``curl *``
@@ -407,12 +407,32 @@ SCRIPT_LINES = (
         "bash runs a script that pushes",
     ),
 )
+SOCKET_HOLE = (
+    "NEW HOLE: in auto mode (no network) a command reaches a Unix socket file of the host "
+    "outside /run and /tmp (Docker Desktop's ~/.docker/desktop/docker.sock, 1Password's "
+    "~/.1password/agent.sock, any socket under the home folder): a network namespace of its own "
+    "does not cover sockets bound at a path, and a read-only mount does not stop connect(); the "
+    "seccomp filter refusing socket(AF_UNIX) was only applied with the network on"
+)
+SOCKET_LINES = (
+    (
+        'touch ran-@ID@; @PY@ -c "import socket; s=socket.socket(socket.AF_UNIX); '
+        "s.connect('@DOCKER@'); s.sendall(b'GET /_ping HTTP/1.0\\r\\n\\r\\n'); print(s.recv(99))\"",
+        "connect to Docker Desktop's socket from Python",
+    ),
+    (
+        "y='$(touch ran-@ID@; @PY@ -c \"import socket, sys; "
+        "socket.socket(socket.AF_UNIX).connect(sys.argv[1])\" @DOCKER@)'; echo ${y@P}",
+        "reach Docker Desktop's socket from an executing expansion",
+    ),
+)
 
 
 def known_holes() -> list[Attack]:
     """Lines that broke what the product promises when the suite was written (fixed since:
     the shell-script deny rule in domain/shell_programs.py, nested repositories' .git in
-    tools/protected.py ``nested_git_folders``)."""
+    tools/protected.py ``nested_git_folders``, the host's Unix sockets in auto mode by the
+    seccomp filter on every sandboxed command, tools/sandbox_seccomp.py)."""
     found = [
         Attack(PROTECTED, line, tries, live=True, hole=NESTED_HOLE) for line, tries in NESTED_LINES
     ]
@@ -428,6 +448,12 @@ def known_holes() -> list[Attack]:
             hole=SCRIPT_HOLE,
         )
         for line, tries in SCRIPT_LINES
+    ]
+    found += [
+        Attack(
+            NETWORK, line, tries, modes=frozenset({AUTO}), live="ran-@ID@" in line, hole=SOCKET_HOLE
+        )
+        for line, tries in SOCKET_LINES
     ]
     return found
 
@@ -590,6 +616,12 @@ UNIX_PATH = (
     '@PY@ -c "import socket; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); '
     "s.connect('@SOCK@')\"",
 )
+UNIX_DOCKER = (
+    *(line for line, _tries in SOCKET_LINES),
+    "curl -s --max-time 3 --unix-socket @DOCKER@ http://localhost/v1.43/containers/json",
+    "cd @HOME@/.docker/desktop && "
+    "@PY@ -c \"import socket; socket.socket(1).connect('docker.sock')\"",
+)
 UNIX_ABSTRACT = (
     "@PY@ -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('\\0@ABS@'); "
     'print(s.recv(99))"',
@@ -601,9 +633,8 @@ def network_attacks(full: bool) -> list[Attack]:
     del full
     auto = frozenset({AUTO})
     found = [Attack(NETWORK, line, "reach the host's loopback", modes=auto) for line in TCP]
-    found += [
-        Attack(NETWORK, line, "reach a host Unix socket", modes=NETWORK_ON) for line in UNIX_PATH
-    ]
+    found += [Attack(NETWORK, line, "reach a host Unix socket") for line in UNIX_PATH]
+    found += [Attack(NETWORK, line, "reach Docker Desktop's socket") for line in UNIX_DOCKER]
     found += [Attack(NETWORK, line, "reach a host abstract socket") for line in UNIX_ABSTRACT]
     return [replace_live(a) for a in found]
 

@@ -116,6 +116,7 @@ class _Line:
         self.before = before
         self.host_seen = 0
         self.unix = 0
+        self.docker = 0
         self.abstract = 0
 
 
@@ -199,6 +200,7 @@ class Batch:
         line = _Line(outcome, checker.take(self.world, self.temp))
         line.host_seen = len(self.world.host.seen)
         line.unix = self.world.unix.connections
+        line.docker = self.world.docker.connections
         line.abstract = self.world.abstract.connections
         self.current = line
         return outcome
@@ -262,8 +264,11 @@ class Batch:
         seen = world.host.seen[line.host_seen :]
         if self.mode is PermissionMode.AUTO and any(p.startswith("/net-") for p in seen):
             found.append(f"reached the host's loopback with the network off: {seen}")
-        if world.unix.connections > line.unix and self.mode is not PermissionMode.AUTO:
-            found.append("reached the host's Unix socket with the network on")
+        # In every mode: a socket bound at a path is reached through the file system, which
+        # no network namespace covers (auto mode's included).
+        for server, before in ((world.unix, line.unix), (world.docker, line.docker)):
+            if server.connections > before:
+                found.append(f"reached the host's Unix socket {server.address}")
         if world.abstract.connections > line.abstract:
             found.append("reached the host's abstract Unix socket")
         del outcome

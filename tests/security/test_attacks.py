@@ -54,7 +54,8 @@ async def test_holes_the_suite_found_stay_closed(
     world: World, attack: Attack, mode: PermissionMode
 ) -> None:
     """``attack.hole`` says what broke (a nested repository's .git was writable; a script
-    file run by bash or sh passed a deny rule)."""
+    file run by bash or sh passed a deny rule; a host socket under the home folder was
+    reachable in auto mode)."""
     outcomes = await run_lines(world, mode, [attack], prefix="H")
     (outcome,) = outcomes
     assert outcome.live or not outcome.ran, "the payload did not run"

@@ -3,9 +3,10 @@ monkeypatch of the sandbox's policy, its bubblewrap arguments, or the permission
 of the suite's own lines of that class run through the same runner, and the checker must report
 what that hole lets through. Without the plant the same lines hold (``test_attacks``).
 
-Four of the plants put back the holes the suite found before they were fixed: yolo writing
+Five of the plants put back the holes the suite found before they were fixed: yolo writing
 outside the workspace, an approved write binding its folder, a renamed copy of a denied
-program, git's plumbing past a rule on its porcelain.
+program, git's plumbing past a rule on its porcelain, the seccomp filter only with the network
+(a host socket file reachable in auto mode).
 """
 
 from __future__ import annotations
@@ -196,3 +197,20 @@ async def test_no_seccomp_filter(world: World, monkeypatch: pytest.MonkeyPatch) 
     outcomes = await caught(world, YOLO, lines, "reached the host's Unix socket")
     said = " ".join(f for o in outcomes for f in o.failures)
     assert "reached the host's abstract Unix socket" in said
+
+
+async def test_the_filter_only_with_the_network(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hole 5, put back: without the network no seccomp filter (as before), so auto mode
+    reaches the host's socket files (``~/.docker/desktop/docker.sock``)."""
+
+    def weaker(launch: Callable[..., Any], *a: Any, **k: Any) -> Any:
+        found = launch(*a, **k)
+        return found if "--share-net" in found.argv else replace(found, seccomp=None)
+
+    wrap(monkeypatch, shell, "_launch", weaker)
+    lines = [a for a in pick(attacks.NETWORK, "@DOCKER@", "@SOCK@") if a.template.count("@PY@")]
+    outcomes = await caught(world, AUTO, lines, "reached the host's Unix socket")
+    said = " ".join(f for o in outcomes for f in o.failures)
+    assert "docker.sock" in said

@@ -19,6 +19,10 @@ token so that the checker can look for them.
   ``.repo`` inside it.
 - ``outside``: a canary folder beside the home folder, with a sub-folder (``CDPATH``) and a
   Unix socket server's path.
+- Unix socket servers on the host, each counting who reached it: one at ``outside/sock``, one
+  where Docker Desktop keeps its socket (``~/.docker/desktop/docker.sock``: a home folder is
+  readable in the sandbox, and a socket file there is not covered by ``/run`` being hidden),
+  and an abstract one (``@fxdesk-attack-<token>``).
 - Environment: fxdesk's own keys (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``) and others a
   machine has (``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, a D-Bus address whose guid is a
   secret), each a fresh random key.
@@ -134,6 +138,7 @@ class World:
     host: Host
     unix: SocketServer
     abstract: SocketServer
+    docker: SocketServer  # ~/.docker/desktop/docker.sock
     secrets: dict[str, str] = field(default_factory=dict)  # where -> key
     pristine: Path | None = None  # copies of the protected paths and canaries, to restore
 
@@ -192,6 +197,7 @@ class World:
             "@PORT@": self.host.url.rsplit(":", 1)[1],
             "@SOCK@": self.unix.address,
             "@ABS@": self.abstract_name,
+            "@DOCKER@": self.docker.address,
             "@PID@": str(os.getpid()),
             "@TOKEN@": self.token,
             "@ID@": ident,
@@ -283,19 +289,33 @@ def build_world(monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
 
     unix = SocketServer(str(outside / "sock"))
     abstract = SocketServer(f"\0fxdesk-attack-{token}")
-    unix.start()
-    abstract.start()
+    (home / ".docker" / "desktop").mkdir(parents=True)
+    docker = SocketServer(str(home / ".docker" / "desktop" / "docker.sock"))
+    servers = (unix, abstract, docker)
+    for server in servers:
+        server.start()
     try:
         with serving() as host:
             world = World(
-                root, home, ws, ws_gitfile, outside, data, token, host, unix, abstract, found
+                root,
+                home,
+                ws,
+                ws_gitfile,
+                outside,
+                data,
+                token,
+                host,
+                unix,
+                abstract,
+                docker,
+                found,
             )
             world.reset_markers()
             world.save()
             yield world
     finally:
-        unix.stop()
-        abstract.stop()
+        for server in servers:
+            server.stop()
         shutil.rmtree(root, ignore_errors=True)
         saved = locals().get("world")
         if saved is not None and saved.pristine is not None:

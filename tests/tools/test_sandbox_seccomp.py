@@ -1,5 +1,7 @@
-"""The seccomp filter of commands that have the network: no Unix socket of their own, so none
-of the host's abstract sockets (X11's, D-Bus's) can be reached; socketpair and IP still work.
+"""The seccomp filter of every sandboxed command: no Unix socket of its own, so none of the
+host's sockets can be reached, abstract ones (X11's, D-Bus's: with the network on) nor socket
+files the sandbox shows (``~/.docker/desktop/docker.sock``: with the network on or off);
+socketpair and IP still work.
 
 End to end through run_command with the real bubblewrap; the filter's decisions on the other
 architecture (aarch64) and for 32-bit callers by a small classic-BPF interpreter, since this
@@ -105,20 +107,69 @@ print("io_uring", fd, os.strerror(ctypes.get_errno()) if fd < 0 else "made")
     assert "io_uring -1 Operation not permitted" in result.output
 
 
-async def test_without_the_network_unix_sockets_stay_usable(workspace: Path) -> None:
-    """No filter when the network is off: the command's own network namespace has no abstract
-    socket of the host already, and local Unix sockets (Python's forkserver, tmux) work."""
-    script = """
+@pytest.fixture
+def path_listener() -> Iterator[tuple[str, socket.socket]]:
+    """A host program's socket file outside ``/run`` and ``/tmp`` (Docker Desktop's
+    ``~/.docker/desktop/docker.sock``, 1Password's agent): the sandbox shows it, read only."""
+    folder = Path(tempfile.mkdtemp(prefix="fxdesk-sock-", dir="/var/tmp"))
+    path = str(folder / "docker.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(8)
+    listener.setblocking(False)
+    yield path, listener
+    listener.close()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+CONNECT_PATH = """
 import socket
-server = socket.socket(socket.AF_UNIX)
-server.bind("\\0own")
-server.listen()
-client = socket.socket(socket.AF_UNIX)
-client.connect("\\0own")
-print("own unix socket ok")
+try:
+    socket.socket(socket.AF_UNIX).connect("{path}")
+    print("connected")
+except OSError as e:
+    print("refused:", e)
+"""
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+async def test_no_socket_file_of_the_host_is_reachable(
+    workspace: Path, path_listener: tuple[str, socket.socket], network: bool
+) -> None:
+    """The hole the attack suite found: with the network off the command had a network
+    namespace of its own, but a socket bound at a path is reached through the file system
+    (a read-only mount does not stop connect), so the filter applies either way."""
+    path, listener = path_listener
+    result = await run(workspace, CONNECT_PATH.format(path=path), network=network)
+    assert "refused: [Errno 1] Operation not permitted" in result.output
+    assert not _pending(listener)
+
+
+async def test_without_the_network_socketpair_and_pools_work_own_unix_sockets_do_not(
+    workspace: Path,
+) -> None:
+    """What the filter costs with the network off, as measured: pipes between processes and
+    multiprocessing's fork and spawn keep working; a Unix socket of the command's own (Python's
+    forkserver, a server on a socket file) is refused like any other."""
+    script = """
+import multiprocessing, socket
+a, b = socket.socketpair()
+a.sendall(b"ping")
+print("socketpair", b.recv(4).decode())
+for method in ("fork", "spawn"):
+    with multiprocessing.get_context(method).Pool(1) as pool:
+        print(method, pool.map(abs, [-2]))
+try:
+    socket.socket(socket.AF_UNIX).bind("\\0own")
+    print("own unix socket made")
+except OSError as e:
+    print("own unix socket refused:", e)
 """
     result = await run(workspace, script, network=False)
-    assert "own unix socket ok" in result.output
+    assert "socketpair ping" in result.output
+    assert "fork [2]" in result.output
+    assert "spawn [2]" in result.output
+    assert "own unix socket refused: [Errno 1] Operation not permitted" in result.output
 
 
 def _decide(program: bytes, nr: int, arch: int, arg0: int = 0) -> int:

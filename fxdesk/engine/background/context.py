@@ -35,6 +35,7 @@ class Timings:
     stop_grace_s: float = 2.0  # SIGTERM, then this long for the identity to go
     kill_grace_s: float = 2.0  # after the deliberate SIGKILL
     poll_s: float = 0.01
+    escape_settle_s: float = 1.0  # after a stop, what left the group may still end on its own
     refresh_s: float = 1.0  # the monitor's period
     refresh_throttle_s: float = 0.5
 

@@ -144,11 +144,13 @@ async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutc
 
 async def _prepare(ctx: Context, request: LaunchRequest) -> _Prepared:
     session_id = request.place.session_id
+    # Every task's number goes above the session's recorded ones, a process-local task's too:
+    # ``#1`` must not name both an ended durable task (``fxdesk ps --all``) and a new one.
     floor = 0
-    if request.policy.durable:
-        try:
-            floor = await ctx.store.read(lambda: background.highest_number(session_id))
-        except StoreError as exc:
+    try:
+        floor = await ctx.store.read(lambda: background.highest_number(session_id))
+    except StoreError as exc:
+        if request.policy.durable:
             raise PersistenceUnavailable(
                 "Background persistence is not available for this session; cannot start a "
                 f"durable command ({exc})."

@@ -37,6 +37,7 @@ from fxdesk.domain.background import (
     parse_ref,
     same_command,
 )
+from fxdesk.domain.model import PermissionMode
 from fxdesk.engine.background import launching, monitor, records, restore, stopping
 from fxdesk.engine.background.context import (
     Context,
@@ -218,6 +219,9 @@ class BackgroundRuntime:
             if place is None:
                 return None, (), ()
             settings = repo.get_workspace_sandbox(place[0])
+            if place[2] == PermissionMode.UNRESTRICTED.value and not repo.unrestricted_enabled():
+                # Turned off in Settings: it runs as yolo, in the sandbox (as run_command does).
+                place = (place[0], place[1], PermissionMode.YOLO.value)
             return place, tuple(settings.writable), tuple(settings.extra_env)
 
         found, writable, extra_env = await self._ctx.store.read(read)

@@ -145,7 +145,38 @@ async def stop(ctx: Context, task: Task) -> StopOutcome:
         finally:
             task.stopping = False
     log.info("background stop display_id=%d outcome=%s", task.number, result.value)
-    return StopOutcome(task.number, task.session_id, result, detail)
+    left: tuple[tuple[int, str], ...] = ()
+    if result.ended:
+        left = await _left_running(ctx, task)
+    return StopOutcome(task.number, task.session_id, result, detail, left)
+
+
+async def _left_running(ctx: Context, task: Task) -> tuple[tuple[int, str], ...]:
+    """What the task started that left its process group and outlived the stop (never
+    signalled: no token, and not the task's group); logged with PIDs only.
+
+    What is found is looked at again for up to ``escape_settle_s``: what ends on its own
+    right after the group (a sandbox's namespace is torn down just after its wrapper exits,
+    and bubblewrap with it) is not reported."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ctx.timings.escape_settle_s
+    while True:
+        try:
+            found = await asyncio.to_thread(ctx.provider.left_running, task.log_path)
+        except Exception:
+            log.exception("background stop could not look for escaped processes")
+            return ()
+        if not found or loop.time() >= deadline:
+            break
+        await asyncio.sleep(0.1)
+    if found:
+        log.warning(
+            "background task display_id=%d left %d process(es) outside its group running: %s",
+            task.number,
+            len(found),
+            " ".join(str(e.pid) for e in found),
+        )
+    return tuple((e.pid, e.name) for e in found)
 
 
 async def stop_and_forget(ctx: Context, tasks: Iterable[Task]) -> ForgetResult:

@@ -160,6 +160,7 @@ class NotificationCenter(QObject):
         self._approvals: dict[str, Approval] = {}
         self._pending: list[Event] = []
         self.status = TrayStatus()
+        self._background = 0
 
     def _qt_timer(self, callback: Callable[[], None]) -> CoalesceTimer:
         timer = QTimer(self)
@@ -248,6 +249,11 @@ class NotificationCenter(QObject):
         self.notifier.notify(notification.title, notification.body, notification.session_id)
         return notification
 
+    def set_background_running(self, count: int) -> None:
+        """How many background commands run now (the tray's tooltip counts them)."""
+        self._background = count
+        self._update_status()
+
     def stop(self) -> None:
         """Quitting: drop what is waiting (work interrupted by the quit is not news)."""
         self.set_enabled(False)
@@ -257,6 +263,7 @@ class NotificationCenter(QObject):
             running=sum(1 for state in self._states.values() if state in ACTIVE),
             approvals=len(self._approvals),
             failures=len(self._unseen_failures),
+            background=self._background,
         )
         if status != self.status:
             self.status = status

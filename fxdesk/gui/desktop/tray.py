@@ -45,11 +45,13 @@ class TrayStatus:
         running: sessions running, queued or waiting on an approval.
         approvals: pending approvals across all sessions.
         failures: sessions that failed (or were interrupted) since the person last looked at them.
+        background: background commands running (dev servers, watchers).
     """
 
     running: int = 0
     approvals: int = 0
     failures: int = 0
+    background: int = 0  # background commands running (they do not make the icon busy)
 
     @property
     def state(self) -> TrayState:
@@ -67,6 +69,8 @@ class TrayStatus:
             parts.append(f"{_count(self.approvals, 'approval')} waiting")
         if self.failures:
             parts.append(f"{_count(self.failures, 'session')} failed")
+        if self.background:
+            parts.append(f"{_count(self.background, 'background command')} running")
         return f"{APP_NAME} — {', '.join(parts) if parts else 'idle'}"
 
 

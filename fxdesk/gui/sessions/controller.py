@@ -5,11 +5,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from fxdesk import messages
-from fxdesk.domain.model import PermissionMode, Session, WorkStatus
+from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
@@ -18,6 +19,7 @@ from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.transcript.model import Row
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog
+from fxdesk.gui.window.usage_view import DAYS, UsageDialog
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,9 @@ class SessionController(QObject):
         panel.transcript.older_requested.append(
             lambda: self._spawn(self._load_older(), "load-older")
         )
+        self.usage_action = QAction("&Usage…", window)
+        self.usage_action.triggered.connect(lambda: self._spawn(self.show_usage(), "usage"))
+        window.view_menu.addAction(self.usage_action)
 
     @property
     def session(self) -> Session | None:
@@ -101,6 +106,22 @@ class SessionController(QObject):
             model.set_live_text(live)
         if self.session is not None and self.session.id == session_id:
             await self.refresh_profiles()
+            await self.refresh_usage(session_id)
+
+    async def refresh_usage(self, session_id: str) -> None:
+        """The header's usage: this session, its tree and today."""
+        summary = await self.engine.usage_summary(session_id)
+        if self.session is not None and self.session.id == session_id:
+            self.window.panel.show_usage(summary)
+
+    async def show_usage(self) -> UsageDialog:
+        """View → Usage: the last 30 days, per day and per session."""
+        days = await self.engine.usage_by_day(DAYS)
+        sessions = await self.engine.usage_by_session(DAYS)
+        dialog = UsageDialog(days, sessions, self.window)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.show()
+        return dialog
 
     async def refresh_profiles(self) -> None:
         """Offer the stored profiles in the composer, the session's own one chosen, and the
@@ -124,6 +145,8 @@ class SessionController(QObject):
     def _on_bridge_session_changed(self, session: Session) -> None:
         if self.session is not None and session.id == self.session.id:
             self.window.show_session(session)
+            if session.state not in (SessionState.RUNNING, SessionState.AWAITING_APPROVAL):
+                self._spawn(self.refresh_usage(session.id), "usage")
 
     @Slot(str, object)
     def _on_bridge_queue_changed(self, session_id: str, items: list[WorkItem]) -> None:

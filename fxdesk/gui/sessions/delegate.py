@@ -10,6 +10,7 @@ from fxdesk.domain.model import SessionState
 from fxdesk.gui.sessions.model import (
     KIND_SESSION,
     ROLE_APPROVALS,
+    ROLE_BACKGROUND,
     ROLE_BUSY,
     ROLE_KIND,
     ROLE_LAST_FAILED,
@@ -87,6 +88,9 @@ class SessionDelegate(QStyledItemDelegate):
         approvals = int(index.data(ROLE_APPROVALS) or 0)
         if approvals:
             badges.append((f"{approvals} to approve", Role.BADGE_APPROVALS))
+        background = int(index.data(ROLE_BACKGROUND) or 0)
+        if background:  # a play sign and the count: its tooltip says it in words
+            badges.append((f"▶ {background}", Role.STATE_RUNNING))
         queued = int(index.data(ROLE_QUEUED) or 0)
         if queued:
             badges.append((f"{queued} queued", Role.BADGE_QUEUED))

@@ -34,6 +34,7 @@ ROLE_APPROVALS = Qt.ItemDataRole.UserRole + 6  # pending approvals (int)
 ROLE_BUSY = Qt.ItemDataRole.UserRole + 7  # held by another fxdesk process (bool)
 ROLE_UNREAD = Qt.ItemDataRole.UserRole + 8  # new output not yet seen (bool)
 ROLE_LAST_FAILED = Qt.ItemDataRole.UserRole + 9  # its newest work item failed (bool)
+ROLE_BACKGROUND = Qt.ItemDataRole.UserRole + 10  # background commands running (int)
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -52,6 +53,14 @@ STATE_LABELS = {
     SessionState.CANCELLED: "cancelled",
     SessionState.ARCHIVED: "archived",
 }
+
+
+def background_text(running: int, joiner: str = "") -> str:
+    """ "2 background commands running" ('' for none), after ``joiner``."""
+    if not running:
+        return ""
+    noun = "command" if running == 1 else "commands"
+    return f"{joiner}{running} background {noun} running"
 
 
 @dataclass(eq=False)
@@ -267,7 +276,7 @@ class SessionTreeModel(QAbstractItemModel):
         if role == ROLE_SNAPSHOT:
             return snap
         if isinstance(snap, Session):
-            if role in (ROLE_QUEUED, ROLE_APPROVALS):
+            if role in (ROLE_QUEUED, ROLE_APPROVALS, ROLE_BACKGROUND):
                 return int(self._marks.get(snap.id, {}).get(role) or 0)
             if role in (ROLE_BUSY, ROLE_UNREAD, ROLE_LAST_FAILED):
                 return bool(self._marks.get(snap.id, {}).get(role))
@@ -275,9 +284,11 @@ class SessionTreeModel(QAbstractItemModel):
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:
                 failed = " · its last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
+                failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), " · ")
                 return f"{snap.name} · {STATE_LABELS[snap.state]}{failed} · {snap.id}"
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
                 failed = ", last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
+                failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), ", ")
                 return f"session, {STATE_LABELS[snap.state]}{failed}"
         elif isinstance(snap, Workspace):
             if role == Qt.ItemDataRole.FontRole:

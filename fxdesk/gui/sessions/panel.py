@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import Session, SessionState, WorkKind, WorkStatus
+from fxdesk.domain.usage import UsageSummary, UsageTotals, money, tokens
 from fxdesk.domain.work import WorkItem
 from fxdesk.gui.sessions.composer import Composer
 from fxdesk.gui.sessions.model import STATE_LABELS
@@ -44,6 +45,10 @@ class SessionPanel(QWidget):
         self.title.setAccessibleName("Session")
         self.title.setTextFormat(Qt.TextFormat.RichText)
         header.addWidget(self.title, 1)
+        self.usage = QLabel()
+        self.usage.setAccessibleName("Usage")
+        self.usage.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        header.addWidget(self.usage)
         self.resume = QPushButton("Resume")
         self.resume.setToolTip("Continue interrupted work from its last saved step")
         self.resume.clicked.connect(self.resume_requested)
@@ -70,6 +75,7 @@ class SessionPanel(QWidget):
         self.session = session
         if session is None:
             self.title.setText("")
+            self.show_usage(None)
             self.resume.setVisible(False)
             self.cancel.setVisible(False)
             return
@@ -82,6 +88,26 @@ class SessionPanel(QWidget):
         self.cancel.setVisible(running)
         self.composer.set_running(session.state in RUNNING_STATES)
         self.composer.set_mode(session.permission_mode)
+
+    def show_usage(self, summary: UsageSummary | None) -> None:
+        """ "4.0k in / 600 out · $0.021 · tree $0.05 · today $1.20", the whole in its tooltip."""
+        if summary is None or (summary.session.model_calls == 0 and summary.today.model_calls == 0):
+            self.usage.setText("")
+            self.usage.setToolTip("")
+            return
+        parts = [summary.session.text()]
+        if summary.tree != summary.session:
+            parts.append(f"tree {_short(summary.tree)}")
+        parts.append(f"today {_short(summary.today)}")
+        self.usage.setText(
+            f"<span style='color: {css(Role.QUIET_TEXT)}'>{_escape(' · '.join(parts))}</span>"
+        )
+        self.usage.setToolTip(
+            f"This session: {summary.session.text()}\n"
+            f"This session and its sub-agents: {summary.tree.text()}\n"
+            f"Every session today: {summary.today.text()}\n"
+            "View → Usage shows the last 30 days."
+        )
 
     def show_queue(self, items: list[WorkItem]) -> None:
         """The messages waiting behind the running turn, each removable."""
@@ -110,6 +136,15 @@ class SessionPanel(QWidget):
             line.addWidget(remove)
             self.queue_layout.addWidget(row)
         self.queue.setVisible(bool(pending))
+
+
+def _short(totals: UsageTotals) -> str:
+    """A total in one word: its cost when priced, else its tokens."""
+    if totals.reported == 0:
+        return "unreported" if totals.model_calls else "none"
+    if totals.reported > totals.unpriced:
+        return money(totals.cost_usd)
+    return f"{tokens(totals.input_tokens + totals.output_tokens)} tokens"
 
 
 def _escape(text: str) -> str:

@@ -447,7 +447,11 @@ def _turn_summary(row: Row) -> str:
     if isinstance(calls, int):
         parts.append(f"{calls} model call{'' if calls == 1 else 's'}")
     used = row.data.get("usage")
-    if isinstance(used, list | tuple) and len(used) == 2 and all(isinstance(n, int) for n in used):
+    if row.data.get("usage_reported") is False:  # not "0 in / 0 out · $0.0000"
+        parts.append("usage not reported")
+    elif (
+        isinstance(used, list | tuple) and len(used) == 2 and all(isinstance(n, int) for n in used)
+    ):
         parts.append(f"{used[0]:,} in / {used[1]:,} out")
     cost = row.data.get("cost_usd")
     if isinstance(cost, int | float):

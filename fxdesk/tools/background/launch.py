@@ -10,9 +10,15 @@ Unsandboxed, the wrapper is fxdesk's child, in a session of its own. Sandboxed (
 the policy ``run_command`` uses, from ``fxdesk.tools.sandbox``), bubblewrap runs it in namespaces
 of its own: fxdesk's child is bubblewrap, whose child is the PID namespace's init, whose child
 is the wrapper; the PID returned is the wrapper's *host* PID, found that way. When the wrapper
-exits, the init exits and the kernel kills whatever is left in the namespace: a sandboxed task
-lives exactly as long as its wrapper. A server gets the host's network through the policy
-(``network=True``), with the same seccomp filter as ``run_command`` (no Unix sockets).
+exits, bubblewrap exits. For a process-local task (``--die-with-parent``) the namespace's init
+dies with it and the kernel kills whatever is left in the namespace, a process that left the
+task's group included. For a durable task the init stays as long as anything in the namespace
+runs (tested: a ``setsid`` process outlives the wrapper there too); such a process is found
+and reported by the stop (``escaped``). Every wrapper's environment carries
+``FXDESK_BACKGROUND_TASK`` (``escaped.TASK_VARIABLE``) for that. A server gets the host's
+network through the policy (``network=True``). With the network or without, the same seccomp
+filter as ``run_command`` (no Unix sockets: a socket file of the host would be reachable
+without the network too).
 
 Lifetimes (``LaunchSpec.survives_fxdesk``):
 
@@ -42,6 +48,7 @@ import psutil  # type: ignore[import-untyped]
 
 from fxdesk.domain.process_identity import ProcessToken, TokenMatch
 from fxdesk.tools.background import identity
+from fxdesk.tools.background.escaped import TASK_VARIABLE, Escaped, left_running, task_tag
 from fxdesk.tools.background.launch_args import (
     release_message,
     sandboxed_wrapper_command,
@@ -149,11 +156,16 @@ class WrapperProvider:
     def signal_group(self, pid: int, token: ProcessToken, signal_number: int) -> None:
         identity.signal_group(pid, token, signal_number)
 
+    def left_running(self, log_path: str) -> list[Escaped]:
+        return left_running(task_tag(log_path))
+
 
 def _start_for(spec: LaunchSpec, lifeline: int | None) -> _Start:
     """The command line and environment of the wrapper for ``spec``."""
+    tag = {TASK_VARIABLE: task_tag(spec.log_path)}  # ``escaped``: found again after a setsid
     if spec.sandbox is None:
-        return _Start(wrapper_command(lifeline), wrapper_environment(spec.environment), None, False)
+        environment = wrapper_environment(spec.environment) | tag
+        return _Start(wrapper_command(lifeline), environment, None, False)
     status = sandbox_status()
     if not status.available:
         raise LaunchFailed(f"the sandbox does not work on this machine: {status.reason}")
@@ -173,8 +185,8 @@ def _start_for(spec: LaunchSpec, lifeline: int | None) -> _Start:
     )
     return _Start(
         [status.bwrap, *arguments],
-        wrapper_environment(dict(policy.environment)),
-        filter_for() if policy.network else None,
+        wrapper_environment(dict(policy.environment)) | tag,
+        filter_for(),  # as run_command's: with the network or not
         True,
     )
 

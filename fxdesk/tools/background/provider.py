@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Protocol
 from fxdesk.domain.process_identity import ProcessToken, TokenMatch
 
 if TYPE_CHECKING:
+    from fxdesk.tools.background.escaped import Escaped
     from fxdesk.tools.sandbox import SandboxPolicy
 
 # What the wrapper and the release agree on (spec §3.3).
@@ -130,6 +131,12 @@ class ProcessProvider(Protocol):
 
     def match_token(self, pid: int, token: ProcessToken) -> TokenMatch:
         """How the PID compares with ``token`` now; never raises."""
+        ...
+
+    def left_running(self, log_path: str) -> list[Escaped]:
+        """The processes of the task logging to ``log_path`` that left its process group
+        (``setsid``, a double fork) and still run: a group signal does not reach them
+        (``escaped``). Read only; blocking."""
         ...
 
     def signal_group(self, pid: int, token: ProcessToken, signal_number: int) -> None:

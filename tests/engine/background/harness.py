@@ -8,12 +8,14 @@ unreadable or a signal fail. Waits are shortened (``FAST``), never the logic.
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from fxdesk.domain.background import BackgroundTask
 from fxdesk.domain.model import PermissionMode, SessionMode
+from fxdesk.domain.process_identity import ProcessToken
 from fxdesk.engine.background.context import SessionPlace, Timings
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
@@ -21,27 +23,48 @@ from fxdesk.engine.clock import SystemClock
 from fxdesk.engine.events import BackgroundChanged
 from fxdesk.store import Store, repo
 from fxdesk.store.faults import FaultInjector
-from fxdesk.tools.background.provider import LaunchSpec, ProcessProvider
+from fxdesk.tools.background import launch
+from fxdesk.tools.background.launch import WrapperProvider
+from fxdesk.tools.background.provider import (
+    LaunchSpec,
+    PreparedProcess,
+    ProcessIdentityUnavailable,
+    ProcessProvider,
+)
+from fxdesk.tools.sandbox import policy_for
 from tests.fakes.background_provider import FakeProvider
 
 FAST = Timings(
     cleanup_timeout_s=0.05,
     stop_grace_s=0.3,
     kill_grace_s=0.3,
+    escape_settle_s=0.05,
     refresh_s=0.05,
     refresh_throttle_s=0.0,
 )
 
 
+REAL = Timings(refresh_s=0.05, refresh_throttle_s=0.0)  # real processes: the spec's waits
+
+
 @dataclass
 class SpecRecorder:
-    """A ``SpecBuilder`` that records each request and starts nothing sandboxed."""
+    """A ``SpecBuilder`` that records each request; unsandboxed, unless ``sandboxed`` (then
+    the policy ``run_command`` uses, network on, as ``specs.sandboxed_specs`` builds it)."""
 
     calls: list[tuple[SessionPlace, Path, Path, bool]] = field(default_factory=list)
+    sandboxed: bool = False
 
     def __call__(self, place: SessionPlace, cwd: Path, log_path: Path, durable: bool) -> LaunchSpec:
         self.calls.append((place, cwd, log_path, durable))
-        return LaunchSpec(cwd, log_path, None, {"PATH": "/usr/bin:/bin"}, survives_fxdesk=durable)
+        sandbox = None
+        if self.sandboxed:
+            sandbox = policy_for(
+                place.workspace, network=True, environ={"PATH": "/usr/bin:/bin", "HOME": "/root"}
+            )
+        return LaunchSpec(
+            cwd, log_path, sandbox, {"PATH": "/usr/bin:/bin"}, survives_fxdesk=durable
+        )
 
 
 async def make_session(store: Store, workspace: Path, session_id: str) -> None:
@@ -71,6 +94,7 @@ class Harness:
     specs: SpecRecorder
     events: list[BackgroundChanged] = field(default_factory=list)
     faults: FaultInjector = field(default_factory=FaultInjector)
+    timings: Timings = FAST
 
     @property
     def fake(self) -> FakeProvider:
@@ -83,7 +107,7 @@ class Harness:
         instance_id: str = "instance-1",
         owner_alive: Callable[[str], bool] | None = None,
         provider: ProcessProvider | None = None,
-        timings: Timings = FAST,
+        timings: Timings | None = None,
     ) -> BackgroundRuntime:
         return BackgroundRuntime(
             provider or self.provider,
@@ -95,7 +119,7 @@ class Harness:
             build_spec=self.specs,
             instance_id=instance_id,
             owner_alive=owner_alive,
-            timings=timings,
+            timings=timings or self.timings,
             url_give_up_s=2.0,
         )
 
@@ -126,6 +150,43 @@ class Harness:
 
     def task(self, number: int, session_id: str | None = None) -> BackgroundTask:
         return self.runtime.task(f"#{number}", session_id or self.session_id)
+
+
+class RealProvider(WrapperProvider):
+    """The real provider, with what the launch scenarios need to make happen on demand:
+    identity captures that fail (``capture_failures`` times, or ``capture_always_fails``),
+    and (``deaf_wrapper``) a held-back child that says it is ready and then ignores its
+    closed pipe and SIGTERM for 0.2 s instead of the wrapper (scenario 6)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.captures = 0
+        self.capture_failures = 0
+        self.capture_always_fails = False
+        self.deaf_wrapper = False
+        self.spawned: list[int] = []
+
+    def spawn_prepared(self, spec: LaunchSpec) -> PreparedProcess:
+        if not self.deaf_wrapper:
+            prepared = super().spawn_prepared(spec)
+        else:
+            child = subprocess.Popen(
+                ["bash", "-c", "trap '' TERM HUP; printf R >&2; sleep 0.2"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+            assert child.stderr is not None and child.stderr.read(1) == b"R"
+            prepared = launch._Prepared(child, child.pid)
+        self.spawned.append(prepared.pid)
+        return prepared
+
+    def capture_token(self, pid: int) -> ProcessToken:
+        self.captures += 1
+        if self.capture_always_fails or self.captures <= self.capture_failures:
+            raise ProcessIdentityUnavailable("cannot read /proc (made to fail)")
+        return super().capture_token(pid)
 
 
 async def wait_until(condition: Callable[[], object], timeout: float = 10.0) -> None:

@@ -147,6 +147,10 @@ async def test_in_auto_mode_a_background_server_is_asked_about_for_its_network(
         (approval,) = await engine.pending_approvals(session.id)
         assert approval.tool == "start_background"
         assert "network" in approval.detail["reason"]
+        # A background task outlives the call: "run outside the sandbox, once" is no choice.
+        assert not approval.offers_outside
+        with pytest.raises(ValueError, match="outside"):
+            await engine.answer_approval(approval.id, Choice.ONCE_UNSANDBOXED)
         answered = await engine.answer_approval(approval.id, Choice.DENY)
         assert answered.status is ApprovalStatus.DENIED
         assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE

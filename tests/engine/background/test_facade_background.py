@@ -21,10 +21,12 @@ import pytest
 
 from fxdesk.app import App
 from fxdesk.domain.background import Origin, StopResult, TaskState
+from fxdesk.domain.model import PermissionMode
 from fxdesk.engine.facade import BackgroundError, BackgroundTask, Engine, TaskNotFound
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import ScriptedProvider
+from fxdesk.tools.sandbox_probe import sandbox_status
 
 WAIT_S = 60.0
 SERVER = f"{sys.executable} -m http.server 0 --bind 127.0.0.1"
@@ -184,3 +186,29 @@ def _is_zombie(pid: int) -> bool:
 def _kill_if_left(pid: int) -> None:
     with contextlib.suppress(OSError):
         os.killpg(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not sandbox_status().available, reason="no sandbox on this machine")
+@pytest.mark.parametrize("enabled", [True, False])
+async def test_unrestricted_mode_runs_outside_the_sandbox_only_while_the_setting_allows_it(
+    data_paths: DataPaths, project: Path, enabled: bool
+) -> None:
+    async with running_app(data_paths) as app:
+        engine = app.engine
+        await engine.profiles.set_unrestricted_enabled(True)
+        session = await engine.create_session(project, start=False)
+        await engine.configure(session.id, permission_mode=PermissionMode.UNRESTRICTED)
+        await engine.profiles.set_unrestricted_enabled(enabled)
+        database = data_paths.database
+        line = f"test -e {database} && echo SEES-THE-DATA || echo DATA-HIDDEN"
+        task = await engine.start_background(session.id, line, durable=False)
+        log = Path(task.log_path)
+        deadline = asyncio.get_running_loop().time() + WAIT_S
+        while b"DATA" not in log.read_bytes():
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.02)
+        said = log.read_bytes()
+        # Turned off in Settings, unrestricted runs as yolo does: in the sandbox, which hides
+        # fxdesk's data folder.
+        assert (b"SEES-THE-DATA" in said) is enabled
+        assert (b"DATA-HIDDEN" in said) is not enabled

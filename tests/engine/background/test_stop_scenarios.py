@@ -23,6 +23,7 @@ from fxdesk.domain.background import (
 )
 from fxdesk.domain.process_identity import TokenMatch
 from fxdesk.store import background
+from fxdesk.tools.background.escaped import Escaped
 from tests.engine.background.harness import Harness, make_session
 
 
@@ -184,3 +185,15 @@ async def test_a_pid_reused_during_the_grace_period_is_not_killed(bg: Harness) -
     outcome = await bg.runtime.stop(task.ref, bg.session_id)
     assert outcome.result is StopResult.STOPPED
     assert [s for _, s in bg.fake.signals] == [signal.SIGTERM]
+
+
+async def test_a_process_that_left_the_group_is_reported_never_signalled(bg: Harness) -> None:
+    """A double fork out of the task's process group (issue 12): the stop says which PIDs
+    still run and that fxdesk did not stop them; nothing is sent to them."""
+    task = await bg.launch()
+    bg.fake.escaped[task.log_path] = [Escaped(777001, "node")]
+    outcome = await bg.runtime.stop(task.ref, bg.session_id)
+    assert outcome.result is StopResult.STOPPED
+    assert outcome.left_running == ((777001, "node"),)
+    assert "PID 777001 (node)" in outcome.message and "kill 777001" in outcome.message
+    assert bg.fake.signals == [(task.pid, signal.SIGTERM)]

@@ -535,3 +535,14 @@ def _card(model: TranscriptModel, call_id: str) -> Row:
     return next(
         model.row_at(i) for i in range(model.rowCount()) if model.row_at(i).key.endswith(call_id)
     )
+
+
+def test_a_turn_whose_server_reported_no_usage_says_so_not_zero_tokens_for_free() -> None:
+    from fxdesk.gui.transcript.delegate import _turn_summary
+
+    quiet = Row(
+        "t", RowKind.TURN, data={"model_calls": 1, "usage": [0, 0], "usage_reported": False}
+    )
+    assert _turn_summary(quiet) == "1 model call · usage not reported"
+    told = Row("t", RowKind.TURN, data={"model_calls": 2, "usage": [1234, 15], "cost_usd": 0.0123})
+    assert _turn_summary(told) == "2 model calls · 1,234 in / 15 out · $0.0123"

@@ -34,16 +34,17 @@ def make_spec(
     environment: dict[str, str] | None = None,
     data_dir: Path | None = None,
     environ: dict[str, str] | None = None,
+    network: bool = True,
 ) -> LaunchSpec:
     """A spec for ``mode`` (``bare``: unsandboxed with ``environment``; ``bwrap``: the policy
-    run_command would use, network on as for a server)."""
+    run_command would use, network on as for a server unless ``network`` is False)."""
     sandbox = None
     if mode == "bwrap":
         require_bwrap()
         sandbox = policy_for(
             workspace,
             data_dir=data_dir,
-            network=True,
+            network=network,
             environ=environ if environ is not None else {"PATH": HOST_PATH, "HOME": "/root"},
         )
     return LaunchSpec(

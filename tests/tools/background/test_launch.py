@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -270,6 +271,27 @@ def test_a_sandboxed_server_has_the_hosts_network(
     assert owned.wait(20) == 0
     host = sorted(os.listdir("/sys/class/net"))
     assert spec.log_path.read_bytes().split(b"\n\n")[0].decode().split() == host
+
+
+@pytest.mark.parametrize("network", [False, True], ids=["network-off", "network-on"])
+def test_a_sandboxed_task_reaches_no_socket_file_of_the_host(
+    provider: WrapperProvider, workspace: Path, logs: Path, var_tmp: Path, network: bool
+) -> None:
+    """The seccomp filter of run_command, with the network or without: a socket file the
+    sandbox shows (Docker Desktop's under the home folder) is reached through the file system,
+    which no network namespace covers."""
+    path = var_tmp / "docker.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen(4)
+        listener.setblocking(False)
+        spec = make_spec("bwrap", workspace, logs, network=network)
+        script = f"import socket; socket.socket(socket.AF_UNIX).connect({str(path)!r})"
+        owned = provider.spawn_prepared(spec).release(f'python3 -c "{script}"')
+        assert owned.wait(20) != 0
+        assert b"PermissionError: [Errno 1] Operation not permitted" in spec.log_path.read_bytes()
+        with pytest.raises(BlockingIOError):
+            listener.accept()
 
 
 @pytest.mark.parametrize("mode", MODES)
