@@ -56,6 +56,7 @@ class Row:
     # before cancels were recorded, or a result that could not be saved. "" while it runs.
     ended: str = ""
     expanded: bool = False
+    arguments_shown: bool = False  # an open card shows the call's raw arguments too
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
     action: str = ""  # retry | resume
@@ -227,6 +228,13 @@ class TranscriptModel(QAbstractListModel):
         current = self._rows[row]
         if current.kind == RowKind.TOOL:
             self._replace(row, replace(current, expanded=not current.expanded))
+
+    def toggle_arguments(self, row: int) -> None:
+        """Show or hide a tool card's raw arguments (the card opens to show them)."""
+        current = self._rows[row]
+        if current.kind == RowKind.TOOL:
+            shown = not current.arguments_shown
+            self._replace(row, replace(current, arguments_shown=shown, expanded=True))
 
     # --- Qt model ------------------------------------------------------------------------
 

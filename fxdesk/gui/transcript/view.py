@@ -63,6 +63,8 @@ class TranscriptView(QListView):
         found: list[tuple[str, str, object]] = []
         if row.kind == RowKind.TOOL:
             found.append(("Collapse" if row.expanded else "Expand", "toggle", None))
+            label = "Hide arguments" if row.arguments_shown else "Show arguments"
+            found.append((label, "arguments", None))
             if row.ok is not None:
                 found.append(("Copy output", "copy", row.full_output or row.output))
                 found.append(("Show full output…", "full_output", row))
@@ -119,6 +121,8 @@ class TranscriptView(QListView):
     def trigger(self, row: int, action: str, payload: object) -> None:
         if action == "toggle":
             self.transcript.toggle(row)
+        elif action == "arguments":
+            self.transcript.toggle_arguments(row)
         elif action == "copy":
             QGuiApplication.clipboard().setText(str(payload))
         else:
