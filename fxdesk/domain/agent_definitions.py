@@ -4,9 +4,9 @@ A definition is a Markdown file: YAML front matter between two ``---`` lines, th
 fxdesk's own format (``.fxdesk/agents/*.md``) has the fields of ``FIELDS``; Claude Code's
 (``.claude/agents/*.md``) is read too and mapped onto them (``fxdesk.domain.claude_agents``).
 
-``parse_definition`` is pure: it takes the file's bytes (or text) and the name to show for it, and
-returns an ``AgentDefinition`` or raises ``AgentDefinitionError`` naming the file, the line and the
-field. Nothing else ever escapes it, whatever the text.
+``agent_files.parse_definition`` is pure: it takes the file's bytes (or text) and the name to
+show for it, and returns an ``AgentDefinition`` or raises ``AgentDefinitionError`` naming the
+file, the line and the field. Nothing else ever escapes it, whatever the text.
 
 An unknown field in fxdesk's format is an error, not a warning: a misspelt ``tool:`` or
 ``permision_mode:`` silently dropped would leave the agent with every tool or its caller's mode,
@@ -456,41 +456,3 @@ def _fxdesk(reader: Reader, default_id: str | None) -> dict[str, Any]:
         "timeout_s": values["timeout"],
         "signal_lane": values["signals"],
     }
-
-
-def parse_definition(
-    data: str | bytes,
-    source: str,
-    *,
-    format: DefinitionFormat = DefinitionFormat.FXDESK,
-    default_id: str | None = None,
-    known_tools: Collection[str] | None = None,
-) -> AgentDefinition:
-    """The definition in ``data``, or ``AgentDefinitionError`` naming ``source``, line, field.
-
-    Args:
-        data: The file's bytes (hashed as they are) or its text.
-        source: The file's name as people should see it in messages.
-        format: fxdesk's own fields, or Claude Code's.
-        default_id: The id when the file gives none (the file name without ``.md``).
-        known_tools: The tool names that exist; None skips the check (tests, built-ins).
-    """
-    from fxdesk.domain.claude_agents import claude_fields  # the mapping builds on this module
-
-    hashed = digest(data)
-    text = _decode(data, source)
-    front, body, _ = split_front_matter(text, source)
-    reader = Reader(source, known_tools)
-    read_fields(front, reader)
-    if format is DefinitionFormat.CLAUDE:
-        values = claude_fields(reader, default_id)
-    else:
-        values = _fxdesk(reader, default_id)
-    return AgentDefinition(
-        prompt=body.strip(),
-        source=source,
-        hash=hashed,
-        format=format,
-        warnings=tuple(reader.warnings),
-        **values,
-    )

@@ -29,8 +29,8 @@ from fxdesk.domain.agent_definitions import (
     AgentEntry,
     DefinitionFormat,
     DefinitionOrigin,
-    parse_definition,
 )
+from fxdesk.domain.agent_files import parse_definition
 from fxdesk.tools.registry import all_tools
 
 log = logging.getLogger(__name__)

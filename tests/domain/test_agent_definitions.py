@@ -13,8 +13,8 @@ from fxdesk.domain.agent_definitions import (
     AgentDefinitionError,
     DefinitionFormat,
     SignalLane,
-    parse_definition,
 )
+from fxdesk.domain.agent_files import parse_definition
 from fxdesk.domain.model import PermissionMode
 
 TOOLS = frozenset(
