@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -420,6 +421,7 @@ TOOL_TITLES = {
     "echo": "Echo",
 }
 COMMAND_TOOLS = ("run_command", "start_background")
+LIVE_LINES = 40  # of a running command's output, in its open card
 
 
 def _tool_body(row: Row) -> str:
@@ -438,7 +440,11 @@ def _tool_body(row: Row) -> str:
         parts.append(f"$ {values['command']}")
     state = tool_state(row)
     if state in (ToolState.RUNNING, ToolState.WAITING, ToolState.STOPPED) and row.ok is None:
-        parts.append(f"({card_words(row)})")
+        if row.live_output:  # the last lines it printed so far
+            lines = row.live_output.splitlines()[-LIVE_LINES:]
+            parts.append("\n".join(lines))
+        if state is not ToolState.RUNNING:  # a running card says so (and for how long) above
+            parts.append(f"({card_words(row)})")
     elif row.output:
         parts.append(row.output)
     return "\n\n".join(parts)
@@ -473,8 +479,11 @@ def card_words(row: Row) -> str:
         took = (
             f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
         )
+    running = "running…"
+    if row.started_ms:
+        running = f"running {_elapsed(time.time() * 1000 - row.started_ms)}"
     words = {
-        ToolState.RUNNING: "running…",
+        ToolState.RUNNING: running,
         ToolState.WAITING: "waiting for approval",
         ToolState.DENIED: "denied",
         ToolState.STOPPED: f"stopped after {took}" if took else "stopped",
@@ -482,6 +491,14 @@ def card_words(row: Row) -> str:
         ToolState.INTERRUPTED: "outcome unknown",
     }
     return words.get(state, took)
+
+
+def _elapsed(ms: float) -> str:
+    """ "4 s", "2 min 05 s": how long a call has been running."""
+    seconds = max(0, int(ms / 1000))
+    if seconds < 60:
+        return f"{seconds} s"
+    return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 def _turn_summary(row: Row) -> str:

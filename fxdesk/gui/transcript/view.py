@@ -52,6 +52,15 @@ class TranscriptView(QListView):
         self._pin_timer.setSingleShot(True)
         self._pin_timer.setInterval(0)
         self._pin_timer.timeout.connect(self.scrollToBottom)
+        # Running tool cards count their seconds: a repaint each second while any runs.
+        self.clock = QTimer(self)
+        self.clock.setInterval(1000)
+        self.clock.timeout.connect(self._on_clock)
+        self.clock.start()
+
+    def _on_clock(self) -> None:
+        if self.isVisible() and self.transcript.running_tools():
+            self.viewport().update()
 
     # --- keyboard and context menu -----------------------------------------------------------
     # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens

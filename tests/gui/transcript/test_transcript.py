@@ -600,3 +600,53 @@ async def test_show_arguments_on_a_card_opens_it_with_its_raw_arguments(qtbot: A
     view.trigger(card, "arguments", None)
     assert not model.row_at(card).arguments_shown
     assert '"path"' not in view.delegate.layout(model.row_at(card)).docs[0][0].toPlainText()
+
+
+async def test_a_running_command_shows_its_lines_and_time_until_its_result_replaces_them(
+    qtbot: Any,
+) -> None:
+    import time as clock
+
+    from fxdesk.gui.transcript.delegate import _tool_body
+
+    started = int(clock.time() * 1000) - 75_000
+    call = entry(
+        1,
+        EntryKind.TOOL_CALL,
+        '{"command": "npm test"}',
+        work_id="w1",
+        call_id="c9",
+        tool_name="run_command",
+        created_at_ms=started,
+    )
+    model = TranscriptModel(FakeHistory([call]))
+    await model.load_latest("s1")
+    assert model.running_tools()
+    card = model.row_at(0)
+    assert card_words(card) == "running 1 min 15 s"
+
+    model.append_tool_output("c9", "PASS a.test.js\n")
+    model.append_tool_output("c9", "PASS b.test.js\n")
+    card = model.row_at(0)
+    assert card.live_output == "PASS a.test.js\nPASS b.test.js\n"
+    assert _tool_body(card) == "$ npm test\n\nPASS a.test.js\nPASS b.test.js"
+    model.append_tool_output("other", "not this card\n")
+    assert model.row_at(0).live_output == card.live_output
+
+    # The result replaces what was printed live; the card stops counting.
+    result = entry(
+        2,
+        EntryKind.TOOL_RESULT,
+        "PASS a.test.js\nPASS b.test.js\n[exit code 0]",
+        work_id="w1",
+        call_id="c9",
+        tool_name="run_command",
+        data={"ok": True, "duration_ms": 75_000},
+    )
+    model.append_entries((result,))
+    done = model.row_at(0)
+    assert (done.ok, done.live_output) == (True, "")
+    assert card_words(done) == "75.0 s"
+    assert not model.running_tools()
+    model.append_tool_output("c9", "late line\n")  # a line after the result changes nothing
+    assert model.row_at(0).live_output == ""
