@@ -316,6 +316,7 @@ class App:
             owner=owner,
             recovery=self.recovery,
             background=self._background,
+            user_agents=self.paths.user_agents,
         )
 
     async def stop(self) -> None:

@@ -58,6 +58,19 @@ class DataPaths:
     def sandbox_temp(self) -> Path:
         return self.root / SANDBOX_TEMP
 
+    @property
+    def config(self) -> Path:
+        """The person's settings files: the platform's user config folder, or the data folder
+        when ``--data-dir`` or ``FXDESK_HOME`` moved it (so a test never reads the real one)."""
+        if self.source == "platform":
+            return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+        return self.root
+
+    @property
+    def user_agents(self) -> Path:
+        """The person's own agent definitions, for every workspace (docs/agents.md)."""
+        return self.config / "agents"
+
     def ensure(self) -> None:
         """Create the folders, private to the user (they hold transcripts and logs)."""
         for folder in (self.root, self.logs, self.background_logs, self.crash_dir, self.locks):

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 from fxdesk import __version__
 from fxdesk.cli import (
+    agents,
     approvals,
     background,
     doctor,
@@ -24,7 +25,17 @@ from fxdesk.logs import setup_logging
 from fxdesk.paths import resolve
 
 # Each group adds its subcommands, in the order ``--help`` lists them.
-GROUPS = (doctor, sessions, tasks_start, background, profiles, approvals, sandbox, window)
+GROUPS = (
+    doctor,
+    sessions,
+    tasks_start,
+    background,
+    profiles,
+    approvals,
+    agents,
+    sandbox,
+    window,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -93,3 +93,15 @@ class RegistryClosed(EngineError, RuntimeError):
     answered, and nothing is written; restart recovery settles what was pending."""
 
     code = ErrorCode.CLOSED
+
+
+class UnknownAgent(EngineError, LookupError):
+    """No named agent with that id in the workspace (nor the person's folder, nor built in)."""
+
+    code = ErrorCode.NOT_FOUND
+
+
+class BrokenAgent(EngineError, ValueError):
+    """The agent's definition file cannot be used; the message names the file, line and field."""
+
+    code = ErrorCode.INVALID_ARGUMENT

@@ -65,6 +65,17 @@ class TextStreamed:
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """Lines a running command printed (live only, secrets masked; its result is the durable
+    copy). Whole lines only, so a key split between two reads is masked too."""
+
+    session_id: str
+    work_id: str
+    call_id: str
+    text: str
+
+
+@dataclass(frozen=True)
 class LiveChanged:
     """The live view of a running item changed; fetch ``owner.live_snapshot`` to redraw."""
 

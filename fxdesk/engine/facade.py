@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from fxdesk.domain.agent_definitions import AgentDefinition, AgentEntry
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.background import (
     BackgroundError,
@@ -48,12 +49,18 @@ from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine import health
+from fxdesk.engine import agent_lookup, health
 from fxdesk.engine.background import listing
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
-from fxdesk.engine.errors import EngineError, ErrorCode, RegistryClosed
+from fxdesk.engine.errors import (
+    BrokenAgent,
+    EngineError,
+    ErrorCode,
+    RegistryClosed,
+    UnknownAgent,
+)
 from fxdesk.engine.events import RecoveryReport, WorkspaceAdded
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
@@ -74,8 +81,11 @@ from fxdesk.tools.background.logs import LogSummary
 from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
 
 __all__ = [
+    "AgentDefinition",
+    "AgentEntry",
     "BackgroundError",
     "BackgroundTask",
+    "BrokenAgent",
     "Catalog",
     "Engine",
     "EngineError",
@@ -102,6 +112,7 @@ __all__ = [
     "TaskNotFound",
     "TaskUsage",
     "Transcript",
+    "UnknownAgent",
     "UsageTotals",
     "WorkspaceSandbox",
     "suggested_rules",
@@ -147,6 +158,7 @@ class Engine:
         owner: SessionOwner | None = None,
         recovery: RecoveryReport | None = None,
         background: BackgroundRuntime | None = None,
+        user_agents: Path | None = None,
     ) -> None:
         self._store = store
         self._lock_dir = lock_dir
@@ -158,6 +170,7 @@ class Engine:
         self.profiles = profiles
         self.recovery = recovery
         self._background = background
+        self._user_agents = user_agents
         self._usage = UsageSampler()
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
@@ -505,6 +518,39 @@ class Engine:
             if workspace.id == workspace_id:
                 return Path(workspace.path)
         raise SessionError(f"no workspace {workspace_id}", code=ErrorCode.NOT_FOUND)
+
+    # --- named agents (issue 13, docs/agents.md) ---------------------------------------------
+
+    async def agent_definitions(self, workspace: str | os.PathLike[str]) -> list[AgentEntry]:
+        """The named agents a session in ``workspace`` can use, by id, broken files included
+        (with their error); raises ``InvalidWorkspace`` for a folder that cannot be one."""
+
+        def read() -> list[AgentEntry]:
+            folder = validate_workspace(workspace)
+            claude_user = agent_lookup.claude_user_folder()
+            folders = agent_lookup.agent_folders(folder, self._user_agents, claude_user)
+            return agent_lookup.lookup(folders)
+
+        return await asyncio.to_thread(read)
+
+    async def agent_entry(self, workspace: str | os.PathLike[str], agent_id: str) -> AgentEntry:
+        """The entry that decides what ``agent_id`` means there (``UnknownAgent`` if none)."""
+        entries = await self.agent_definitions(workspace)
+        entry = agent_lookup.find(entries, agent_id)
+        if entry is None:
+            known = ", ".join(sorted({e.id for e in entries}))
+            raise UnknownAgent(f"no agent {agent_id!r} (known: {known})")
+        return entry
+
+    async def agent_definition(
+        self, workspace: str | os.PathLike[str], agent_id: str
+    ) -> AgentDefinition:
+        """The definition of ``agent_id`` as a run would use it: ``UnknownAgent`` if there is
+        none, ``BrokenAgent`` (file, line, field) if its file cannot be used."""
+        entry = await self.agent_entry(workspace, agent_id)
+        if entry.definition is None:
+            raise BrokenAgent(entry.error or f"agent {agent_id!r} cannot be used")
+        return entry.definition
 
     # --- usage and cost ------------------------------------------------------------------------
 

@@ -155,6 +155,7 @@ class _Turn:
             runner.result_retry_s,
             runner.data_dir,
             runner.background,
+            runner.bus,
         )
 
     # --- the loop ---------------------------------------------------------------------------

@@ -51,8 +51,10 @@ from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.allowed import OUTSIDE_ONCE, Allowed, command_sandbox
 from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
+from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock
+from fxdesk.engine.events import ToolOutput
 from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
 from fxdesk.logs import redact
@@ -168,6 +170,7 @@ class ToolCalls:
         retry_s: Pauses between attempts to save a result.
         data_dir: fxdesk's data folder: hidden from commands; their /tmp is kept in it.
         background: The background runtime, for the background tools (None: none here).
+        bus: Where a running command's output is published (None: nowhere).
     """
 
     def __init__(
@@ -180,8 +183,10 @@ class ToolCalls:
         retry_s: Sequence[float] = RESULT_RETRY_S,
         data_dir: Path | None = None,
         background: BackgroundPort | None = None,
+        bus: EventBus | None = None,
     ) -> None:
         self.turn = turn
+        self.bus = bus
         self.data_dir = data_dir
         self.background = background
         self.rt = turn.rt
@@ -343,6 +348,7 @@ class ToolCalls:
             extra_env=allowed.sandbox.extra_env,
             outside_sandbox=allowed.outside_sandbox,
             background=self.background,
+            on_output=self._live_output(call),
         )
 
     async def _permit(self, call: ToolCall, asked: Asked) -> tuple[ToolResult | None, Allowed, int]:
@@ -522,6 +528,18 @@ class ToolCalls:
             )
         except (StoreError, TurnStop) as exc:
             log.info("turn of %s: %s left without a result: %s", self.rt.item.id, call.id, exc)
+
+    def _live_output(self, call: ToolCall) -> Callable[[str], None] | None:
+        """Publish what a running command prints (secrets masked) for the window's live view."""
+        bus = self.bus
+        if bus is None:
+            return None
+        session_id, work_id = self.rt.session.id, self.rt.item.id
+
+        def tell(text: str) -> None:
+            bus.publish(ToolOutput(session_id, work_id, call.id, redact(text)))
+
+        return tell
 
     def _live_tool(self, call: ToolCall, phase: ToolPhase) -> None:
         live = self.rt.live

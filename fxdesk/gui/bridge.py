@@ -27,6 +27,7 @@ from fxdesk.engine.events import (
     SessionAdded,
     SessionChanged,
     TextStreamed,
+    ToolOutput,
     WorkChanged,
     WorkspaceAdded,
 )
@@ -68,6 +69,7 @@ class EngineBridge(QObject):
         self._tasks = TaskGroup()
         self._live: dict[str, list[str]] = {}
         self._dirty_live: set[str] = set()
+        self._tool_output: dict[str, list[str]] = {}  # call id -> lines not shown yet
         self._dirty_counts: set[str] = set()
         self.repaints = 0  # live-text pushes to the transcript (tests count them)
         self._flush = QTimer(self)
@@ -84,6 +86,7 @@ class EngineBridge(QObject):
             engine.subscribe(WorkChanged, self._on_work_changed),
             engine.subscribe(HistoryAppended, self._on_history_appended),
             engine.subscribe(TextStreamed, self._on_text_streamed),
+            engine.subscribe(ToolOutput, self._on_tool_output),
             engine.subscribe(BusyElsewhere, self._on_busy_elsewhere),
             engine.subscribe(ApprovalChanged, self._on_approval_changed),
             engine.subscribe(BackgroundChanged, self.background_changed.emit),
@@ -176,9 +179,21 @@ class EngineBridge(QObject):
             long_text = sum(len(part) for part in self._live[event.session_id]) > LONG_TEXT
             self._flush.start(LONG_TEXT_MS if long_text else FRAME_MS)
 
+    def _on_tool_output(self, event: ToolOutput) -> None:
+        """A running command's lines, shown in its card at most once a frame."""
+        if event.session_id != self.current:
+            return
+        self._tool_output.setdefault(event.call_id, []).append(event.text)
+        if not self._flush.isActive():
+            self._flush.start(FRAME_MS)
+
     def _on_flush_timeout(self) -> None:
         current = self.current
         if current in self._dirty_live and self._transcript is not None:
             self._transcript.set_live_text(self.live_text(current))
             self.repaints += 1
         self._dirty_live.clear()
+        output, self._tool_output = self._tool_output, {}
+        if self._transcript is not None:
+            for call_id, parts in output.items():
+                self._transcript.append_tool_output(call_id, "".join(parts))

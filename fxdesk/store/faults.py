@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import enum
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -89,3 +90,32 @@ class FaultInjector:
                     break
             self.records.append(CommitRecord(self._total, label, chosen))
             return chosen
+
+
+# --- steps inside one transaction -------------------------------------------------------------
+
+Steps = Callable[[str], None]
+"""A hook a multi-step store function calls after each step (``"reserved"``, ``"insert:0"``...);
+production passes ``no_steps``, tests pass a ``StepFaults`` that raises at one of them so the
+whole transaction must roll back."""
+
+
+def no_steps(step: str) -> None:
+    """The production hook: nothing happens between steps."""
+
+
+class StepFault(Exception):
+    """Raised by ``StepFaults`` at the step it was told to fail."""
+
+
+class StepFaults:
+    """Records the steps a store function passed and raises ``StepFault`` at ``fail_at``."""
+
+    def __init__(self, fail_at: str | None = None) -> None:
+        self.fail_at = fail_at
+        self.seen: list[str] = []
+
+    def __call__(self, step: str) -> None:
+        self.seen.append(step)
+        if step == self.fail_at:
+            raise StepFault(f"injected failure after step {step!r}")

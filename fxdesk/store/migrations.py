@@ -368,7 +368,130 @@ V6 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6)
+_RUN_STATUSES = (
+    "'queued','running','waiting_children','completed','failed','timed_out','cancelled',"
+    "'interrupted'"
+)
+
+V7 = Migration(
+    7,
+    "agent runs, the root session's inbox and its counters",
+    [
+        # The process activation counter (spec agent-coordinator §4.4): every start takes the
+        # next generation; runs record the one that accepted them.
+        """
+    CREATE TABLE runtime_meta (
+        key TEXT PRIMARY KEY,
+        value INTEGER NOT NULL
+    )""",
+        # One delegated task, written before anything executes (spec §2.1). It runs as the
+        # one-off child session ``child_session_id`` of ``caller_session_id``. ``tree_id`` is the
+        # top run of its delegation tree, ``group_id``/``group_index`` its batch and place in it.
+        f"""
+    CREATE TABLE agent_run (
+        id TEXT PRIMARY KEY,
+        root_session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        caller_session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        child_session_id TEXT UNIQUE REFERENCES session(id) ON DELETE SET NULL,
+        parent_run_id TEXT REFERENCES agent_run(id) ON DELETE CASCADE,
+        tree_id TEXT NOT NULL,
+        group_id TEXT NOT NULL,
+        group_index INTEGER NOT NULL CHECK (group_index >= 0),
+        caller_agent_id TEXT NOT NULL,
+        root_turn_id TEXT,
+        call_id TEXT,
+        idempotency_key TEXT UNIQUE,
+        agent_id TEXT NOT NULL CHECK (agent_id != ''),
+        definition_hash TEXT NOT NULL DEFAULT '',
+        provider_profile TEXT NOT NULL DEFAULT '',
+        model_id TEXT NOT NULL DEFAULT '',
+        mode TEXT NOT NULL CHECK (mode IN ('foreground', 'background')),
+        depth INTEGER NOT NULL CHECK (depth >= 1),
+        execution_id TEXT NOT NULL,
+        runtime_generation INTEGER NOT NULL CHECK (runtime_generation >= 1),
+        owner_instance TEXT,
+        task TEXT NOT NULL,
+        context TEXT,
+        budget_json TEXT NOT NULL,
+        signal_lane TEXT CHECK (signal_lane IS NULL OR signal_lane IN ('queue', 'steer')),
+        deadline_at_ms INTEGER NOT NULL,
+        completion_slot_reserved INTEGER NOT NULL CHECK (completion_slot_reserved IN (0, 1)),
+        status TEXT NOT NULL DEFAULT 'queued' CHECK (status IN ({_RUN_STATUSES})),
+        created_at_ms INTEGER NOT NULL,
+        started_at_ms INTEGER,
+        finished_at_ms INTEGER,
+        updated_at_ms INTEGER NOT NULL,
+        revision INTEGER NOT NULL,
+        result TEXT,
+        summary TEXT,
+        error TEXT,
+        tool_calls INTEGER,
+        iterations INTEGER,
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        cost REAL,
+        signal_ids_json TEXT,
+        timed_out_at_ms INTEGER,
+        CHECK ((mode = 'background') = (completion_slot_reserved = 1))
+    )""",
+        "CREATE INDEX agent_run_session ON agent_run (root_session_id, created_at_ms, id)",
+        "CREATE INDEX agent_run_parent ON agent_run (parent_run_id)",
+        "CREATE INDEX agent_run_tree ON agent_run (tree_id)",
+        "CREATE INDEX agent_run_group ON agent_run (group_id, group_index)",
+        # Recovery and the deadline watch look only at unfinished runs.
+        """
+    CREATE INDEX agent_run_active ON agent_run (runtime_generation)
+        WHERE status IN ('queued', 'running', 'waiting_children')""",
+        # The root session's inbox (spec §2.7): completions and signals. The key is unique per
+        # session: ``completion:<run id>`` makes one completion per run a constraint.
+        """
+    CREATE TABLE agent_inbox (
+        id TEXT PRIMARY KEY,
+        root_session_id TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+        run_id TEXT NOT NULL REFERENCES agent_run(id) ON DELETE CASCADE,
+        kind TEXT NOT NULL CHECK (kind IN ('completion', 'signal')),
+        event_key TEXT NOT NULL,
+        lane TEXT NOT NULL DEFAULT 'queue' CHECK (lane IN ('queue', 'steer')),
+        status TEXT NOT NULL CHECK (status IN
+            ('pending', 'claimed', 'consumed', 'superseded', 'dead')),
+        requires_continuation INTEGER NOT NULL CHECK (requires_continuation IN (0, 1)),
+        payload_json TEXT NOT NULL,
+        severity TEXT CHECK (severity IS NULL OR severity IN
+            ('info', 'warning', 'error', 'critical')),
+        signal_key TEXT,
+        dedupe_key TEXT,
+        count INTEGER NOT NULL DEFAULT 1 CHECK (count >= 1),
+        revision INTEGER NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
+        lease_owner TEXT,
+        lease_expires_at_ms INTEGER,
+        available_at_ms INTEGER NOT NULL,
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL,
+        consumed_at_ms INTEGER,
+        last_error TEXT,
+        UNIQUE (root_session_id, event_key)
+    )""",
+        "CREATE INDEX agent_inbox_due ON agent_inbox (root_session_id, status, available_at_ms)",
+        "CREATE INDEX agent_inbox_run ON agent_inbox (run_id)",
+        """
+    CREATE INDEX agent_inbox_dedupe ON agent_inbox (root_session_id, dedupe_key, created_at_ms)
+        WHERE dedupe_key IS NOT NULL""",
+        # Per root session: the capacity counters (a cache of the rows, spec §4.6) and the
+        # revision every run or inbox change bumps, so views order projections.
+        """
+    CREATE TABLE agent_session_state (
+        root_session_id TEXT PRIMARY KEY REFERENCES session(id) ON DELETE CASCADE,
+        pending_count INTEGER NOT NULL DEFAULT 0 CHECK (pending_count >= 0),
+        reserved_count INTEGER NOT NULL DEFAULT 0 CHECK (reserved_count >= 0),
+        revision INTEGER NOT NULL DEFAULT 0 CHECK (revision >= 0),
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

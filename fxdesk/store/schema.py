@@ -236,6 +236,103 @@ class BackgroundTaskRow(BaseModel):
         primary_key = pw.CompositeKey("session", "number")
 
 
+class RuntimeMetaRow(BaseModel):
+    key = pw.TextField(primary_key=True)
+    value = pw.IntegerField()
+
+    class Meta:
+        table_name = "runtime_meta"
+
+
+class AgentRunRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    root_session_id = pw.TextField()
+    caller_session_id = pw.TextField()
+    child_session_id = pw.TextField(null=True, unique=True)
+    parent_run_id = pw.TextField(null=True)
+    tree_id = pw.TextField()
+    group_id = pw.TextField()
+    group_index = pw.IntegerField()
+    caller_agent_id = pw.TextField()
+    root_turn_id = pw.TextField(null=True)
+    call_id = pw.TextField(null=True)
+    idempotency_key = pw.TextField(null=True, unique=True)
+    agent_id = pw.TextField()
+    definition_hash = pw.TextField(default="")
+    provider_profile = pw.TextField(default="")
+    model_id = pw.TextField(default="")
+    mode = pw.TextField()
+    depth = pw.IntegerField()
+    execution_id = pw.TextField()
+    runtime_generation = pw.IntegerField()
+    owner_instance = pw.TextField(null=True)
+    task = pw.TextField()
+    context = pw.TextField(null=True)
+    budget_json = pw.TextField()
+    signal_lane = pw.TextField(null=True)
+    deadline_at_ms = pw.IntegerField()
+    completion_slot_reserved = pw.BooleanField()
+    status = pw.TextField(default="queued")
+    created_at_ms = pw.IntegerField()
+    started_at_ms = pw.IntegerField(null=True)
+    finished_at_ms = pw.IntegerField(null=True)
+    updated_at_ms = pw.IntegerField()
+    revision = pw.IntegerField()
+    result = pw.TextField(null=True)
+    summary = pw.TextField(null=True)
+    error = pw.TextField(null=True)
+    tool_calls = pw.IntegerField(null=True)
+    iterations = pw.IntegerField(null=True)
+    prompt_tokens = pw.IntegerField(null=True)
+    completion_tokens = pw.IntegerField(null=True)
+    cost = pw.FloatField(null=True)
+    signal_ids_json = pw.TextField(null=True)
+    timed_out_at_ms = pw.IntegerField(null=True)
+
+    class Meta:
+        table_name = "agent_run"
+
+
+class AgentInboxRow(BaseModel):
+    id = pw.TextField(primary_key=True)
+    root_session_id = pw.TextField()
+    run_id = pw.TextField()
+    kind = pw.TextField()
+    event_key = pw.TextField()
+    lane = pw.TextField(default="queue")
+    status = pw.TextField()
+    requires_continuation = pw.BooleanField()
+    payload_json = pw.TextField()
+    severity = pw.TextField(null=True)
+    signal_key = pw.TextField(null=True)
+    dedupe_key = pw.TextField(null=True)
+    count = pw.IntegerField(default=1)
+    revision = pw.IntegerField()
+    attempts = pw.IntegerField(default=0)
+    lease_owner = pw.TextField(null=True)
+    lease_expires_at_ms = pw.IntegerField(null=True)
+    available_at_ms = pw.IntegerField()
+    created_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+    consumed_at_ms = pw.IntegerField(null=True)
+    last_error = pw.TextField(null=True)
+
+    class Meta:
+        table_name = "agent_inbox"
+
+
+class AgentSessionStateRow(BaseModel):
+    root_session_id = pw.TextField(primary_key=True)
+    pending_count = pw.IntegerField(default=0)
+    reserved_count = pw.IntegerField(default=0)
+    revision = pw.IntegerField(default=0)
+    created_at_ms = pw.IntegerField()
+    updated_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "agent_session_state"
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkspaceRow,
     SessionRow,
@@ -250,4 +347,8 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     PermissionRuleRow,
     ApprovalRow,
     BackgroundTaskRow,
+    RuntimeMetaRow,
+    AgentRunRow,
+    AgentInboxRow,
+    AgentSessionStateRow,
 )

@@ -64,6 +64,9 @@ class ToolContext:
     # The engine's background runtime, for the background tools (None: this process runs no
     # background tasks).
     background: BackgroundPort | None = None
+    # Where a command's output goes while it runs, whole lines at a time (the window's live
+    # view); None: nobody watches.
+    on_output: Callable[[str], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,13 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
+import logging
 import os
 import re
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +63,9 @@ from fxdesk.tools.sandbox_probe import SEATBELT, SandboxStatus, sandbox_status
 from fxdesk.tools.sandbox_seccomp import filter_for, passed_to_bwrap
 
 CHUNK_BYTES = 64 * 1024
+LIVE_LINE_MAX = 4096  # a line longer than this is passed on unfinished (a progress bar)
+
+log = logging.getLogger(__name__)
 # What programs print when they find no network (or no server on the host's loopback).
 NETWORK_FAILURE = re.compile(
     r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
@@ -79,16 +84,38 @@ _SCANNED = 256 * 1024  # the end of the output, where a failure is printed
 class _Capture:
     """Combined stdout and stderr in arrival order, at most ``limit`` bytes of it."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_output: Callable[[str], None] | None = None) -> None:
         self.limit = limit
         self.kept = 0
         self.dropped = 0
         self.parts: list[str] = []
+        self._on_output = on_output
+        self._partial = {"": ""}  # per stream: the start of a line not finished yet
+
+    def _tell(self, stream: str, text: str, final: bool = False) -> None:
+        """Pass whole lines to whoever watches (a line's end may arrive in a later read)."""
+        if self._on_output is None:
+            return
+        pending = self._partial.get(stream, "") + text
+        if final:
+            whole, self._partial[stream] = pending, ""
+        else:
+            cut = pending.rfind("\n") + 1
+            whole, self._partial[stream] = pending[:cut], pending[cut:]
+            if len(self._partial[stream]) > LIVE_LINE_MAX:  # no newline for a long time
+                whole, self._partial[stream] = pending, ""
+        if whole:
+            try:
+                self._on_output(whole)
+            except Exception:  # a watcher's failure never fails the command
+                log.exception("live output watcher failed")
+                self._on_output = None
 
     async def pump(self, stream: asyncio.StreamReader | None) -> None:
         if stream is None:
             return
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        name = str(id(stream))
         while chunk := await stream.read(CHUNK_BYTES):
             room = self.limit - self.kept
             if room <= 0:
@@ -99,8 +126,12 @@ class _Capture:
                 self.dropped += len(chunk) - room
                 chunk = chunk[:room]
             self.kept += len(chunk)
-            self.parts.append(decoder.decode(chunk))
-        self.parts.append(decoder.decode(b"", final=True))
+            text = decoder.decode(chunk)
+            self.parts.append(text)
+            self._tell(name, text)
+        last = decoder.decode(b"", final=True)
+        self.parts.append(last)
+        self._tell(name, last, final=True)
 
     def text(self, footer: str) -> str:
         """The output, a note if some was dropped, then ``footer``; joined once, because the
@@ -297,7 +328,7 @@ class RunCommandTool(Tool):
         except OSError as exc:
             return ToolResult.error(f"cannot start the command: {exc.strerror or exc}")
 
-        capture = _Capture(self.capture_limit)
+        capture = _Capture(self.capture_limit, ctx.on_output)
         pumps = asyncio.gather(capture.pump(proc.stdout), capture.pump(proc.stderr))
         timed_out = lingering = False
         try:

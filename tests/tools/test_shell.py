@@ -4,6 +4,7 @@ in the sandbox (bubblewrap) and without it (where a machine has none)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import random
 import re
@@ -359,3 +360,34 @@ async def test_nothing_in_the_environment_makes_bash_run_more_than_the_line(
     assert "not the real ls" not in result.output
     assert re.search(r"^extglob\s+off$", result.output, re.MULTILINE), result.output
     assert "[kept]" in result.output
+
+
+async def test_a_watcher_sees_whole_lines_while_the_command_runs(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    """The window's live view: each line as soon as it is printed, never a line cut in two
+    (a secret split between two reads is masked by the watcher only if it arrives whole)."""
+    seen: list[tuple[float, str]] = []
+    began = time.monotonic()
+    watched = dataclasses.replace(
+        ctx, on_output=lambda text: seen.append((time.monotonic() - began, text))
+    )
+    line = "printf 'first '; sleep 0.2; printf 'line\\n'; sleep 1; echo second; printf tail"
+    result = await run(tool, watched, line)
+    assert result.ok
+    texts = [text for _, text in seen]
+    assert "".join(texts) == "first line\nsecond\ntail"
+    assert texts[0] == "first line\n"  # held until its end arrived, not "first " alone
+    assert all(text.endswith("\n") for text in texts[:-1])
+    # "first line" was seen a second before the command ended: while it ran.
+    assert seen[0][0] < seen[-1][0] - 0.5
+
+
+async def test_a_failing_watcher_never_fails_the_command(
+    tool: RunCommandTool, ctx: ToolContext
+) -> None:
+    def broken(_text: str) -> None:
+        raise RuntimeError("the window went away")
+
+    result = await run(tool, dataclasses.replace(ctx, on_output=broken), "echo one; echo two")
+    assert result.ok and result.output.startswith("one\ntwo\n")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -244,9 +245,13 @@ class TranscriptDelegate(QStyledItemDelegate):
         layout.docs.append((doc, rect))
         bottom = int(rect.bottom()) + PAD
         more = len(lines) > PREVIEW_LINES or bool(row.full_output)
+        links = QRect(PAD, bottom, 150, small + 4)
+        layout.hotspots.append((links, "arguments", None))
         if more:
-            layout.hotspots.append((QRect(PAD, bottom, 200, small + 4), "full_output", row))
-            bottom += small + 6
+            layout.hotspots.append(
+                (links.translated(160, 0).adjusted(0, 0, 50, 0), "full_output", row)
+            )
+        bottom += small + 6
         layout.height = bottom + GAP
         return layout
 
@@ -329,6 +334,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 "retry": "Retry",
                 "resume": "Resume",
                 "full_output": "Show full output…",
+                "arguments": "Hide arguments" if row.arguments_shown else "Show arguments",
             }.get(action)
             if label is None:
                 continue
@@ -338,7 +344,9 @@ class TranscriptDelegate(QStyledItemDelegate):
                 painter.setPen(text_color)
                 painter.setBrush(palette.color(QPalette.ColorRole.Button))
                 painter.drawRoundedRect(QRectF(rect), 4, 4)
-            painter.drawText(QRectF(rect), int(Qt.AlignmentFlag.AlignCenter), label)
+            links = action in ("arguments", "full_output")  # text links line up with the text
+            align = Qt.AlignmentFlag.AlignLeft if links else Qt.AlignmentFlag.AlignHCenter
+            painter.drawText(QRectF(rect), int(align | Qt.AlignmentFlag.AlignVCenter), label)
         painter.restore()
 
     def _paint_tool(
@@ -358,7 +366,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         bold.setBold(True)
         painter.setFont(bold)
         arrow = "▾" if row.expanded else "▸"
-        name = f"{arrow} {row.tool}"
+        name = f"{arrow} {TOOL_TITLES.get(row.tool, row.tool)}"
         painter.drawText(QRectF(PAD + 20, 0, 200, height), int(Qt.AlignmentFlag.AlignVCenter), name)
         name_width = QFontMetrics(bold).horizontalAdvance(name) + 12
         painter.setFont(QFont(painter.font().family(), painter.font().pointSize()))
@@ -397,26 +405,68 @@ class TranscriptDelegate(QStyledItemDelegate):
         return False
 
 
+# What a card's header says a call did, in a word; its target follows (``_summary``).
+TOOL_TITLES = {
+    "run_command": "Run",
+    "start_background": "Start in background",
+    "list_background": "Background tasks",
+    "read_background_log": "Read background log",
+    "stop_background": "Stop background task",
+    "edit_file": "Edit",
+    "write_file": "Write",
+    "read_file": "Read",
+    "list_dir": "List",
+    "glob": "Find files",
+    "grep": "Search",
+    "echo": "Echo",
+}
+COMMAND_TOOLS = ("run_command", "start_background")
+LIVE_LINES = 40  # of a running command's output, in its open card
+
+
 def _tool_body(row: Row) -> str:
-    try:
-        arguments = json.dumps(json.loads(row.arguments or "{}"), indent=2, ensure_ascii=False)
-    except json.JSONDecodeError:
-        arguments = row.arguments
+    """An open card: a command as typed at a prompt (``$ npm test``) then its output; an edit
+    as its diff; other calls their result. The raw arguments only when asked for."""
+    values = _arguments(row)
+    parts = []
+    if row.arguments_shown:
+        try:
+            parts.append(
+                json.dumps(json.loads(row.arguments or "{}"), indent=2, ensure_ascii=False)
+            )
+        except json.JSONDecodeError:
+            parts.append(row.arguments)
+    if row.tool in COMMAND_TOOLS and isinstance(values, dict) and "command" in values:
+        parts.append(f"$ {values['command']}")
     state = tool_state(row)
     if state in (ToolState.RUNNING, ToolState.WAITING, ToolState.STOPPED) and row.ok is None:
-        return f"{arguments}\n\n({card_words(row)})"
-    return f"{arguments}\n\n{row.output}"
+        if row.live_output:  # the last lines it printed so far
+            lines = row.live_output.splitlines()[-LIVE_LINES:]
+            parts.append("\n".join(lines))
+        if state is not ToolState.RUNNING:  # a running card says so (and for how long) above
+            parts.append(f"({card_words(row)})")
+    elif row.output:
+        parts.append(row.output)
+    return "\n\n".join(parts)
+
+
+def _arguments(row: Row) -> object:
+    try:
+        return json.loads(row.arguments or "{}")
+    except json.JSONDecodeError:
+        return row.arguments
 
 
 def _summary(row: Row) -> str:
-    try:
-        values = json.loads(row.arguments or "{}")
-    except json.JSONDecodeError:
-        return row.arguments
+    """The call's target after its title: ``$ npm test``, a path, a pattern."""
+    values = _arguments(row)
     if isinstance(values, dict):
-        for key in ("command", "path", "pattern", "text"):
+        for key in ("command", "path", "pattern", "task", "text"):
             if key in values:
-                return " ".join(str(values[key]).split())
+                said = " ".join(str(values[key]).split())
+                if key == "command":
+                    return f"$ {said}"
+                return f"#{said}" if key == "task" and str(values[key]).isdigit() else said
         return ", ".join(f"{k}={v}" for k, v in values.items())
     return str(values)
 
@@ -429,8 +479,11 @@ def card_words(row: Row) -> str:
         took = (
             f"{row.duration_ms / 1000:.1f} s" if row.duration_ms >= 100 else f"{row.duration_ms} ms"
         )
+    running = "running…"
+    if row.started_ms:
+        running = f"running {_elapsed(time.time() * 1000 - row.started_ms)}"
     words = {
-        ToolState.RUNNING: "running…",
+        ToolState.RUNNING: running,
         ToolState.WAITING: "waiting for approval",
         ToolState.DENIED: "denied",
         ToolState.STOPPED: f"stopped after {took}" if took else "stopped",
@@ -438,6 +491,14 @@ def card_words(row: Row) -> str:
         ToolState.INTERRUPTED: "outcome unknown",
     }
     return words.get(state, took)
+
+
+def _elapsed(ms: float) -> str:
+    """ "4 s", "2 min 05 s": how long a call has been running."""
+    seconds = max(0, int(ms / 1000))
+    if seconds < 60:
+        return f"{seconds} s"
+    return f"{seconds // 60} min {seconds % 60:02d} s"
 
 
 def _turn_summary(row: Row) -> str:

@@ -23,6 +23,7 @@ from fxdesk.domain.work import WorkItem
 AnyIndex = QModelIndex | QPersistentModelIndex
 ROLE_ROW = Qt.ItemDataRole.UserRole + 1
 PAGE_SIZE = 200
+LIVE_OUTPUT_MAX = 8000  # characters of a running command's output kept for its card
 
 HistoryFetch = Callable[[str, int | None, int], Awaitable[list[HistoryEntry]]]
 
@@ -56,6 +57,9 @@ class Row:
     # before cancels were recorded, or a result that could not be saved. "" while it runs.
     ended: str = ""
     expanded: bool = False
+    arguments_shown: bool = False  # an open card shows the call's raw arguments too
+    live_output: str = ""  # the last lines a running command printed (until its result)
+    started_ms: int = 0  # when the call was made (a running card counts from it)
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
     action: str = ""  # retry | resume
@@ -228,6 +232,28 @@ class TranscriptModel(QAbstractListModel):
         if current.kind == RowKind.TOOL:
             self._replace(row, replace(current, expanded=not current.expanded))
 
+    def append_tool_output(self, call_id: str, text: str) -> None:
+        """Lines a running command printed: kept (the last ``LIVE_OUTPUT_MAX`` characters)
+        until its result replaces them."""
+        for position, row in enumerate(self._rows):
+            if row.kind == RowKind.TOOL and row.key.endswith(f":{call_id}") and row.ok is None:
+                kept = (row.live_output + text)[-LIVE_OUTPUT_MAX:]
+                self._replace(position, replace(row, live_output=kept))
+                return
+
+    def running_tools(self) -> bool:
+        """Whether a card still counts its time (the view repaints those each second)."""
+        return any(
+            row.kind == RowKind.TOOL and row.ok is None and not row.ended for row in self._rows
+        )
+
+    def toggle_arguments(self, row: int) -> None:
+        """Show or hide a tool card's raw arguments (the card opens to show them)."""
+        current = self._rows[row]
+        if current.kind == RowKind.TOOL:
+            shown = not current.arguments_shown
+            self._replace(row, replace(current, arguments_shown=shown, expanded=True))
+
     # --- Qt model ------------------------------------------------------------------------
 
     def rowCount(self, parent: AnyIndex = QModelIndex()) -> int:
@@ -326,6 +352,7 @@ def _tool_row(entry: HistoryEntry) -> Row:
             work_id=entry.work_id,
             tool=entry.tool_name or "",
             arguments=entry.content,
+            started_ms=entry.created_at_ms,
         )
     return Row(
         key,
@@ -357,6 +384,9 @@ def _merge_tool(first: Row, second: Row) -> Row:
         interrupted=result.interrupted,
         data=result.data,
         expanded=first.expanded or second.expanded,
+        arguments_shown=first.arguments_shown or second.arguments_shown,
+        live_output="",
+        started_ms=call.started_ms or result.started_ms,
     )
 
 

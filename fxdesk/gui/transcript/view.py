@@ -52,6 +52,15 @@ class TranscriptView(QListView):
         self._pin_timer.setSingleShot(True)
         self._pin_timer.setInterval(0)
         self._pin_timer.timeout.connect(self.scrollToBottom)
+        # Running tool cards count their seconds: a repaint each second while any runs.
+        self.clock = QTimer(self)
+        self.clock.setInterval(1000)
+        self.clock.timeout.connect(self._on_clock)
+        self.clock.start()
+
+    def _on_clock(self) -> None:
+        if self.isVisible() and self.transcript.running_tools():
+            self.viewport().update()
 
     # --- keyboard and context menu -----------------------------------------------------------
     # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens
@@ -63,6 +72,8 @@ class TranscriptView(QListView):
         found: list[tuple[str, str, object]] = []
         if row.kind == RowKind.TOOL:
             found.append(("Collapse" if row.expanded else "Expand", "toggle", None))
+            label = "Hide arguments" if row.arguments_shown else "Show arguments"
+            found.append((label, "arguments", None))
             if row.ok is not None:
                 found.append(("Copy output", "copy", row.full_output or row.output))
                 found.append(("Show full output…", "full_output", row))
@@ -119,6 +130,8 @@ class TranscriptView(QListView):
     def trigger(self, row: int, action: str, payload: object) -> None:
         if action == "toggle":
             self.transcript.toggle(row)
+        elif action == "arguments":
+            self.transcript.toggle_arguments(row)
         elif action == "copy":
             QGuiApplication.clipboard().setText(str(payload))
         else:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -419,6 +420,7 @@ async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
     assert labels == ["Copy text", "Copy code block 1"]
     assert [label for label, _, _ in view.row_actions(2)] == [
         "Expand",
+        "Show arguments",
         "Copy output",
         "Show full output…",
     ]
@@ -546,3 +548,105 @@ def test_a_turn_whose_server_reported_no_usage_says_so_not_zero_tokens_for_free(
     assert _turn_summary(quiet) == "1 model call · usage not reported"
     told = Row("t", RowKind.TURN, data={"model_calls": 2, "usage": [1234, 15], "cost_usd": 0.0123})
     assert _turn_summary(told) == "2 model calls · 1,234 in / 15 out · $0.0123"
+
+
+def test_a_command_card_reads_as_a_prompt_and_its_output_with_arguments_on_request() -> None:
+    from fxdesk.gui.transcript.delegate import _summary, _tool_body
+
+    command = Row(
+        "c",
+        RowKind.TOOL,
+        tool="run_command",
+        arguments='{"command": "npm test", "timeout_s": 300}',
+        output="12 passed\n[exit code 0]",
+        ok=True,
+        expanded=True,
+    )
+    assert _summary(command) == "$ npm test"
+    assert _tool_body(command) == "$ npm test\n\n12 passed\n[exit code 0]"  # no JSON
+    shown = _tool_body(replace(command, arguments_shown=True))
+    assert shown.startswith('{\n  "command": "npm test",\n  "timeout_s": 300\n}')
+    assert shown.endswith("$ npm test\n\n12 passed\n[exit code 0]")
+    edit = Row(
+        "e",
+        RowKind.TOOL,
+        tool="edit_file",
+        arguments='{"path": "a.py", "old_text": "x", "new_text": "y"}',
+        output="--- a/a.py\n+++ b/a.py\n-x\n+y",
+        ok=True,
+        expanded=True,
+    )
+    assert _tool_body(edit) == edit.output  # the diff, not the arguments it came from
+    stop = Row("s", RowKind.TOOL, tool="stop_background", arguments='{"task": 2}', ok=True)
+    assert _summary(stop) == "#2"
+
+
+async def test_show_arguments_on_a_card_opens_it_with_its_raw_arguments(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    card = next(i for i in range(model.rowCount()) if model.row_at(i).kind == RowKind.TOOL)
+    assert not model.row_at(card).expanded
+    view.trigger(card, "arguments", None)  # the row menu's "Show arguments"
+    row = model.row_at(card)
+    assert row.expanded and row.arguments_shown
+    shown = view.delegate.layout(row).docs[0][0].toPlainText()
+    assert shown.startswith('{\n  "path": "a.py"\n}') and "+new" in shown
+    links = [h for h in view.delegate.layout(row).hotspots if h[1] == "arguments"]
+    assert len(links) == 1  # the card's own link, painted "Hide arguments" now
+    view.trigger(card, "arguments", None)
+    assert not model.row_at(card).arguments_shown
+    assert '"path"' not in view.delegate.layout(model.row_at(card)).docs[0][0].toPlainText()
+
+
+async def test_a_running_command_shows_its_lines_and_time_until_its_result_replaces_them(
+    qtbot: Any,
+) -> None:
+    import time as clock
+
+    from fxdesk.gui.transcript.delegate import _tool_body
+
+    started = int(clock.time() * 1000) - 75_000
+    call = entry(
+        1,
+        EntryKind.TOOL_CALL,
+        '{"command": "npm test"}',
+        work_id="w1",
+        call_id="c9",
+        tool_name="run_command",
+        created_at_ms=started,
+    )
+    model = TranscriptModel(FakeHistory([call]))
+    await model.load_latest("s1")
+    assert model.running_tools()
+    card = model.row_at(0)
+    assert card_words(card) == "running 1 min 15 s"
+
+    model.append_tool_output("c9", "PASS a.test.js\n")
+    model.append_tool_output("c9", "PASS b.test.js\n")
+    card = model.row_at(0)
+    assert card.live_output == "PASS a.test.js\nPASS b.test.js\n"
+    assert _tool_body(card) == "$ npm test\n\nPASS a.test.js\nPASS b.test.js"
+    model.append_tool_output("other", "not this card\n")
+    assert model.row_at(0).live_output == card.live_output
+
+    # The result replaces what was printed live; the card stops counting.
+    result = entry(
+        2,
+        EntryKind.TOOL_RESULT,
+        "PASS a.test.js\nPASS b.test.js\n[exit code 0]",
+        work_id="w1",
+        call_id="c9",
+        tool_name="run_command",
+        data={"ok": True, "duration_ms": 75_000},
+    )
+    model.append_entries((result,))
+    done = model.row_at(0)
+    assert (done.ok, done.live_output) == (True, "")
+    assert card_words(done) == "75.0 s"
+    assert not model.running_tools()
+    model.append_tool_output("c9", "late line\n")  # a line after the result changes nothing
+    assert model.row_at(0).live_output == ""
