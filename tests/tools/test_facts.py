@@ -27,6 +27,14 @@ FACTS = {
         ToolAccess.EXECUTE, command_argument="command", network_argument="network"
     ),
     "write_file": ToolFacts(ToolAccess.WRITE, path_argument="path"),
+    # A background command is judged as run_command's (from its folder), and always has the
+    # network; the other three act on the session's own tasks only.
+    "start_background": ToolFacts(
+        ToolAccess.EXECUTE, command_argument="command", cwd_argument="cwd", network_always=True
+    ),
+    "list_background": ToolFacts(ToolAccess.NONE),
+    "read_background_log": ToolFacts(ToolAccess.NONE),
+    "stop_background": ToolFacts(ToolAccess.NONE),
 }
 
 
