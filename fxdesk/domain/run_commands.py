@@ -18,7 +18,18 @@ MAX_COMMAND_CHARS = 4000
 
 
 class RunCommandError(ValueError):
-    """A run command that cannot be saved, with what is wrong with it."""
+    """A run command that cannot be saved, with what is wrong with it.
+
+    Attributes:
+        field: The field the message is about ("name", "command" or "folder"), so an editor
+            can show it there.
+        index: The command's position in what ``checked`` was given (None from ``make``).
+    """
+
+    def __init__(self, message: str, field: str, index: int | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        self.index = index
 
 
 @dataclass(frozen=True)
@@ -58,18 +69,19 @@ class RunCommand:
         """
         name = " ".join(name.split())
         if not name:
-            raise RunCommandError("a run command needs a name, e.g. 'dev server'")
+            raise RunCommandError("a run command needs a name, e.g. 'dev server'", "name")
         if len(name) > MAX_NAME_CHARS:
             raise RunCommandError(
-                f"the name {name[:20]!r}… is longer than {MAX_NAME_CHARS} characters"
+                f"the name {name[:20]!r}… is longer than {MAX_NAME_CHARS} characters", "name"
             )
         if not command.strip():
-            raise RunCommandError(f"{name!r} has no command to run")
+            raise RunCommandError(f"{name!r} has no command to run", "command")
         if "\0" in command:
-            raise RunCommandError(f"the command of {name!r} contains a NUL character")
+            raise RunCommandError(f"the command of {name!r} contains a NUL character", "command")
         if len(command) > MAX_COMMAND_CHARS:
             raise RunCommandError(
-                f"the command of {name!r} is longer than {MAX_COMMAND_CHARS} characters"
+                f"the command of {name!r} is longer than {MAX_COMMAND_CHARS} characters",
+                "command",
             )
         return cls(name, command.strip(), _folder(name, folder), bool(expect_url), bool(durable))
 
@@ -89,11 +101,14 @@ def _folder(name: str, raw: str) -> str:
         return ""
     if folder.startswith(("/", "~")):
         raise RunCommandError(
-            f"the folder of {name!r} must be inside the workspace, relative to it (not {folder!r})"
+            f"the folder of {name!r} must be inside the workspace, relative to it (not {folder!r})",
+            "folder",
         )
     normal = posixpath.normpath(folder)
     if normal == ".." or normal.startswith("../"):
-        raise RunCommandError(f"the folder of {name!r} ({folder!r}) leads out of the workspace")
+        raise RunCommandError(
+            f"the folder of {name!r} ({folder!r}) leads out of the workspace", "folder"
+        )
     return "" if normal == "." else normal
 
 
@@ -101,21 +116,26 @@ def checked(commands: Iterable[RunCommand]) -> tuple[RunCommand, ...]:
     """``commands`` with each checked again and names unique (case-insensitive).
 
     Raises:
-        RunCommandError: the first problem, naming the command.
+        RunCommandError: the first problem, naming the command (its ``index`` is the position
+            of the command at fault: the second of two with one name).
     """
     seen: set[str] = set()
     result: list[RunCommand] = []
-    for given in commands:
-        command = RunCommand.make(
-            given.name,
-            given.command,
-            given.folder,
-            expect_url=given.expect_url,
-            durable=given.durable,
-        )
+    for index, given in enumerate(commands):
+        try:
+            command = RunCommand.make(
+                given.name,
+                given.command,
+                given.folder,
+                expect_url=given.expect_url,
+                durable=given.durable,
+            )
+        except RunCommandError as exc:
+            exc.index = index
+            raise
         key = command.name.casefold()
         if key in seen:
-            raise RunCommandError(f"two run commands are named {command.name!r}")
+            raise RunCommandError(f"two run commands are named {command.name!r}", "name", index)
         seen.add(key)
         result.append(command)
     return tuple(result)

@@ -43,6 +43,22 @@ def test_names_are_unique_whatever_their_case() -> None:
         checked([RunCommand("tests", "pytest"), RunCommand("Tests", "pytest -x")])
 
 
+def test_the_error_names_the_field_and_the_position_for_an_editor() -> None:
+    good, no_command = RunCommand("a", "true"), RunCommand("b", " ")
+    with pytest.raises(RunCommandError) as raised:
+        checked([good, no_command])
+    assert (raised.value.field, raised.value.index) == ("command", 1)
+    with pytest.raises(RunCommandError) as raised:
+        checked([good, RunCommand("c", "true", "/etc")])
+    assert (raised.value.field, raised.value.index) == ("folder", 1)
+    with pytest.raises(RunCommandError) as raised:
+        checked([good, RunCommand("z", "true"), RunCommand(" A ", "false")])
+    assert (raised.value.field, raised.value.index) == ("name", 2)  # the second of the two
+    with pytest.raises(RunCommandError) as raised:
+        RunCommand.make("", "true")
+    assert (raised.value.field, raised.value.index) == ("name", None)
+
+
 def test_find_ignores_case_and_spacing() -> None:
     commands = checked([RunCommand("dev server", "npm run dev"), RunCommand("tests", "pytest")])
     assert find(commands, "Dev  Server") == commands[0]
