@@ -1,4 +1,5 @@
-"""The background-task commands: ps, stop, logs, run-commands (``start`` is in ``tasks_start``).
+"""The background-task commands: ps, stop, logs (``start`` is in ``tasks_start``, the saved
+run commands in ``run_commands``).
 
 ``ps`` and ``logs`` only look: they start no background runtime, so they adopt no record,
 mark nothing stale and signal nothing (``Engine.look_background``); what another running
@@ -74,16 +75,6 @@ def register(commands: Any) -> None:
         help="keep printing what it writes until it ends (or Ctrl+C)",
     )
     logs.set_defaults(handler=cmd_logs)
-
-    saved = commands.add_parser(
-        "run-commands",
-        help="list a workspace's saved run commands",
-        description='List the commands saved for a workspace in the window ("dev server"); '
-        "start one with `fxdesk start -w DIR --saved NAME`.",
-    )
-    saved.add_argument("-w", "--workspace", metavar="DIR", required=True)
-    saved.add_argument("--json", action="store_true")
-    saved.set_defaults(handler=cmd_run_commands)
 
 
 def _task_arguments(parser: argparse.ArgumentParser) -> None:
@@ -351,34 +342,3 @@ def _drain(follower: LogFollower, out: TextIO) -> None:
     while (chunk := follower.read_new()) is not None:
         out.write(chunk.text)
     out.flush()
-
-
-# --- run-commands ------------------------------------------------------------------------------
-
-
-def cmd_run_commands(args: argparse.Namespace, paths: DataPaths) -> int:
-    folder = Path(args.workspace).expanduser().absolute()
-
-    async def body(engine: Engine) -> int:
-        from fxdesk.engine.facade import InvalidWorkspace
-
-        try:
-            workspace = await engine.workspace_of(folder)
-        except InvalidWorkspace as exc:
-            raise CommandError(f"cannot use that workspace: {exc}") from exc
-        saved = await engine.run_commands(workspace.id)
-        if args.json:
-            print(json.dumps([c.to_value() for c in saved], indent=2))
-        elif not saved:
-            print(f"no run commands saved for {workspace.path}; add them in the window")
-        else:
-            for command in saved:
-                flags = [
-                    f for f, on in (("url", command.expect_url), ("durable", command.durable)) if on
-                ]
-                where = f" (in {command.folder})" if command.folder else ""
-                extra = f"  [{', '.join(flags)}]" if flags else ""
-                print(f"{command.name}: {command.command}{where}{extra}")
-        return ExitCode.OK
-
-    return execute(paths, body, with_engine=False)
