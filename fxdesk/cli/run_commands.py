@@ -120,7 +120,7 @@ class _CommandAfterDashes(argparse.ArgumentParser):
         parsed, extras = super().parse_known_args(given, namespace)
         words = [word for word in extras if not word.startswith("-")]
         if words:
-            self.error(f"put the command after --: … -- {shlex.join(words)}")
+            self.error(f"put the command after --: … -- {shlex.join(extras)}")
         parsed.command = command
         return parsed, extras
 
