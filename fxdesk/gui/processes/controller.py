@@ -76,7 +76,8 @@ class ProcessesController(QObject):
 
     def _dock_into(self, window: MainWindow) -> None:
         """At the bottom (a wide table beside a log); View → Processes (Ctrl+Shift+P) shows or
-        hides it. Hidden until the first command appears."""
+        hides it. Hidden until the first command appears. View → Edit saved run commands… is
+        the Run ▸ menu's item."""
         window.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, self.dock)
         if not self.dock.model.rowCount():
             self.dock.hide()
@@ -86,6 +87,8 @@ class ProcessesController(QObject):
         window.view_menu.addAction(toggle)
         window.addAction(toggle)
         self.toggle_action = toggle
+        # Also here: the dock (and its Run ▸) stays hidden until a first command runs.
+        window.view_menu.addAction(self.dock.edit_action)
 
     def recount(self) -> None:
         """The tree's per-session badges and the tray's total, from the dock's rows."""

@@ -3,9 +3,10 @@
 A table of tasks (``ProcessesModel``) beside the selected task's live log (``LogView``). The
 buttons act on the selected row: Open URL, Copy URL, Stop, Restart, Open log folder; "Run ▸"
 starts or stops the saved run commands of the selected session's workspace (issue 12, item 7),
-which are tracked like the agent's tasks, with origin "you". Enter on a row opens its URL, Delete
-stops it. A URL is opened only while its task runs: once it stopped or went stale its port may
-serve another program, and the dock says so instead of opening it.
+which are tracked like the agent's tasks, with origin "you"; its "Edit saved run commands…" opens
+``RunCommandsDialog`` and the menu offers what was saved at once. Enter on a row opens its URL,
+Delete stops it. A URL is opened only while its task runs: once it stopped or went stale its
+port may serve another program, and the dock says so instead of opening it.
 
 CPU and memory are sampled at most once a second, in a worker thread, while the dock is visible
 and a task runs. The dock opens when the first task appears and closes again if the list empties,
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QItemSelection, QModelIndex, Qt, QTimer, QUrl, Slot
-from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDockWidget,
@@ -62,12 +63,14 @@ from fxdesk.gui.processes.model import (
     StateDelegate,
     url_openable,
 )
-from fxdesk.gui.tasks import WidgetTasks, alive
+from fxdesk.gui.processes.run_commands_dialog import RunCommandsDialog
+from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.widgets import fit_columns, hint_label, problem_label, show_problem
 
 SAMPLE_MS = 1000
 MESSAGE_KEY = "processes"
 EMPTY_RUN_MENU = "No saved run commands in this workspace"
+EDIT_RUN_COMMANDS = "&Edit saved run commands…"
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class ProcessesDock(QDockWidget):
         self.model = ProcessesModel(engine.now_ms, session_name, self)
         self.place: Place | None = None
         self.run_commands: tuple[RunCommand, ...] = ()
+        self.editor: RunCommandsDialog | None = None  # while Edit saved commands… is open
         self.open_url_with: Callable[[QUrl], bool] = QDesktopServices.openUrl  # tests replace
         self.sample_ms: list[float] = []  # how long each usage sample took (measured)
         self._busy = False
@@ -145,6 +149,9 @@ class ProcessesDock(QDockWidget):
         self.run_menu = QMenu(self.run_button)
         self.run_menu.aboutToShow.connect(self._on_run_menu_about_to_show)
         self.run_button.setMenu(self.run_menu)
+        self.edit_action = QAction(EDIT_RUN_COMMANDS, self)
+        self.edit_action.setToolTip("Add, change, order or remove this workspace's run commands")
+        self.edit_action.triggered.connect(self._on_edit_action_triggered)
         row.addWidget(self.run_button)
         self.buttons: dict[str, QPushButton] = {}
         for key, text, tip, slot in (
@@ -273,6 +280,7 @@ class ProcessesDock(QDockWidget):
         )
         self.buttons["folder"].setEnabled(task is not None)
         self.run_button.setEnabled(self.place is not None and self.engine.runs_background)
+        self.edit_action.setEnabled(self.place is not None and self.editor is None)
         if self.place is None:
             self.run_button.setToolTip("Select a session: its workspace's saved commands show here")
         warning = task.persistence_warning if task is not None else ""
@@ -450,6 +458,40 @@ class ProcessesDock(QDockWidget):
         if not self.run_commands:
             empty = self.run_menu.addAction(EMPTY_RUN_MENU)
             empty.setEnabled(False)
+        self.run_menu.addSeparator()
+        self.run_menu.addAction(self.edit_action)
+
+    async def edit_run_commands(self) -> tuple[RunCommand, ...] | None:
+        """Edit saved run commands…: the dialog for the selected session's workspace; what it
+        saved (None when cancelled), offered by Run ▸ at once."""
+        place = self.place
+        if place is None or self.editor is not None:
+            return None
+        commands = await self.load_run_commands()
+        if not alive(self) or place != self.place:
+            return None
+        self.editor = RunCommandsDialog(
+            self.engine, place.workspace_id, place.folder, commands, self.window()
+        )
+        self._update()
+        try:
+            await run_dialog(self.editor)
+            saved = self.editor.saved
+        finally:
+            if alive(self.editor):
+                self.editor.deleteLater()
+            self.editor = None
+            if alive(self):
+                self._update()
+        if saved is not None and alive(self) and place == self.place:
+            self.run_commands = saved
+            count = f"{len(saved)} run command{'' if len(saved) == 1 else 's'}"
+            self._say(f"Saved {count} for {place.folder}; Run ▸ starts them.")
+        return saved
+
+    @Slot()
+    def _on_edit_action_triggered(self) -> None:
+        self.tasks.spawn(self.edit_run_commands(), "processes-edit-run-commands")
 
     @Slot(bool)
     def _on_toggle_action_triggered(self, checked: bool) -> None:
