@@ -1,6 +1,6 @@
 """``fxdesk run-commands``: list, add, change and remove a workspace's saved run commands.
 
-The same commands as the Processes dock's Run ▸ Edit saved commands… in the window, so they can
+The same commands as the Processes dock's Run ▸ Edit saved run commands… in the window, so they can
 be scripted; ``fxdesk start -w DIR --saved NAME`` starts one. Every change goes through
 ``Engine.set_run_commands``, which checks the whole list again: nothing is saved when any of it
 cannot be (no name, a name used twice, an empty command, a folder outside the workspace), and the
@@ -34,7 +34,7 @@ def register(commands: Any) -> None:
         "run-commands",
         help="list, add, change or remove a workspace's saved run commands",
         description='The commands saved for a workspace ("dev server" → npm run dev), as in\n'
-        "the window's Processes → Run ▸ → Edit saved commands…. Without an ACTION: list them.\n"
+        "the window's Processes → Run ▸ → Edit saved run commands…. Without an ACTION: list them.\n"
         "Start one with `fxdesk start -w DIR --saved NAME`. Nothing is saved when a change\n"
         "cannot be (exit 2, saying why).",
         epilog="examples:\n"

@@ -92,4 +92,5 @@ async def run_dialog(dialog: QDialog) -> int:
     try:
         return await future
     finally:
-        dialog.finished.disconnect(finished)
+        if alive(dialog):  # not when its parent window went first (cancelled at quit)
+            dialog.finished.disconnect(finished)

@@ -104,7 +104,7 @@ class ProcessesDock(QDockWidget):
         self.model = ProcessesModel(engine.now_ms, session_name, self)
         self.place: Place | None = None
         self.run_commands: tuple[RunCommand, ...] = ()
-        self.editor: RunCommandsDialog | None = None  # while Edit saved commands… is open
+        self.editor: RunCommandsDialog | None = None  # while Edit saved run commands… is open
         self.open_url_with: Callable[[QUrl], bool] = QDesktopServices.openUrl  # tests replace
         self.sample_ms: list[float] = []  # how long each usage sample took (measured)
         self._busy = False

@@ -372,11 +372,11 @@ class RunCommandsDialog(QDialog):
         if row < 0:
             return
         del self.rows[row]
-        self.table.takeTopLevelItem(row)
+        self.table.takeTopLevelItem(row)  # may report the new current item by its old row
         if self.rows:
             self.select_row(min(row, len(self.rows) - 1))
-        else:
-            self._show_row(-1)
+        self._show_row(self.current_row())
+        if not self.rows:
             self.add_button.setFocus(Qt.FocusReason.OtherFocusReason)
 
     @Slot()

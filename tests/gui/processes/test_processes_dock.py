@@ -136,7 +136,11 @@ async def test_saved_run_commands_start_and_stop_from_the_run_menu(
         assert dock.place is not None and dock.place.session_id == session_id
         assert await dock.load_run_commands() == saved
         dock.run_menu.aboutToShow.emit()
-        assert [a.text() for a in dock.run_menu.actions()] == ["Run “watch”"]
+        assert [a.text() for a in dock.run_menu.actions()] == [
+            "Run “watch”",
+            "",
+            "&Edit saved run commands…",
+        ]
 
         dock.run_menu.actions()[0].trigger()
         await until(lambda: dock.model.rowCount() == 1)
@@ -144,7 +148,7 @@ async def test_saved_run_commands_start_and_stop_from_the_run_menu(
         assert task.origin is Origin.PERSON and task.cwd.endswith("/project/web")
         assert cell(controller, 0, 3) == "web"  # the folder, relative to the workspace
         dock.run_menu.aboutToShow.emit()
-        assert [a.text() for a in dock.run_menu.actions()] == ["Stop “watch” (#1)"]
+        assert dock.run_menu.actions()[0].text() == "Stop “watch” (#1)"
         dock.run_menu.actions()[0].trigger()
         await until(lambda: cell(controller, 0, COL_STATE) == "stopped")
     finally:
