@@ -27,6 +27,22 @@ FACTS = {
         ToolAccess.EXECUTE, command_argument="command", network_argument="network"
     ),
     "write_file": ToolFacts(ToolAccess.WRITE, path_argument="path"),
+    "start_background": ToolFacts(
+        ToolAccess.EXECUTE, command_argument="command", cwd_argument="cwd", network_always=True
+    ),
+    # Nothing outside the conversation: what a sub-agent or a task then does is judged itself.
+    **{
+        name: ToolFacts(ToolAccess.NONE)
+        for name in (
+            "list_background",
+            "read_background_log",
+            "stop_background",
+            "delegate",
+            "emit_signal",
+            "list_runs",
+            "cancel_run",
+        )
+    },
 }
 
 

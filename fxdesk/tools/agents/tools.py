@@ -156,9 +156,13 @@ class EmitSignalTool(Tool):
         "type": "object",
         "properties": {
             "key": {"type": "string", "description": "A short identifier, e.g. 'err-rate'."},
-            "severity": {"type": "string", "enum": ["info", "warning", "error", "critical"]},
+            "severity": {
+                "type": "string",
+                "enum": ["info", "warning", "error", "critical"],
+                "description": "How bad it is.",
+            },
             "summary": {"type": "string", "description": "One line: what happened."},
-            "details": {"description": "Optional JSON with the particulars."},
+            "details": {"type": "object", "description": "Optional: the particulars."},
             "dedupe_key": {"type": "string", "description": "Repeats of it are folded."},
         },
         "required": ["key", "severity", "summary"],
@@ -200,6 +204,7 @@ class ListRunsTool(Tool):
     parameters = {  # noqa: RUF012 - a schema, read only
         "type": "object",
         "properties": {},
+        "required": [],
         "additionalProperties": False,
     }
     facts = ToolFacts(ToolAccess.NONE)
@@ -227,7 +232,7 @@ class CancelRunTool(Tool):
     parameters = {  # noqa: RUF012 - a schema, read only
         "type": "object",
         "properties": {
-            "run_id": {"type": "string"},
+            "run_id": {"type": "string", "description": "The run's id."},
             "reason": {"type": "string", "description": "Why (shown to the person)."},
         },
         "required": ["run_id"],
