@@ -289,7 +289,7 @@ async def main(out: Path) -> None:
     await shoot(out, "settings")
     controller.settings.close()
 
-    # A question for the person: the approval window, the dock and the tree's count.
+    # A question for the person: inline in the open session, in the dock and the tree's count.
     await run.app.permissions.add_rule(
         PermissionRule("run_command", "make all", Verdict.ALLOW, Scope.GLOBAL)
     )
@@ -300,11 +300,12 @@ async def main(out: Path) -> None:
     await sessions.send(clean.id, "Do a clean build.")
     owner.start(clean.id)
     dialog = controller.approval_dialog
-    await until(lambda: dialog.isVisible() and dialog.count == 1)
+    assert controller.approvals is not None
+    inline = controller.approvals.inline
+    await until(lambda: inline.isVisible() and dialog.count == 1)
     controller.approvals_dock.show()
-    dialog.move(300, 120)
     await shoot(out, "approval")
-    await dialog.choose(Choice.DENY)
+    inline.choose(Choice.DENY)
     await until(lambda: not owner.is_running(clean.id))
 
     # Quit while a turn runs: the next start offers it back.

@@ -405,14 +405,17 @@ class LaunchRefused(BackgroundError):
 class PortTaken(BackgroundError):
     """The port the command names already answers: starting it would fail or clash."""
 
-    def __init__(self, port: int, holder: BackgroundTask | None = None) -> None:
+    def __init__(self, port: int, holder: BackgroundTask | None = None, process: str = "") -> None:
         by = f" by #{holder.number} ({holder.command})" if holder is not None else ""
+        if not by and process:  # not one of ours: the process the system says listens there
+            by = f" by {process}"
         super().__init__(
             f"port {port} is already taken{by}; the command was not started "
             "(stop that server, reuse it, or pick another port)"
         )
         self.port = port
         self.holder = holder
+        self.process = process
 
 
 class LogNotAccessible(BackgroundError):

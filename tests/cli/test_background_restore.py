@@ -24,7 +24,6 @@ import pytest
 
 from fxdesk.app import App
 from fxdesk.domain.background import StopResult, TaskState
-from fxdesk.engine.facade import TaskNotFound
 from fxdesk.paths import resolve
 from tests.helpers import child_env, run_fxdesk
 
@@ -148,8 +147,8 @@ async def test_durable_servers_survive_a_killed_fxdesk_and_are_re_attached_and_s
                     was["id"],
                 )
                 assert await asyncio.to_thread(fetch, was["url"] + "index.html") == "served\n"
-            with pytest.raises(TaskNotFound):
-                engine.background_task("#3", session)
+            gone = engine.background_task("#3", session)  # shown stale, never stoppable
+            assert (gone.state, gone.stoppable) == (TaskState.STALE, False)
 
             # Another process looks while this fxdesk owns them: read-only, still running.
             looked = await asyncio.to_thread(ps, data)

@@ -27,22 +27,19 @@ FACTS = {
         ToolAccess.EXECUTE, command_argument="command", network_argument="network"
     ),
     "write_file": ToolFacts(ToolAccess.WRITE, path_argument="path"),
+    # A background command is judged as run_command's (from its folder), and always has the
+    # network; the other three act on the session's own tasks only.
     "start_background": ToolFacts(
         ToolAccess.EXECUTE, command_argument="command", cwd_argument="cwd", network_always=True
     ),
-    # Nothing outside the conversation: what a sub-agent or a task then does is judged itself.
-    **{
-        name: ToolFacts(ToolAccess.NONE)
-        for name in (
-            "list_background",
-            "read_background_log",
-            "stop_background",
-            "delegate",
-            "emit_signal",
-            "list_runs",
-            "cancel_run",
-        )
-    },
+    "list_background": ToolFacts(ToolAccess.NONE),
+    "read_background_log": ToolFacts(ToolAccess.NONE),
+    "stop_background": ToolFacts(ToolAccess.NONE),
+    # Nothing outside the conversation: what a sub-agent then does is judged in its session.
+    "delegate": ToolFacts(ToolAccess.NONE),
+    "emit_signal": ToolFacts(ToolAccess.NONE),
+    "list_runs": ToolFacts(ToolAccess.NONE),
+    "cancel_run": ToolFacts(ToolAccess.NONE),
 }
 
 

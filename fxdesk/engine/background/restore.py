@@ -12,9 +12,11 @@ still matches the token now. Then:
 
 It keeps its ``#N`` when that is free in its session, otherwise it gets the next one; its record
 keeps its number. A record that is not attachable is marked ``stale`` in the store (A 1) unless
-another live process owns it; one whose identity cannot be read is left as it is, unlisted (the
-next start looks again). A task already listed is never listed twice (A 6): restoring again adds
-nothing.
+another live process owns it, and listed as stale (never stoppable: it has no process to stop)
+so the person sees that the server they left running is gone; it is listed by this start only,
+since its record no longer says running. One whose identity cannot be read is left as it is,
+unlisted (the next start looks again). A task already listed is never listed twice (A 6):
+restoring again adds nothing.
 """
 
 from __future__ import annotations
@@ -105,6 +107,11 @@ async def restore(ctx: Context) -> tuple[RestoreReport, list[Task]]:
             stale += 1
             if not other:
                 await _mark_stale(ctx, record)
+                if place is not None:  # shown as stale: the server the person left is gone
+                    gone = _task(ctx, record, place, mine=True)
+                    gone.finish(TaskState.STALE)
+                    ctx.table.add(gone)
+                    listed.append(gone)
             continue
         mine = not other and await _adopt(ctx, record)
         task = _task(ctx, record, place, mine)

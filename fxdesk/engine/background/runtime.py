@@ -54,7 +54,7 @@ from fxdesk.engine.background.watchers import GIVE_UP_S, UrlWatcher
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock
 from fxdesk.store import Store, background, repo
-from fxdesk.tools.background import logs
+from fxdesk.tools.background import logs, ports
 from fxdesk.tools.background.provider import ProcessProvider
 
 PORT_CHECK_TIMEOUT_S = 0.5
@@ -262,7 +262,11 @@ class BackgroundRuntime:
             ),
             None,
         )
-        raise PortTaken(port, None if holder is None else holder.snapshot())
+        process = ""
+        if holder is None:  # who listens there, as the system says (read only, never signalled)
+            found = await asyncio.to_thread(ports.port_holders, port)
+            process = " and ".join(h.text() for h in found)
+        raise PortTaken(port, None if holder is None else holder.snapshot(), process)
 
     # --- URLs ------------------------------------------------------------------------------
 

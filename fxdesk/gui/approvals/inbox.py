@@ -15,6 +15,7 @@ from fxdesk.domain.permissions import PermissionRule
 from fxdesk.engine.facade import Engine
 from fxdesk.gui.approvals.dialog import ApprovalDialog
 from fxdesk.gui.approvals.dock import ApprovalsDock
+from fxdesk.gui.approvals.inline import InlineApproval
 from fxdesk.gui.approvals.presenter import ApprovalsPresenter, Describe
 from fxdesk.gui.tasks import TaskGroup
 from fxdesk.gui.window.main_window import MainWindow
@@ -53,6 +54,10 @@ class ApprovalsInbox(QObject):
         self.dock.open_requested.connect(self.dialog.present)
         window.answer_action.triggered.connect(self.show_all)
         self.presenter.arrived.connect(self._on_presenter_arrived)
+        self.inline = InlineApproval(self.presenter, tasks, window.panel)
+        window.panel.set_inline_approval(self.inline)
+        self.inline.watch_keys(window.panel.composer.edit, window.panel.transcript)
+        window.session_selected.connect(self.inline.show_session)
 
     async def _answer(
         self, approval: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
@@ -74,5 +79,10 @@ class ApprovalsInbox(QObject):
 
     @Slot(str)
     def _on_presenter_arrived(self, approval_id: str) -> None:
-        # Shown without taking the keyboard: digits typed into the composer must not answer it.
+        # The open session's approval is shown in its transcript; another session's opens the
+        # dialog, without taking the keyboard: digits typed into the composer must not
+        # answer it.
+        arrived = next((a for a in self.presenter.approvals() if a.id == approval_id), None)
+        if arrived is not None and arrived.session_id == self.inline.session_id:
+            return
         self.dialog.present(approval_id, activate=False)

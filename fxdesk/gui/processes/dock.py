@@ -49,10 +49,14 @@ from fxdesk.engine.facade import (
 from fxdesk.gui.processes.log_view import LogView
 from fxdesk.gui.processes.model import (
     COL_COMMAND,
+    COL_CPU,
+    COL_EXIT,
     COL_FOLDER,
+    COL_MEMORY,
     COL_NUMBER,
     COL_ORIGIN,
     COL_STATE,
+    COL_UPTIME,
     COL_URL,
     ProcessesModel,
     StateDelegate,
@@ -114,10 +118,11 @@ class ProcessesDock(QDockWidget):
         splitter.addWidget(self.log)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
+        splitter.setSizes([900, 560])
         column.addWidget(splitter, 1)
         self.notice = problem_label("Processes notice")
         column.addWidget(self.notice)
-        self.status = hint_label("")
+        self.status = hint_label("", wrap=True)
         self.status.setAccessibleName("Processes status")
         column.addWidget(self.status)
         self.setWidget(body)
@@ -133,7 +138,7 @@ class ProcessesDock(QDockWidget):
     def _build_buttons(self) -> QHBoxLayout:
         row = QHBoxLayout()
         self.run_button = QToolButton()
-        self.run_button.setText("R&un ▸")
+        self.run_button.setText("R&un")
         self.run_button.setAccessibleName("Run a saved command")
         self.run_button.setToolTip("Start or stop a saved run command of this workspace")
         self.run_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
@@ -169,12 +174,15 @@ class ProcessesDock(QDockWidget):
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setAllColumnsShowFocus(True)
-        self.view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.view.setTextElideMode(Qt.TextElideMode.ElideRight)  # a command by its start
         self.view.setItemDelegateForColumn(COL_STATE, StateDelegate(self.view))
         header = self.view.header()
         header.setStretchLastSection(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for short in (COL_NUMBER, COL_STATE, COL_EXIT, COL_UPTIME, COL_CPU, COL_MEMORY):
+            header.setSectionResizeMode(short, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(COL_COMMAND, QHeaderView.ResizeMode.Stretch)
+        header.setMinimumSectionSize(36)
         self.view.clicked.connect(self._on_view_clicked)
         self.view.activated.connect(self._on_view_activated)
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
@@ -227,8 +235,11 @@ class ProcessesDock(QDockWidget):
             found = ()
             self._say(f"The saved run commands cannot be read: {exc.user_message}", problem=True)
         if alive(self) and place == self.place:
+            changed = found != self.run_commands
             self.run_commands = found
             self._update()
+            if changed and self.run_menu.isVisible():
+                self._fill_run_menu()  # saved meanwhile (the CLI, another window)
         return found
 
     def _fit(self) -> None:
@@ -243,7 +254,7 @@ class ProcessesDock(QDockWidget):
             self._shown_for_tasks = False
         fit_columns(
             self.view,
-            {COL_NUMBER: 40, COL_STATE: 90, COL_FOLDER: 140, COL_URL: 220, COL_ORIGIN: 240},
+            {COL_FOLDER: 120, COL_URL: 200, COL_ORIGIN: 220},
         )
 
     def refit(self) -> None:
@@ -418,6 +429,10 @@ class ProcessesDock(QDockWidget):
 
     @Slot()
     def _on_run_menu_about_to_show(self) -> None:
+        self._fill_run_menu()
+        self.tasks.spawn(self.load_run_commands(), "processes-run-commands")
+
+    def _fill_run_menu(self) -> None:
         self.run_menu.clear()
         for command in self.run_commands:
             running = self.running_of(command)

@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -108,6 +109,7 @@ class LogView(QWidget):
         self.path: Path | None = None
         self._offset: int | None = None
         self._reading = False
+        self._problem = ""  # why the log cannot be read, once said
         self._generation = 0
         self._parser = AnsiParser()
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
@@ -119,6 +121,8 @@ class LogView(QWidget):
         self.title = hint_label("No command selected")
         self.title.setAccessibleName("Log of")
         self.title.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # A long command or path must not widen the window: the label is cut, its tooltip whole.
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         layout.addWidget(self.title)
         self.text = QPlainTextEdit()
         self.text.setReadOnly(True)
@@ -178,14 +182,17 @@ class LogView(QWidget):
         """Show the tail of ``path`` and follow it (None: show nothing, follow nothing)."""
         if path == self.path and path is not None:
             self.title.setText(title)
+            self.title.setToolTip(title)
             return
         self._generation += 1
         self.path = path
         self._offset = None
+        self._problem = ""
         self._parser.reset()
         self._decoder.reset()
         self.text.clear()
         self.title.setText(title or "No command selected")
+        self.title.setToolTip(title)
         if path is None:
             self._timer.stop()
             return
@@ -210,14 +217,17 @@ class LogView(QWidget):
         try:
             chunk = await asyncio.to_thread(read_chunk, path, offset)
         except OSError as exc:
-            if alive(self) and generation == self._generation and offset is None:
-                self._show_note(f"The log cannot be read: {exc.strerror or exc}.")
+            said = f"The log cannot be read: {exc.strerror or exc}."
+            if alive(self) and generation == self._generation and said != self._problem:
+                self._problem = said  # said once; it is looked for again at each poll
+                self._show_note(said)
             return
         finally:
             if alive(self):
                 self._reading = False
         if not alive(self) or generation != self._generation:
             return
+        self._problem = ""
         self._show(chunk)
 
     def _show(self, chunk: Chunk) -> None:

@@ -36,6 +36,9 @@ BADGE_ROLES = {
 }
 
 
+MIN_NAME_PX = 90  # of a row's width kept for the session's name before badges are dropped
+
+
 class SessionDelegate(QStyledItemDelegate):
     def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
         size = super().sizeHint(option, index)
@@ -53,10 +56,16 @@ class SessionDelegate(QStyledItemDelegate):
         small.setPointSizeF(max(small.pointSizeF() * 0.85, 7))
         metrics = QFontMetrics(small)
         widths = [metrics.horizontalAdvance(text) + 12 for text, _ in badges]
+        # The name keeps room to be read: the least important badges go first (the row's
+        # tooltip still says everything), and what is left of the name elides in the middle.
+        room = opt.rect.width() - 24 - MIN_NAME_PX
+        while len(badges) > 1 and sum(widths) + 6 * len(widths) + 12 > room:
+            badges, widths = badges[:-1], widths[:-1]
         reserved = sum(widths) + 6 * len(widths) + 12
         opt.text = QFontMetrics(opt.font).elidedText(
-            opt.text, Qt.TextElideMode.ElideRight, max(opt.rect.width() - reserved - 24, 20)
+            opt.text, Qt.TextElideMode.ElideMiddle, max(opt.rect.width() - reserved - 24, 20)
         )
+        self.last_name = opt.text  # as painted (tests read it)
         style = opt.widget.style() if opt.widget else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
@@ -82,21 +91,24 @@ class SessionDelegate(QStyledItemDelegate):
 
     @staticmethod
     def _badges(index: AnyIndex, state: SessionState) -> list[tuple[str, Role]]:
+        """The row's badges, most important first: one that says its state (waiting
+        approvals say "awaiting approval" better than the state does), then the marks."""
         badges: list[tuple[str, Role]] = []
-        if index.data(ROLE_BUSY):
-            badges.append(("in use elsewhere", Role.BADGE_BUSY))
         approvals = int(index.data(ROLE_APPROVALS) or 0)
+        background = int(index.data(ROLE_BACKGROUND) or 0)
+        queued = int(index.data(ROLE_QUEUED) or 0)
+        busy = bool(index.data(ROLE_BUSY))
         if approvals:
             badges.append((f"{approvals} to approve", Role.BADGE_APPROVALS))
-        background = int(index.data(ROLE_BACKGROUND) or 0)
-        if background:  # a play sign and the count: its tooltip says it in words
-            badges.append((f"▶ {background}", Role.STATE_RUNNING))
-        queued = int(index.data(ROLE_QUEUED) or 0)
-        if queued:
-            badges.append((f"{queued} queued", Role.BADGE_QUEUED))
-        if state == SessionState.IDLE and index.data(ROLE_LAST_FAILED):
+        elif state == SessionState.IDLE and index.data(ROLE_LAST_FAILED):
             # A persistent session is idle again after a failure (spec §3.2); say it failed.
             badges.append(("last turn failed", BADGE_ROLES[SessionState.FAILED]))
-        elif state != SessionState.IDLE or not badges:
+        elif state != SessionState.IDLE or not (busy or background or queued):
             badges.append((STATE_LABELS[state], BADGE_ROLES[state]))
+        if busy:
+            badges.append(("in use elsewhere", Role.BADGE_BUSY))
+        if background:  # a play sign and the count: its tooltip says it in words
+            badges.append((f"▶ {background}", Role.STATE_RUNNING))
+        if queued:
+            badges.append((f"{queued} queued", Role.BADGE_QUEUED))
         return badges

@@ -60,6 +60,7 @@ class SessionPanel(QWidget):
         layout.addLayout(header)
         self.transcript = TranscriptView(model)
         layout.addWidget(self.transcript, 1)
+        self._inline_at = layout.count()  # where the open session's approval goes
         self.queue = QFrame()
         self.queue.setObjectName("queue")
         self.queue_layout = QVBoxLayout(self.queue)
@@ -89,13 +90,19 @@ class SessionPanel(QWidget):
         self.composer.set_running(session.state in RUNNING_STATES)
         self.composer.set_mode(session.permission_mode)
 
+    def set_inline_approval(self, widget: QWidget) -> None:
+        """Put the open session's approval at the foot of its transcript, above the queue."""
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(self._inline_at, widget)
+
     def show_usage(self, summary: UsageSummary | None) -> None:
         """ "4.0k in / 600 out · $0.021 · tree $0.05 · today $1.20", the whole in its tooltip."""
         if summary is None or (summary.session.model_calls == 0 and summary.today.model_calls == 0):
             self.usage.setText("")
             self.usage.setToolTip("")
             return
-        parts = [summary.session.text()]
+        parts = [summary.session.text()] if summary.session.model_calls else []
         if summary.tree != summary.session:
             parts.append(f"tree {_short(summary.tree)}")
         parts.append(f"today {_short(summary.today)}")

@@ -212,3 +212,28 @@ async def test_unrestricted_mode_runs_outside_the_sandbox_only_while_the_setting
         # fxdesk's data folder.
         assert (b"SEES-THE-DATA" in said) is enabled
         assert (b"DATA-HIDDEN" in said) is not enabled
+
+
+async def test_a_port_taken_by_another_program_is_named_and_nothing_is_started_or_killed(
+    data_paths: DataPaths, project: Path
+) -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    try:
+        async with running_app(data_paths) as app:
+            engine = app.engine
+            session = await engine.create_session(project, start=False)
+            command = f"{sys.executable} -m http.server {port} --bind 127.0.0.1"
+            with pytest.raises(BackgroundError) as refused:
+                await engine.start_background(session.id, command, expect_url=True)
+            said = str(refused.value)
+            assert f"port {port} is already taken by PID {os.getpid()} (" in said
+            assert "the command was not started" in said
+            assert engine.background_tasks(session.id) == []
+        listener.getsockname()  # still ours, still open: nothing signalled its holder
+    finally:
+        listener.close()

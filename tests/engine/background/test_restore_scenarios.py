@@ -78,7 +78,9 @@ async def test_scenario_11_records_are_validated_and_only_valid_ones_attached(
     report = restarted.restored
     assert report is not None
     assert (report.live, report.stale, report.unverified) == (0, 3, 1)
-    assert restarted.all_tasks() == []
+    shown = {t.stable_id: t for t in restarted.all_tasks()}  # listed as stale, for the person
+    assert set(shown) == {gone.stable_id, no_log.stable_id, moved.stable_id}
+    assert all(t.state is TaskState.STALE and not t.stoppable for t in shown.values())
     asked = {call[1] for call in bg.fake.named("match")[matched_before:]}
     assert {gone.pid, unreadable.pid} <= asked
     states = {r[1]: r[2] for r in await bg.records()}

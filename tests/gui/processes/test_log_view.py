@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -105,3 +106,19 @@ async def test_search_finds_next_and_previous_and_wraps(qtbot: object, tmp_path:
     assert not view.search_bar.isVisibleTo(view)
     view.follow(None)
     view.deleteLater()
+
+
+async def test_a_missing_log_is_said_once_and_shown_when_it_appears(
+    qtbot: object, tmp_path: Path
+) -> None:
+    path = tmp_path / "later.log"
+    view = LogView()
+    view.show()
+    view.follow(path)
+    await until(lambda: "cannot be read" in view.text.toPlainText())
+    await asyncio.sleep(0.8)  # several polls
+    assert view.text.toPlainText().count("cannot be read") == 1
+    path.write_text("here now\n")
+    await until(lambda: "here now" in view.text.toPlainText())
+    view.follow(None)
+    view.close()

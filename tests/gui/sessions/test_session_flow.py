@@ -333,7 +333,7 @@ async def test_the_recovery_banner_names_sessions_busy_in_another_fxdesk(
         other_instance.release()
 
 
-async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it(
+async def test_an_approval_shows_inline_in_the_dock_and_tree_and_key_1_from_the_composer_allows_it(
     data_paths: DataPaths, tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
@@ -356,26 +356,36 @@ async def test_an_approval_shows_in_the_dialog_dock_and_tree_and_key_1_allows_it
         )
         await until(lambda: run.panel.session is not None)
         run.type_and_send("Write notes")
+        # The open session's approval is in its transcript, where the keyboard is; the
+        # dialog stays away (it is for other sessions' approvals).
+        inline = controller.approvals.inline
+        await until(lambda: inline.isVisible() and inline.approval is not None)
+        assert inline.approval is not None
+        assert inline.approval.label == str((project / "notes.md").resolve())
+        assert inline.label_box.toPlainText() == inline.approval.label
+        assert "ask mode asks before every write" in inline.reason.text()  # why, as the dialog
         dialog = controller.approval_dialog
-        await until(lambda: dialog.isVisible() and dialog.count == 1)
-        current = dialog.current
-        assert current is not None and current.label == str((project / "notes.md").resolve())
+        assert not dialog.isVisible() and dialog.count == 1
         assert controller.approvals_dock.count == 1 and controller.approvals_dock.isVisible()
         tree = controller.model
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 1)
         await until(lambda: run.state(session.id) == SessionState.AWAITING_APPROVAL)
         assert not (project / "notes.md").exists()
 
-        dialog.activateWindow()  # as the person clicking into it: keys reach the active window
-        await until(dialog.isActiveWindow)
-        QTest.keyClick(dialog, Qt.Key.Key_Return)  # a stray Enter approves nothing
+        edit = run.panel.composer.edit
+        edit.setFocus()
+        QTest.keyClick(edit, Qt.Key.Key_Return)  # a stray Enter approves nothing
+        QTest.keyClicks(edit, "see 1")  # with text typed, a digit is text
         await asyncio.sleep(0.2)
         assert not (project / "notes.md").exists() and dialog.count == 1
+        assert edit.toPlainText() == "see 1"
+        edit.clear()
 
-        QTest.keyClick(dialog, Qt.Key.Key_1)  # allow once
+        QTest.keyClick(edit, Qt.Key.Key_1)  # the composer is empty: 1 allows once
         await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
         assert (project / "notes.md").read_text() == "# N"
-        await until(lambda: dialog.count == 0 and not dialog.isVisible())
+        assert edit.toPlainText() == ""  # the key answered; it typed nothing
+        await until(lambda: dialog.count == 0 and not inline.isVisible())
         await until(lambda: controller.approvals_dock.count == 0)
         await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after
         await until(lambda: tree.session_index(session.id).data(ROLE_APPROVALS) == 0)
@@ -407,7 +417,7 @@ async def test_ctrl_shift_a_takes_the_keyboard_from_the_composer_to_the_waiting_
         await until(lambda: run.panel.session is not None)
         run.type_and_send("Write it")
         dialog = controller.approval_dialog
-        await until(lambda: dialog.isVisible() and dialog.count == 1)
+        await until(lambda: dialog.count == 1 and controller.approvals.inline.isVisible())
         assert controller.approvals_dock.isVisible()
         controller.window.activateWindow()
         await until(controller.window.isActiveWindow)
@@ -521,5 +531,47 @@ async def test_a_confirmation_names_what_its_buttons_do_and_keeping_is_the_defau
         await asyncio.wait_for(asked, 10)
         kept = await run.app.engine.session(session.id)
         assert kept is not None and kept.state != SessionState.ARCHIVED
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_another_session_s_approval_opens_the_dialog_and_never_replaces_the_inline_one(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write = ScriptedCall("write_file", {"path": "a.md", "content": "a"})
+    other = ScriptedCall("write_file", {"path": "b.md", "content": "b"})
+    provider = ScriptedProvider(
+        [
+            Reply("A.", tool_calls=(write,)),
+            Reply("B.", tool_calls=(other,)),
+            Reply("ok"),
+            Reply("ok"),
+        ]
+    )
+    run = await Window(data_paths, provider).started()
+    controller = run.controller
+    try:
+        elsewhere = await run.app.engine.create_session(
+            project, name="Elsewhere", permission_mode=PermissionMode.ASK, start=False
+        )
+        shown = await run.app.sessions.create_root(
+            project, name="Open one", permission_mode=PermissionMode.ASK
+        )
+        await until(lambda: run.panel.session is not None and run.panel.session.id == shown.id)
+        run.type_and_send("Write a")
+        inline = controller.approvals.inline
+        await until(lambda: inline.approval is not None)
+        first = inline.approval
+        assert first is not None and first.label.endswith("a.md")
+
+        # Another session asks (started from elsewhere, the CLI say): the dialog opens for it,
+        # and the open session's inline approval stays the one under the person's cursor.
+        await run.app.engine.send(elsewhere.id, "Write b")
+        dialog = controller.approval_dialog
+        await until(lambda: dialog.count == 2 and dialog.isVisible())
+        assert run.panel.session is not None and run.panel.session.id == shown.id
+        assert inline.approval is not None and inline.approval.id == first.id
     finally:
         assert await run.stop() == Outcome.CLOSED

@@ -211,3 +211,47 @@ def test_tooltips_and_accessible_text() -> None:
 def test_snapshots_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         session("x").name = "y"  # type: ignore[misc]
+
+
+def test_a_row_has_one_badge_for_its_state_and_keeps_its_name_readable(qtbot: Any) -> None:
+    """Waiting approvals say "1 to approve" and not also "awaiting approval"; in a narrow tree
+    the least important badges go before the name is crushed (issue 14: a sub-agent row showed
+    only "z" and two badges that said the same thing)."""
+    from PySide6.QtGui import QImage, QPainter
+    from PySide6.QtWidgets import QStyleOptionViewItem, QTreeView
+
+    from fxdesk.gui.sessions.delegate import SessionDelegate
+    from fxdesk.gui.sessions.model import ROLE_APPROVALS, ROLE_BACKGROUND, ROLE_QUEUED
+
+    model = SessionTreeModel()
+    long_name = "Write the user guide for the parser module"
+    model.load(
+        [workspace(1, "alpha")],
+        [session("s1", name=long_name, state=SessionState.AWAITING_APPROVAL)],
+    )
+    model.set_mark("s1", ROLE_APPROVALS, 1)
+    model.set_mark("s1", ROLE_QUEUED, 2)
+    model.set_mark("s1", ROLE_BACKGROUND, 1)
+    index = model.session_index("s1")
+    badges = SessionDelegate._badges(index, SessionState.AWAITING_APPROVAL)
+    assert [text for text, _ in badges] == ["1 to approve", "▶ 1", "2 queued"]
+
+    view = QTreeView()
+    qtbot.addWidget(view)
+    view.setModel(model)
+    delegate = SessionDelegate(view)
+    drawn: dict[int, str] = {}
+    for width in (200, 600):
+        option = QStyleOptionViewItem()
+        option.rect.setRect(0, 0, width, 28)
+        option.font = view.font()
+        option.widget = view
+        image = QImage(width, 28, QImage.Format.Format_ARGB32)
+        painter = QPainter(image)
+        delegate.paint(painter, option, index)
+        painter.end()
+        drawn[width] = delegate.last_name
+    assert drawn[600] == long_name
+    narrow = drawn[200]
+    assert "…" in narrow and narrow.startswith("Write") and narrow.endswith("dule")
+    assert len(narrow) >= 8  # a name, not "z"
