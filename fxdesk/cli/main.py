@@ -15,6 +15,7 @@ from fxdesk.cli import (
     background,
     doctor,
     profiles,
+    runs,
     sandbox,
     sessions,
     tasks_start,
@@ -33,6 +34,7 @@ GROUPS = (
     profiles,
     approvals,
     agents,
+    runs,
     sandbox,
     window,
 )

@@ -430,6 +430,7 @@ class AgentCoordinator:
         ``suppress`` (the person, a session stop) writes background completions already
         consumed: no continuation starts; the agent's own cancel (False) wakes the root."""
         now = self.clock.now_ms()
+        before = await self.store.read(lambda: agent_runs.active_runs(caller.root_session_id))
         changed = await self.store.write(
             lambda: agent_runs.cancel_run(
                 caller, run_id, reason, self.limits, now, suppress=suppress
@@ -437,22 +438,36 @@ class AgentCoordinator:
             label="cancel_run",
         )
         if changed:
-            await self._fire_closed(caller.root_session_id, reason)
-            self.bus.publish(AgentRunChanged(caller.root_session_id, run_id, "cancelled"))
-            self.bus.publish(InboxChanged(caller.root_session_id))
+            await self._settle_cancelled(caller.root_session_id, before, reason)
         return changed
 
     async def stop_all(self, root_session_id: str, reason: str = "stopped by the person") -> int:
         """Cancel every unfinished run of a root session (continuations suppressed)."""
         now = self.clock.now_ms()
+        before = await self.store.read(lambda: agent_runs.active_runs(root_session_id))
         count = await self.store.write(
             lambda: agent_runs.cancel_session(root_session_id, reason, self.limits, now),
             label="stop_all_agents",
         )
         if count:
-            await self._fire_closed(root_session_id, reason)
-            self.bus.publish(InboxChanged(root_session_id))
+            await self._settle_cancelled(root_session_id, before, reason)
         return count
+
+    async def _settle_cancelled(
+        self, root_session_id: str, before: Sequence[AgentRun], reason: str
+    ) -> None:
+        """After a committed cancel: fire our tokens, and cancel the child sessions' work
+        durably (a run another fxdesk executes stops at its turn's next durable check)."""
+        await self._fire_closed(root_session_id, reason)
+        ids = [r.id for r in before]
+        after = await self.store.read(lambda: [agent_runs.get_run(i) for i in ids])
+        for run in after:
+            if run is None or run.status is not RunStatus.CANCELLED:
+                continue
+            self.bus.publish(AgentRunChanged(root_session_id, run.id, run.status.value))
+            if run.child_session_id is not None and run.id not in self._tokens:
+                await runner._stop_child(self._context(), run.child_session_id, reason)
+        self.bus.publish(InboxChanged(root_session_id))
 
     async def _fire_closed(self, root_session_id: str, reason: str) -> None:
         """Fire the token of every run of ours the store now has finished."""

@@ -6,10 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fxdesk.domain.agent_inbox import InboxEvent
-from fxdesk.domain.agent_runs import AgentRun, AgentRunError, Caller, Counters, unknown_run
+from fxdesk.domain.agent_runs import (
+    AgentRun,
+    AgentRunError,
+    Caller,
+    Counters,
+    Limits,
+    unknown_run,
+)
 from fxdesk.domain.model import Session
 from fxdesk.engine.agents.coordinator import AgentCoordinator
-from fxdesk.store import agent_runs
+from fxdesk.store import Store, agent_inbox, agent_runs
 
 
 @dataclass(frozen=True)
@@ -26,6 +33,7 @@ class AgentRunsPart:
     """Agent runs as the person sees and steers them. Needs ``_agents`` and ``session``."""
 
     _agents: AgentCoordinator | None
+    _store: Store
 
     async def session(self, session_id: str) -> Session | None:  # provided by Engine
         raise NotImplementedError
@@ -44,15 +52,17 @@ class AgentRunsPart:
     async def runs(self, session_id: str) -> list[AgentRun]:
         """Every agent run of the session's tree (its root's), oldest first."""
         root = await self._root_of(session_id)
-        return await self._coordinator().list_runs(Caller(root), limit=10_000)
+        runs, _next = await self._store.read(
+            lambda: agent_runs.list_runs(Caller(root), limit=10_000)
+        )
+        return runs
 
     async def agent_run(self, run_id: str) -> AgentRun:
         """One run by id or unique id prefix (``AgentRunError`` ``UNKNOWN_RUN`` otherwise)."""
-        coordinator = self._coordinator()
-        found = await coordinator.get_run(run_id)
+        found = await self._store.read(lambda: agent_runs.get_run(run_id))
         if found is not None:
             return found
-        matches = await coordinator.store.read(lambda: agent_runs.runs_by_prefix(run_id))
+        matches = await self._store.read(lambda: agent_runs.runs_by_prefix(run_id))
         if len(matches) != 1:
             raise unknown_run(run_id)
         return matches[0]
@@ -60,9 +70,13 @@ class AgentRunsPart:
     async def inbox(self, session_id: str) -> InboxView:
         """The inbox of the session's root: completions and signals, and its counters."""
         root = await self._root_of(session_id)
-        coordinator = self._coordinator()
-        events, counters = await coordinator.inbox(root)
-        return InboxView(root, events, counters, coordinator.limits.max_inbox)
+
+        def read() -> tuple[list[InboxEvent], Counters]:
+            return agent_inbox.list_inbox(root), agent_inbox.counters(root)
+
+        events, counters = await self._store.read(read)
+        limits = self._agents.limits if self._agents is not None else Limits()
+        return InboxView(root, events, counters, limits.max_inbox)
 
     async def cancel_run(self, run_id: str, reason: str = "cancelled by the person") -> bool:
         """Cancel a run and the runs below it; its child session's work stops. The person's

@@ -50,7 +50,8 @@ async def test_scenario_2_a_foreground_batch_of_two_returns_results_in_request_o
         (result,) = tool_results(root.requests[-1])
         assert result.index("answer one") < result.index("answer two: alpha")
         assert "[1] general" in result and "[2] explorer" in result
-        runs = await engine.runs(session.id)
+        # One batch; listed by acceptance time, so put back in request order.
+        runs = sorted(await engine.runs(session.id), key=lambda r: r.group_index)
         assert [r.agent_id for r in runs] == ["general", "explorer"]
         assert all(r.mode is RunMode.FOREGROUND for r in runs)
         assert all(r.status is RunStatus.COMPLETED for r in runs)
