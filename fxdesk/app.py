@@ -16,6 +16,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fxdesk.domain.agent_runs import Limits
+from fxdesk.engine.agents.coordinator import AgentCoordinator
+from fxdesk.engine.agents.port import CoordinatorPort
 from fxdesk.engine.background.port import RuntimePort
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.background.specs import sandboxed_specs
@@ -88,8 +91,11 @@ class App:
         *,
         faults: FaultInjector | None = None,
         providers: ProviderResolver | None = None,
+        agent_limits: Limits | None = None,
     ) -> None:
         self.paths = paths
+        self.agent_limits = agent_limits
+        self._agents: AgentCoordinator | None = None
         self.faults = faults
         self.providers = providers
         self.recovery: RecoveryReport | None = None
@@ -128,6 +134,12 @@ class App:
         if self._sessions is None:
             raise RuntimeError("the engine is not started")
         return self._sessions
+
+    @property
+    def agents(self) -> AgentCoordinator:
+        if self._agents is None:
+            raise RuntimeError("the engine is not started")
+        return self._agents
 
     @property
     def background(self) -> BackgroundRuntime:
@@ -251,10 +263,35 @@ class App:
         owners.set_queue_owner(instance.instance_id)  # the work queued here is ours to run
         self._owner = owner
         self._sessions = SessionService(store, self.bus, owner, clock=self.clock)
+        # Agent runs: this activation's generation, and what earlier ones left unfinished
+        # interrupted (nothing re-runs), before any delegation can happen.
+        agents = AgentCoordinator(
+            store,
+            self.bus,
+            owner,
+            self._sessions,
+            self.clock,
+            instance_id=instance.instance_id,
+            limits=self.agent_limits,
+            user_agents=self.paths.user_agents,
+            owner_alive=functools.partial(instance_alive, self.paths.locks),
+        )
+        try:
+            await agents.start(recover=self._recover_at_start)
+        except BaseException:
+            await owner.shutdown()
+            owners.set_queue_owner(None)
+            instance.release()
+            raise
+        self._agents = agents
+        runner.agents = CoordinatorPort(agents)
         scheduler.start()
         self._engine = self._facade(self._sessions, owner)
 
         async def stop() -> None:
+            runner.agents = None
+            await agents.stop()  # first: its runs stop without writing (recovery's to settle)
+            self._agents = None
             await owner.shutdown()
             owners.set_queue_owner(None)
             instance.release()  # only now may another process judge our pending work dead
@@ -317,6 +354,7 @@ class App:
             recovery=self.recovery,
             background=self._background,
             user_agents=self.paths.user_agents,
+            agents=self._agents,
         )
 
     async def stop(self) -> None:

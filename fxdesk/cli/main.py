@@ -16,6 +16,7 @@ from fxdesk.cli import (
     doctor,
     profiles,
     run_commands,
+    runs,
     sandbox,
     sessions,
     tasks_start,
@@ -35,6 +36,7 @@ GROUPS = (
     profiles,
     approvals,
     agents,
+    runs,
     sandbox,
     window,
 )

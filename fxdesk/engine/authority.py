@@ -39,6 +39,22 @@ class AuthorityResolver(Protocol):
     def resolve(self, session: Session, mode: PermissionMode) -> LiveAuthority: ...
 
 
+AGENT_TOOLS_KEY = "agent_tools"  # a session's allowed tools (a named agent's ``tools``)
+AGENT_DENIED_TOOLS_KEY = "agent_disallowed_tools"
+
+
+def session_tools(session: Session, host_tools: tuple[str, ...]) -> tuple[str, ...]:
+    """The host's tools a session's work is admitted with: all of them, narrowed by the tools
+    its named agent's definition allows and disallows (stored in the session's config)."""
+    config = session.config
+    allowed = config.get(AGENT_TOOLS_KEY)
+    denied = set(config.get(AGENT_DENIED_TOOLS_KEY) or ())
+    names = tuple(host_tools)
+    if isinstance(allowed, list):
+        names = tuple(n for n in names if n in allowed)
+    return tuple(n for n in names if n not in denied)
+
+
 @dataclass
 class HostAuthority:
     """Mutable host authority; every change bumps ``generation``."""
@@ -73,7 +89,7 @@ class HostAuthority:
             effort=effort,
             permission_mode=session.permission_mode,
             sandbox=self.sandbox,
-            tool_names=tuple(self.tool_names),
+            tool_names=session_tools(session, self.tool_names),
             rules=tuple(self.rules),
             grants=tuple(self.grants),
             integrations=tuple(self.integrations),

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from fxdesk.domain.agent_definitions import AgentDefinition, AgentEntry
+from fxdesk.domain.agent_runs import AgentRun, AgentRunError
 from fxdesk.domain.approvals import Approval, Choice
 from fxdesk.domain.background import (
     BackgroundError,
@@ -50,6 +51,8 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import agent_lookup, health
+from fxdesk.engine.agents.coordinator import AgentCoordinator
+from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
 from fxdesk.engine.background import listing
 from fxdesk.engine.background.runtime import BackgroundRuntime
 from fxdesk.engine.bus import EventBus
@@ -83,6 +86,8 @@ from fxdesk.tools.background.usage import TaskUsage, UsageRequest, UsageSampler
 __all__ = [
     "AgentDefinition",
     "AgentEntry",
+    "AgentRun",
+    "AgentRunError",
     "BackgroundError",
     "BackgroundTask",
     "BrokenAgent",
@@ -91,6 +96,7 @@ __all__ = [
     "EngineError",
     "ErrorCode",
     "ForgetResult",
+    "InboxView",
     "InvalidWorkspace",
     "LaunchPolicy",
     "LogSummary",
@@ -133,7 +139,7 @@ class Transcript:
     entries: list[HistoryEntry]
 
 
-class Engine:
+class Engine(AgentRunsPart):
     """What the window and the command line can do and read.
 
     Built by ``App`` once its services run. ``owner`` is None for clients that only read or
@@ -159,7 +165,9 @@ class Engine:
         recovery: RecoveryReport | None = None,
         background: BackgroundRuntime | None = None,
         user_agents: Path | None = None,
+        agents: AgentCoordinator | None = None,
     ) -> None:
+        self._agents = agents
         self._store = store
         self._lock_dir = lock_dir
         self._clock = clock
@@ -280,6 +288,8 @@ class Engine:
         """Queue a message and start the session (it runs after what is already queued)."""
         owner = self._running() if start else None  # refuse before writing
         item = await self._sessions.send(session_id, text)
+        if self._agents is not None:  # inbox events wait for this turn: they go in behind it
+            await self._agents.delivery.attach_to_next_turn(session_id)
         if owner is not None:
             owner.start(session_id)
         return item

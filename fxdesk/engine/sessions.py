@@ -114,6 +114,14 @@ def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: 
     return change
 
 
+def enqueue_in_write(
+    session_id: str, content: str, kind: WorkKind, source_id: str, at: int
+) -> Change:
+    """Queue one message inside a store job of the caller's (the inbox delivers its events and
+    acknowledges them in the same transaction)."""
+    return _enqueue(session_id, content, kind, source_id, at)
+
+
 @dataclass(frozen=True)
 class EventPage:
     events: list[ControlEvent]

@@ -30,7 +30,7 @@ from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry, ToolCall, build_messages, open_tool_calls
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase
 from fxdesk.domain.live import LiveEvent
-from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
+from fxdesk.domain.model import EntryKind, Session, WorkKind, WorkStatus
 from fxdesk.domain.work import Change, WorkItem, consume_steer
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
@@ -60,6 +60,7 @@ from fxdesk.providers.base import (
     collect,
 )
 from fxdesk.store import Store, StoreError, control, history
+from fxdesk.tools.agents.port import AgentsPort
 from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolRegistry
 
@@ -72,6 +73,18 @@ DEFAULT_SYSTEM_PROMPT = (
     "given. Work step by step, use tools to inspect and change files, and finish with a short "
     "summary of what you did."
 )
+
+
+ROLE_PROMPT_KEY = "role_prompt"  # a session's own role text (a named agent's definition body)
+
+
+def system_prompt(base: str, session: Session) -> str:
+    """The system text of a session's model calls: fxdesk's, then the session's role prompt
+    (a sub-agent run by a named agent gets its definition's body here)."""
+    role = session.config.get(ROLE_PROMPT_KEY)
+    if isinstance(role, str) and role.strip():
+        return f"{base}\n\n{role.strip()}"
+    return base
 
 
 class TurnRunner:
@@ -107,6 +120,8 @@ class TurnRunner:
         # The background runtime, for the agent's background tools (set by the App once it
         # runs; None: this process runs no background tasks).
         self.background: BackgroundPort | None = None
+        # The agent coordinator, for the delegation tools (set by the App; None: no sub-agents).
+        self.agents: AgentsPort | None = None
         # Results of effects that happened but could not be saved: a resume here writes them.
         self.unsaved = UnsavedResults()
 
@@ -156,6 +171,7 @@ class _Turn:
             runner.data_dir,
             runner.background,
             runner.bus,
+            runner.agents,
         )
 
     # --- the loop ---------------------------------------------------------------------------
@@ -347,7 +363,7 @@ class _Turn:
             model=self.rt.snapshot.model,
             messages=tuple(build_messages(self.context + self.entries)),
             tools=tools,
-            system=self.runner.system_prompt,
+            system=system_prompt(self.runner.system_prompt, self.rt.session),
             effort=self.rt.snapshot.effort or (self.rt.profile.effort if self.rt.profile else None),
         )
         self.model_calls += 1

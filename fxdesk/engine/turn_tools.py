@@ -67,6 +67,7 @@ from fxdesk.store.errors import (
     ReadOnlyError,
     StoreClosedError,
 )
+from fxdesk.tools.agents.port import AgentsPort
 from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolContext, ToolRegistry, ToolResult
 
@@ -171,6 +172,7 @@ class ToolCalls:
         data_dir: fxdesk's data folder: hidden from commands; their /tmp is kept in it.
         background: The background runtime, for the background tools (None: none here).
         bus: Where a running command's output is published (None: nowhere).
+        agents: The agent coordinator, for the delegation tools (None: no sub-agents).
     """
 
     def __init__(
@@ -184,8 +186,10 @@ class ToolCalls:
         data_dir: Path | None = None,
         background: BackgroundPort | None = None,
         bus: EventBus | None = None,
+        agents: AgentsPort | None = None,
     ) -> None:
         self.turn = turn
+        self.agents = agents
         self.bus = bus
         self.data_dir = data_dir
         self.background = background
@@ -348,6 +352,7 @@ class ToolCalls:
             extra_env=allowed.sandbox.extra_env,
             outside_sandbox=allowed.outside_sandbox,
             background=self.background,
+            agents=self.agents,
             on_output=self._live_output(call),
         )
 

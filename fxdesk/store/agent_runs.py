@@ -529,6 +529,26 @@ def active_runs(root_session_id: str | None = None) -> list[AgentRun]:
     return [_run(row) for row in rows]
 
 
+def run_of_child_session(child_session_id: str) -> AgentRun | None:
+    """The run a one-off child session executes (None for any other session)."""
+    row = db.execute_sql(
+        f"SELECT {_COLUMNS} FROM agent_run WHERE child_session_id = ? "
+        "ORDER BY created_at_ms DESC LIMIT 1",
+        (child_session_id,),
+    ).fetchone()
+    return None if row is None else _run(row)
+
+
+def runs_by_prefix(prefix: str, limit: int = 2) -> list[AgentRun]:
+    """Runs whose id starts with ``prefix`` (a person types a short id)."""
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = db.execute_sql(
+        f"SELECT {_COLUMNS} FROM agent_run WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT ?",
+        (escaped + "%", limit),
+    ).fetchall()
+    return [_run(row) for row in rows]
+
+
 def overdue_runs(now: int) -> list[AgentRun]:
     """Unfinished runs whose deadline has passed (the coordinator times them out)."""
     return [run for run in active_runs() if run.deadline_at_ms <= now]

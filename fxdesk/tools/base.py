@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from fxdesk.tools.agents.port import AgentsPort
 from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.workspace import PathOutsideWorkspace
 
@@ -67,6 +68,8 @@ class ToolContext:
     # Where a command's output goes while it runs, whole lines at a time (the window's live
     # view); None: nobody watches.
     on_output: Callable[[str], None] | None = None
+    # The engine's agent coordinator, for the delegation tools (None: no sub-agents here).
+    agents: AgentsPort | None = None
 
 
 @dataclass(frozen=True)

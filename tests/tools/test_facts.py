@@ -35,6 +35,11 @@ FACTS = {
     "list_background": ToolFacts(ToolAccess.NONE),
     "read_background_log": ToolFacts(ToolAccess.NONE),
     "stop_background": ToolFacts(ToolAccess.NONE),
+    # Nothing outside the conversation: what a sub-agent then does is judged in its session.
+    "delegate": ToolFacts(ToolAccess.NONE),
+    "emit_signal": ToolFacts(ToolAccess.NONE),
+    "list_runs": ToolFacts(ToolAccess.NONE),
+    "cancel_run": ToolFacts(ToolAccess.NONE),
 }
 
 

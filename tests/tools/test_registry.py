@@ -10,12 +10,16 @@ from fxdesk.tools.base import ToolContext, ToolRegistry
 from fxdesk.tools.registry import all_tools
 
 NAMES = [
+    "cancel_run",
+    "delegate",
     "echo",
     "edit_file",
+    "emit_signal",
     "glob",
     "grep",
     "list_background",
     "list_dir",
+    "list_runs",
     "read_background_log",
     "read_file",
     "run_command",
@@ -36,8 +40,13 @@ def test_all_tools_sorted_by_name_with_sound_schemas() -> None:
         assert set(schema["required"]) <= set(schema["properties"])
         for spec in schema["properties"].values():
             types = [spec["type"]] if isinstance(spec["type"], str) else spec["type"]
-            assert set(types) <= {"string", "integer", "number", "boolean"}
+            # Lists of objects (delegate's requests) and JSON objects (a signal's details).
+            assert set(types) <= {"string", "integer", "number", "boolean", "array", "object"}
             assert spec["description"]
+            if "array" in types:
+                items = spec["items"]
+                assert items["type"] == "object" and items["additionalProperties"] is False
+                assert all(p["type"] == "string" for p in items["properties"].values())
 
 
 def test_all_tools_gives_fresh_instances() -> None:

@@ -1,0 +1,93 @@
+"""SIGKILL during a background run; the next start interrupts it, writes its completion once,
+and re-runs nothing (spec agent-coordinator §3.8, §4.12; scenario 17)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from fxdesk.app import App
+from fxdesk.domain.agent_inbox import EventKind, EventStatus
+from fxdesk.domain.agent_runs import RunStatus
+from fxdesk.domain.model import WorkKind, WorkStatus
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Reply
+from tests.engine.agents.harness import ByName, Script
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def run_until_running(data_paths: DataPaths, project: Path) -> tuple[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.agents.kill_host", str(data_paths.root), str(project)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.startswith("RUNNING "), line
+        _, root_id, run_id = line.split()
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(30)
+    return root_id, run_id
+
+
+async def test_scenario_17_sigkill_during_a_background_run_then_restart_interrupts_it_once(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    root_id, run_id = await asyncio.to_thread(run_until_running, data_paths, project)
+
+    model = Script([Reply("should never be called")])
+    for _ in range(2):  # a second start finds nothing more to do
+        app = App(data_paths, providers=ByName({}, model))
+        await app.start(background=False)
+        try:
+            engine = app.engine
+            (run,) = await engine.runs(root_id)
+            assert run.id == run_id and run.status is RunStatus.INTERRUPTED
+            assert "fxdesk stopped while this run was active" in (run.error or "")
+            view = await engine.inbox(root_id)
+            (completion,) = [e for e in view.events if e.kind is EventKind.COMPLETION]
+            assert completion.status is EventStatus.PENDING
+            assert not completion.requires_continuation  # nothing re-runs by itself
+            assert completion.payload["status"] == "interrupted"
+            assert (view.counters.pending, view.counters.reserved) == (1, 0)
+            await asyncio.sleep(0.3)
+            assert not engine.is_running(root_id)
+            assert model.requests == []
+            items = await engine.items(root_id)
+            assert [i.kind for i in items] == [WorkKind.PROMPT]
+            assert run.child_session_id is not None
+            (child_item,) = await engine.items(run.child_session_id)
+            assert child_item.status is WorkStatus.INTERRUPTED
+        finally:
+            await app.stop()
+
+    # The root's next turn (the person writes) sees the interruption, delivered once.
+    model.steps = [Reply("I see it was interrupted.")]
+    app = App(data_paths, providers=ByName({}, model))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        await engine.send(root_id, "What happened to the sub-agent?")
+        await asyncio.wait_for(engine.join(root_id), 60)
+        (request,) = model.requests
+        seen = "\n".join(m.content for m in request.messages if m.role == "user")
+        assert f"Run {run_id} (general) interrupted" in seen
+        view = await engine.inbox(root_id)
+        assert all(e.status is EventStatus.CONSUMED for e in view.events)
+        assert (view.counters.pending, view.counters.reserved) == (0, 0)
+    finally:
+        await app.stop()
