@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 
 from PySide6.QtCore import Qt, Slot
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtGui import QKeySequence, QShortcut, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -34,7 +34,14 @@ from PySide6.QtWidgets import (
 
 from fxdesk.engine.facade import Engine, RunCommand, RunCommandError, SessionError, StoreError
 from fxdesk.gui.tasks import WidgetTasks, alive
-from fxdesk.gui.widgets import hint_label, monospace, problem_label, push_button, show_problem
+from fxdesk.gui.widgets import (
+    code_spans,
+    hint_label,
+    monospace,
+    problem_label,
+    push_button,
+    show_problem,
+)
 
 COL_NAME, COL_COMMAND, COL_FOLDER, COL_URL, COL_DURABLE = range(5)
 HEADERS = ("Name", "Command", "Folder", "URL", "Keeps running")
@@ -82,10 +89,14 @@ class RunCommandsDialog(QDialog):
         self.setWindowTitle("Saved run commands")
         self.setMinimumSize(720, 480)
         layout = QVBoxLayout(self)
-        intro = hint_label(
-            f"Commands of the workspace {folder}, started from Processes → Run ▸ or with "
-            "`fxdesk start -w DIR --saved NAME`. Folders are relative to the workspace.",
-            wrap=True,
+        intro = hint_label(wrap=True)
+        intro.setTextFormat(Qt.TextFormat.RichText)
+        intro.setText(
+            code_spans(
+                f"The commands of {folder}, started from Run ▸ in Processes or with "
+                "`fxdesk start -w DIR --saved NAME`. Folders are relative to the workspace. "
+                "Nothing is saved until Save (Ctrl+Enter)."
+            )
         )
         intro.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         layout.addWidget(intro)
@@ -218,6 +229,12 @@ class RunCommandsDialog(QDialog):
         ]
         for first, second in itertools.pairwise(order):
             QWidget.setTabOrder(first, second)
+
+    def showEvent(self, event: QShowEvent) -> None:
+        # QDialogButtonBox makes Save the default button when it is shown, whatever its
+        # autoDefault: then Enter in any field would save. Undo it after the children showed.
+        super().showEvent(event)
+        self.save_button.setDefault(False)
 
     # --- rows ----------------------------------------------------------------------------
 
