@@ -125,7 +125,7 @@ def cmd_approve(args: argparse.Namespace, paths: DataPaths) -> int:
             raise CommandError(f"no approval {args.approval!r} (see `fxdesk approvals`)")
         try:
             answered = await engine.answer_approval(
-                approval.id, CHOICES[args.choice], reason=args.reason
+                approval.id, CHOICES[args.choice], reason=args.reason, by="the command line"
             )
         except ApprovalNotPending as exc:
             print(f"fxdesk: {exc}", file=sys.stderr)
@@ -221,7 +221,7 @@ async def prompt(engine: Engine, approval: Approval) -> bool:
             print("  reason for the agent (optional): ", end="", file=sys.stderr, flush=True)
             reason = (await loop.run_in_executor(None, sys.stdin.readline)).strip()
         try:
-            await engine.answer_approval(approval.id, picked, reason=reason)
+            await engine.answer_approval(approval.id, picked, reason=reason, by="the command line")
         except ApprovalNotPending as exc:
             print(f"fxdesk: {exc}", file=sys.stderr)
         return True

@@ -77,6 +77,7 @@ from fxdesk.engine.sessions import (
     validate_workspace,
 )
 from fxdesk.store import Store, control, history, repo, usage
+from fxdesk.store import approvals as approvals_store
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
@@ -423,10 +424,19 @@ class Engine(AgentRunsPart):
         *,
         reason: str = "",
         rules: list[PermissionRule] | None = None,
+        by: str = "",
     ) -> Approval:
         """Answer an approval (raises ``ApprovalNotPending`` if it was answered already,
-        ``ChoiceNotOffered`` for "run outside the sandbox" where it does not apply)."""
-        return await self._permissions.resolve(approval_id, choice, reason=reason, rules=rules)
+        ``ChoiceNotOffered`` for "run outside the sandbox" where it does not apply); ``by``
+        says where ("the window", "the command line"), shown with the call afterwards."""
+        return await self._permissions.resolve(
+            approval_id, choice, reason=reason, rules=rules, by=by
+        )
+
+    async def approvals_of(self, session_id: str, limit: int = 200) -> list[Approval]:
+        """The session's approvals, answered or not, newest first: who answered what, how and
+        when, for the calls they were about."""
+        return await self._store.read(lambda: approvals_store.approvals_of(session_id, limit))
 
     async def approval_counts(self) -> dict[str, int]:
         """Per session: approvals waiting."""

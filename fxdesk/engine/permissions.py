@@ -343,10 +343,13 @@ class PermissionService:
         *,
         reason: str = "",
         rules: list[PermissionRule] | None = None,
+        by: str = "",
     ) -> Approval:
-        """Answer a pending approval. ``session`` and ``always`` also store rules: ``rules`` as
-        the person edited them, else the exact parts asked about. ``unsandboxed`` lets that
-        one command run outside the sandbox (``ChoiceNotOffered`` unless it would run in it).
+        """Answer a pending approval (``by``: where the person answered, "the window" or
+        "the command line", kept with the answer and shown with the call). ``session`` and
+        ``always`` also store rules: ``rules`` as the person edited them, else the exact parts
+        asked about. ``unsandboxed`` lets that one command run outside the sandbox
+        (``ChoiceNotOffered`` unless it would run in it).
         The work item goes back to running in the same transaction. ``ApprovalNotPending`` when
         it was already answered, cancelled or went stale; ``RegistryClosed`` after shutdown
         began (nothing written)."""
@@ -361,6 +364,8 @@ class PermissionService:
             if choice is Choice.ONCE_UNSANDBOXED and not current.offers_outside:
                 raise ChoiceNotOffered(approval_id, choice)
             resolution: dict[str, Any] = {"choice": choice.value}
+            if by:
+                resolution["by"] = by[:40]
             if choice is Choice.ONCE_UNSANDBOXED:
                 resolution["unsandboxed"] = True  # the status stays allowed_once
             if reason:

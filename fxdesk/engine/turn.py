@@ -38,6 +38,7 @@ from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.turn_children import take_child_results
 from fxdesk.engine.turn_state import (
     StaleAuthority,
     Stopping,
@@ -295,6 +296,26 @@ class _Turn:
             raise TurnStop(TurnEnd.CANCELLED, "cancelled")
         if steer and boundary:
             await self._take_steers()
+        if boundary:
+            await self._take_child_results()
+
+    async def _take_child_results(self) -> None:
+        """Its managed children's unread terminal results, before the next model call."""
+        session_id = self.rt.session.id
+        try:
+            stored = await take_child_results(
+                self.store,
+                session_id,
+                self.rt.item.id,
+                self.step,
+                self.runner.clock.now_ms(),
+                self._refuse_if_stopping,
+            )
+        except StoreError as exc:
+            raise paused(exc) from None
+        if stored:
+            self.entries.extend(stored)
+            self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
 
     async def _take_steers(self) -> None:
         """Deliver waiting steer messages into this turn, in one transaction each batch.

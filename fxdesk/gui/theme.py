@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import enum
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QColor, QPainter, QPalette
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleOption, QWidget
 
 APPEARANCES = ("system", "light", "dark")
 
@@ -294,13 +294,52 @@ def _apply(app: QApplication, appearance: str) -> None:
         app.setPalette(QPalette())  # the platform's palette again
         window = app.palette().color(_Role.Window)
         if hints.colorScheme() == Qt.ColorScheme.Dark and window.lightness() > 128:
-            _set_style(app, "fusion")
+            _use_fusion(app)
             app.setPalette(dark_palette())
         return
     dark = appearance == "dark"
     hints.setColorScheme(Qt.ColorScheme.Dark if dark else Qt.ColorScheme.Light)
-    _set_style(app, "fusion")
+    _use_fusion(app)
     app.setPalette(dark_palette() if dark else app.style().standardPalette())
+
+
+class OutlinedIndicators(QProxyStyle):
+    """Fusion, with radio buttons and check boxes outlined so they show on a dark window.
+
+    Fusion outlines them with the window colour darkened, which on fxdesk's charcoal window
+    is all but the field's own colour: the dark theme's radio buttons were nearly invisible.
+    On a light palette nothing changes."""
+
+    def drawPrimitive(
+        self,
+        element: QStyle.PrimitiveElement,
+        option: QStyleOption,
+        painter: QPainter,
+        widget: QWidget | None = None,
+    ) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        radio = element == QStyle.PrimitiveElement.PE_IndicatorRadioButton
+        check = element == QStyle.PrimitiveElement.PE_IndicatorCheckBox
+        if not (radio or check) or option.palette.color(_Role.Window).lightness() >= 128:
+            return
+        painter.save()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        painter.setPen(QColor(INDICATOR_OUTLINE_DARK))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        box = QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5)
+        if radio:
+            painter.drawEllipse(box)
+        else:
+            painter.drawRoundedRect(box, 2, 2)
+        painter.restore()
+
+
+INDICATOR_OUTLINE_DARK = "#9a9a9a"
+
+
+def _use_fusion(app: QApplication) -> None:
+    if not isinstance(app.style(), OutlinedIndicators):
+        app.setStyle(OutlinedIndicators("fusion"))
 
 
 def _set_style(app: QApplication, name: str) -> None:

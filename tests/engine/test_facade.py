@@ -656,9 +656,16 @@ async def test_an_approval_is_seen_and_answered_through_the_facade(
         assert not (project / "out.txt").exists()
         assert d.engine.is_running(session.id)  # the turn waits for the answer
 
-        answered = await d.engine.answer_approval(approval.id, Choice.ONCE)
+        answered = await d.engine.answer_approval(approval.id, Choice.ONCE, by="the window")
 
         assert answered.status == ApprovalStatus.ALLOWED_ONCE
+        assert answered.resolution["by"] == "the window"  # shown with the call afterwards
+        (kept,) = await d.engine.approvals_of(session.id)
+        assert (kept.id, kept.status, kept.resolved_at_ms) == (
+            approval.id,
+            ApprovalStatus.ALLOWED_ONCE,
+            answered.resolved_at_ms,
+        )
         assert await finish(d.engine, session.id) == Result.IDLE
         assert (project / "out.txt").read_text() == "hi\n"
         assert await d.engine.pending_approvals() == []

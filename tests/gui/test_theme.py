@@ -56,3 +56,36 @@ def test_no_module_of_the_window_spells_a_colour_but_the_theme() -> None:
         if SPELLED.search(line)
     ]
     assert spelled == []
+
+
+def test_in_the_dark_theme_an_unchecked_radio_button_shows_its_circle(qtbot: object) -> None:
+    """Fusion outlines indicators with the window colour darkened: on the dark window that is
+    the field's own colour, and the radio buttons were nearly invisible."""
+    from PySide6.QtWidgets import QApplication, QRadioButton, QStyle, QStyleOptionButton
+
+    from fxdesk.gui.theme import apply_appearance
+
+    app = QApplication.instance()
+    assert isinstance(app, QApplication)
+    apply_appearance(app, "dark")
+    try:
+        button = QRadioButton("Ask")
+        qtbot.addWidget(button)  # type: ignore[attr-defined]
+        button.resize(120, 30)
+        button.show()
+        option = QStyleOptionButton()
+        option.initFrom(button)
+        box = button.style().subElementRect(
+            QStyle.SubElement.SE_RadioButtonIndicator, option, button
+        )
+        image = button.grab().toImage()
+        window = button.palette().color(QPalette.ColorRole.Window).lightness()
+        indicator = [
+            image.pixelColor(x, y).lightness()
+            for x in range(box.left(), box.right() + 1)
+            for y in range(box.top(), box.bottom() + 1)
+        ]
+        # An edge that stands out from the window (Fusion's own: no lighter than the window).
+        assert max(indicator) - window > 60
+    finally:
+        apply_appearance(app, "light")

@@ -40,6 +40,12 @@ FACTS = {
     "emit_signal": ToolFacts(ToolAccess.NONE),
     "list_runs": ToolFacts(ToolAccess.NONE),
     "cancel_run": ToolFacts(ToolAccess.NONE),
+    # Persistent sub-agents: the same; a child's mode never exceeds its parent's.
+    "spawn_agent": ToolFacts(ToolAccess.NONE),
+    "send_to_agent": ToolFacts(ToolAccess.NONE),
+    "wait_for_agent": ToolFacts(ToolAccess.NONE),
+    "close_agent": ToolFacts(ToolAccess.NONE),
+    "list_agents": ToolFacts(ToolAccess.NONE),
 }
 
 

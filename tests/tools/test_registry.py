@@ -11,20 +11,25 @@ from fxdesk.tools.registry import all_tools
 
 NAMES = [
     "cancel_run",
+    "close_agent",
     "delegate",
     "echo",
     "edit_file",
     "emit_signal",
     "glob",
     "grep",
+    "list_agents",
     "list_background",
     "list_dir",
     "list_runs",
     "read_background_log",
     "read_file",
     "run_command",
+    "send_to_agent",
+    "spawn_agent",
     "start_background",
     "stop_background",
+    "wait_for_agent",
     "write_file",
 ]
 

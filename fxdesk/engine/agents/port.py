@@ -6,8 +6,10 @@ from collections.abc import Sequence
 
 from fxdesk.domain.agent_inbox import SignalAccepted, SignalInput
 from fxdesk.domain.agent_runs import AgentRun, RunMode
+from fxdesk.domain.child_agents import ChildInfo, ChildWait
+from fxdesk.engine.agents.children import ChildAgents
 from fxdesk.engine.agents.coordinator import AgentCoordinator
-from fxdesk.tools.agents.port import DelegateRequest, RunResult
+from fxdesk.tools.agents.port import DelegateRequest, RunResult, SpawnRequest
 
 
 class CoordinatorPort:
@@ -15,6 +17,7 @@ class CoordinatorPort:
 
     def __init__(self, coordinator: AgentCoordinator) -> None:
         self._coordinator = coordinator
+        self._children = ChildAgents(coordinator)
 
     async def delegate(
         self,
@@ -40,3 +43,18 @@ class CoordinatorPort:
     async def cancel_run(self, session_id: str, run_id: str, reason: str) -> bool:
         caller = await self._coordinator.caller_of(session_id)
         return await self._coordinator.cancel_run(caller, run_id, reason, suppress=False)
+
+    async def spawn_agent(self, session_id: str, call_id: str, spec: SpawnRequest) -> ChildInfo:
+        return await self._children.spawn(session_id, call_id, spec)
+
+    async def send_to_agent(self, session_id: str, child_id: str, message: str) -> ChildInfo:
+        return await self._children.send(session_id, child_id, message)
+
+    async def wait_for_agent(self, session_id: str, child_id: str, timeout_s: float) -> ChildWait:
+        return await self._children.wait(session_id, child_id, timeout_s)
+
+    async def close_agent(self, session_id: str, child_id: str) -> ChildWait:
+        return await self._children.close(session_id, child_id)
+
+    async def list_agents(self, session_id: str) -> list[ChildInfo]:
+        return await self._children.list(session_id)

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QGridLayout,
     QHeaderView,
+    QMainWindow,
     QPushButton,
     QStackedWidget,
     QTreeView,
@@ -309,10 +310,21 @@ class ApprovalsDock(QDockWidget):
             self.select(self.model.approval(0).id)
         self._update()
 
+    def _has_room(self) -> bool:
+        """Whether the window can show the dock beside what it shows without growing: in a
+        narrow window the open session's approval is in its transcript, the others in the
+        dialog, and the status line counts them (View → Approvals still opens it)."""
+        window = self.parentWidget()
+        central = window.centralWidget() if isinstance(window, QMainWindow) else None
+        if window is None or central is None:
+            return True
+        spare = window.width() - central.minimumSizeHint().width()
+        return spare >= self.minimumSizeHint().width() + 40
+
     def _fit(self, waiting: int) -> None:
-        """Open when approvals start waiting, close again once none are left, unless the
-        person showed or hid the dock themselves."""
-        if waiting and not self._waiting and self.isHidden():
+        """Open when approvals start waiting (where the window has room for it), close again
+        once none are left, unless the person showed or hid the dock themselves."""
+        if waiting and not self._waiting and self.isHidden() and self._has_room():
             self.show()
             self._shown_for_approvals = True
         elif not waiting and self._shown_for_approvals:

@@ -62,7 +62,9 @@ class ApprovalsInbox(QObject):
     async def _answer(
         self, approval: Approval, choice: Choice, reason: str, rules: list[PermissionRule] | None
     ) -> None:
-        await self.engine.answer_approval(approval.id, choice, reason=reason, rules=rules)
+        await self.engine.answer_approval(
+            approval.id, choice, reason=reason, rules=rules, by="the window"
+        )
 
     def show_all(self) -> None:
         """The dock, raised, and the dialog when something waits (the tray's "Approvals…")."""

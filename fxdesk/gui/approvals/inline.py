@@ -60,6 +60,7 @@ class InlineApproval(QFrame):
         column.setContentsMargins(10, 8, 10, 8)
         self.title = QLabel()
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setWordWrap(True)
         column.addWidget(self.title)
         self.label_box = CodeBox("Command", max_lines=4)
         column.addWidget(self.label_box)
@@ -88,12 +89,17 @@ class InlineApproval(QFrame):
                 row.addStretch(1)
             row.addWidget(button)
             self.buttons[label.choice] = button
+        column.addLayout(row)
+        # The loud choice on a line of its own, as in the dialog (and so the row fits a narrow
+        # window).
         self.outside = QPushButton(OUTSIDE.text)
         self.outside.setToolTip(OUTSIDE.tip)
         self.outside.setAutoDefault(False)
         self.outside.clicked.connect(lambda: self.choose(Choice.ONCE_UNSANDBOXED))
-        row.addWidget(self.outside)
-        column.addLayout(row)
+        outside_row = QHBoxLayout()
+        outside_row.addStretch(1)
+        outside_row.addWidget(self.outside)
+        column.addLayout(outside_row)
         self.notice = QLabel()
         self.notice.setWordWrap(True)
         self.notice.hide()  # until there is something to say
@@ -126,6 +132,7 @@ class InlineApproval(QFrame):
         )
         self.label_box.setAccessibleName("Command" if waiting.runs_command else "Path")
         self.label_box.set_text(waiting.label)
+        self.label_box.setToolTip(waiting.label)
         detail = waiting.detail
         self.reason.setText(code_spans(str(detail.get("reason") or "No reason was recorded.")))
         lines = []

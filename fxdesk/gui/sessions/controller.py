@@ -16,7 +16,7 @@ from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.model import ROLE_UNREAD
 from fxdesk.gui.tasks import TaskGroup, run_dialog
-from fxdesk.gui.transcript.model import Row
+from fxdesk.gui.transcript.model import Row, answers_by_call
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.gui.window.usage_view import DAYS, UsageDialog
@@ -48,6 +48,7 @@ class SessionController(QObject):
         window.session_action.connect(self._on_window_session_action)
         bridge.session_changed.connect(self._on_bridge_session_changed)
         bridge.queue_changed.connect(self._on_bridge_queue_changed)
+        bridge.approvals_changed.connect(self._on_bridge_approvals_changed)
         panel.composer.submitted.connect(self._on_composer_submitted)
         panel.composer.profile_chosen.connect(self._on_composer_profile_chosen)
         panel.composer.mode_chosen.connect(self._on_composer_mode_chosen)
@@ -107,6 +108,14 @@ class SessionController(QObject):
         if self.session is not None and self.session.id == session_id:
             await self.refresh_profiles()
             await self.refresh_usage(session_id)
+            await self.refresh_answers(session_id)
+
+    async def refresh_answers(self, session_id: str) -> None:
+        """Who answered each of the session's approvals, how and when, shown with its call."""
+        answered = answers_by_call(await self.engine.approvals_of(session_id))
+        model = self.window.transcript_model
+        if model.session_id == session_id:
+            model.set_answers(answered)
 
     async def refresh_usage(self, session_id: str) -> None:
         """The header's usage: this session, its tree and today."""
@@ -147,6 +156,11 @@ class SessionController(QObject):
             self.window.show_session(session)
             if session.state not in (SessionState.RUNNING, SessionState.AWAITING_APPROVAL):
                 self._spawn(self.refresh_usage(session.id), "usage")
+
+    @Slot()
+    def _on_bridge_approvals_changed(self) -> None:
+        if self.session is not None:
+            self._spawn(self.refresh_answers(self.session.id), "approval-answers")
 
     @Slot(str, object)
     def _on_bridge_queue_changed(self, session_id: str, items: list[WorkItem]) -> None:

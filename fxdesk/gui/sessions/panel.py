@@ -27,6 +27,7 @@ from fxdesk.gui.theme import Role, css
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.transcript.view import TranscriptView
 
+MIN_LABEL_PX = 40  # header labels' minimum width, whatever their text
 RUNNING_STATES = (SessionState.RUNNING, SessionState.AWAITING_APPROVAL)
 
 
@@ -44,10 +45,13 @@ class SessionPanel(QWidget):
         self.title = QLabel()
         self.title.setAccessibleName("Session")
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        # A long name or path never widens the window: the header is cut, the tooltip whole.
+        self.title.setMinimumWidth(MIN_LABEL_PX)
         header.addWidget(self.title, 1)
         self.usage = QLabel()
         self.usage.setAccessibleName("Usage")
         self.usage.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.usage.setMinimumWidth(MIN_LABEL_PX)
         header.addWidget(self.usage)
         self.resume = QPushButton("Resume")
         self.resume.setToolTip("Continue interrupted work from its last saved step")
@@ -84,6 +88,7 @@ class SessionPanel(QWidget):
         quiet = css(Role.QUIET_TEXT)
         where = f" <span style='color: {quiet}'>· {_escape(workspace)}</span>" if workspace else ""
         self.title.setText(f"<b>{_escape(session.name)}</b> — {state}{where}")
+        self.title.setToolTip(f"{session.name} — {state}" + (f"\n{workspace}" if workspace else ""))
         self.resume.setVisible(session.state == SessionState.INTERRUPTED)
         running = session.state in RUNNING_STATES or session.state == SessionState.QUEUED
         self.cancel.setVisible(running)

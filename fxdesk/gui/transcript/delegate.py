@@ -53,6 +53,7 @@ Trigger = Callable[[int, str, object], None]
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 MARGIN, PAD, GAP = 14, 8, 6
+MAX_WIDTH = 980  # a column people can read on a wide screen; it stays centred in the view
 PREVIEW_LINES = 40
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes
@@ -135,7 +136,11 @@ class TranscriptDelegate(QStyledItemDelegate):
         return height
 
     def _width(self) -> int:
-        return max(self._view.viewport().width() - 2 * MARGIN, 120)
+        return min(max(self._view.viewport().width() - 2 * MARGIN, 120), MAX_WIDTH)
+
+    def _left(self) -> int:
+        """Where rows start: the margin, or more to centre the column on a wide screen."""
+        return max(MARGIN, (self._view.viewport().width() - self._width()) // 2)
 
     def layout(self, row: Row) -> _Layout:
         width = self._width()
@@ -283,7 +288,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         layout = self.layout(row)
         palette = option.palette
         dark = is_dark(palette)
-        origin = option.rect.topLeft() + QPoint(MARGIN, 0)
+        origin = option.rect.topLeft() + QPoint(self._left(), 0)
         width = self._width()
         painter.save()
         painter.translate(origin)
@@ -397,7 +402,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         row = index.data(ROLE_ROW)
         if not isinstance(row, Row):
             return False
-        local = event.position().toPoint() - option.rect.topLeft() - QPoint(MARGIN, 0)
+        local = event.position().toPoint() - option.rect.topLeft() - QPoint(self._left(), 0)
         for rect, action, payload in self.layout(row).hotspots:
             if rect.contains(local):
                 self._trigger(index.row(), action, payload)
@@ -447,6 +452,8 @@ def _tool_body(row: Row) -> str:
             parts.append(f"({card_words(row)})")
     elif row.output:
         parts.append(row.output)
+    if row.answered:  # who answered its approval, how and when
+        parts.append(f"— {row.answered}")
     return "\n\n".join(parts)
 
 

@@ -9,6 +9,7 @@ Nothing is read until asked: ``load_latest`` fetches one page, ``load_older`` th
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistentModelIndex, Qt
 
 from fxdesk.domain import reasons
+from fxdesk.domain.approvals import Approval, ApprovalStatus
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.work import WorkItem
@@ -60,6 +62,7 @@ class Row:
     arguments_shown: bool = False  # an open card shows the call's raw arguments too
     live_output: str = ""  # the last lines a running command printed (until its result)
     started_ms: int = 0  # when the call was made (a running card counts from it)
+    answered: str = ""  # who answered its approval, how and when ("" when none was asked)
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
     action: str = ""  # retry | resume
@@ -116,12 +119,14 @@ class TranscriptModel(QAbstractListModel):
         self.complete = False  # the first history row is loaded
         self.fetched = 0
         self._loading = False
+        self._answers: dict[str, str] = {}  # call id -> who answered its approval, how, when
 
     # --- loading -------------------------------------------------------------------------
 
     def clear(self, session_id: str | None = None) -> None:
         self.beginResetModel()
         self.session_id = session_id
+        self._answers = {}
         self._rows, self._index = [], {}
         self.oldest_seq, self.complete, self.fetched = None, False, 0
         self.endResetModel()
@@ -158,7 +163,7 @@ class TranscriptModel(QAbstractListModel):
     def _prepend(self, rows: list[Row]) -> None:
         # A tool result at the top of the loaded part may belong to a call in the older page.
         fresh = []
-        for row in rows:
+        for row in map(self._with_answer, rows):
             existing = self._index.get(row.key)
             if existing is not None:
                 self._replace(existing, _merge_tool(row, self._rows[existing]))
@@ -179,12 +184,26 @@ class TranscriptModel(QAbstractListModel):
             return
         if any(e.kind == EntryKind.ASSISTANT for e in entries):
             self.clear_live()
-        for row in build_rows(list(entries)):
+        for row in map(self._with_answer, build_rows(list(entries))):
             existing = self._index.get(row.key)
             if existing is not None:
                 self._replace(existing, _merge_tool(self._rows[existing], row))
             else:
                 self._insert_before_live(row)
+
+    def set_answers(self, answers: dict[str, str]) -> None:
+        """Who answered each call's approval, how and when, by call id (``answer_text``)."""
+        self._answers = dict(answers)
+        for position, row in enumerate(self._rows):
+            answered = self._with_answer(row)
+            if answered is not row:
+                self._replace(position, answered)
+
+    def _with_answer(self, row: Row) -> Row:
+        if row.kind != RowKind.TOOL:
+            return row
+        text = self._answers.get(row.key.rsplit(":", 1)[-1], row.answered)
+        return row if text == row.answered else replace(row, answered=text)
 
     def set_live_text(self, text: str) -> None:
         position = self._index.get("live")
@@ -385,6 +404,7 @@ def _merge_tool(first: Row, second: Row) -> Row:
         data=result.data,
         expanded=first.expanded or second.expanded,
         arguments_shown=first.arguments_shown or second.arguments_shown,
+        answered=first.answered or second.answered,
         live_output="",
         started_ms=call.started_ms or result.started_ms,
     )
@@ -433,3 +453,43 @@ def _describe(row: Row) -> str:
     if row.kind == RowKind.NOTICE:
         return f"{row.level.capitalize()}: {row.text}"
     return "Turn finished"
+
+
+_ANSWERS = {
+    ApprovalStatus.ALLOWED_ONCE: "You allowed it once",
+    ApprovalStatus.ALLOWED_SESSION: "You allowed it for this session",
+    ApprovalStatus.ALLOWED_ALWAYS: "You allowed it always (a rule was added)",
+    ApprovalStatus.DENIED: "You denied it",
+    ApprovalStatus.CANCELLED: "The question was withdrawn: the work stopped",
+    ApprovalStatus.STALE: "The question went stale",
+}
+
+
+def answer_text(approval: Approval) -> str:
+    """ "You allowed it once, from the window, at 14:02" — or '' while it is pending."""
+    said = _ANSWERS.get(approval.status, "")
+    if not said:
+        return ""
+    resolution = approval.resolution
+    if resolution.get("unsandboxed"):
+        said += ", outside the sandbox"
+    by = resolution.get("by")
+    if isinstance(by, str) and by:
+        said += f", from {by}"
+    if approval.resolved_at_ms:
+        at = time.strftime("%H:%M", time.localtime(approval.resolved_at_ms / 1000))
+        said += f", at {at}"
+    reason = resolution.get("reason")
+    if approval.status is ApprovalStatus.DENIED and isinstance(reason, str) and reason:
+        said += f": “{reason}”"
+    return said
+
+
+def answers_by_call(approvals: list[Approval]) -> dict[str, str]:
+    """``answer_text`` of each call's latest answered approval, by call id."""
+    found: dict[str, str] = {}
+    for approval in sorted(approvals, key=lambda a: a.created_at_ms):
+        text = answer_text(approval)
+        if text and approval.call_id:
+            found[approval.call_id] = text
+    return found

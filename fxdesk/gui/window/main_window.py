@@ -185,6 +185,10 @@ class MainWindow(QMainWindow):
         session_menu.addSeparator()
         session_menu.addAction(self.quit_action)
         view_menu = self.menuBar().addMenu("&View")
+        self.sidebar_action = QAction("Sessions &sidebar", self, checkable=True, checked=True)
+        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
+        self.sidebar_action.toggled.connect(self._on_sidebar_action_toggled)
+        view_menu.addAction(self.sidebar_action)
         view_menu.addAction(self.filter_action)
         view_menu.addAction(self.archived_action)
         self.view_menu = view_menu
@@ -237,6 +241,7 @@ class MainWindow(QMainWindow):
         return {
             "geometry": _text(self.saveGeometry()),
             "docks": _text(self.saveState(WINDOW_STATE_VERSION)),
+            "sidebar": "hidden" if self.sessions_panel.isHidden() else "shown",
         }
 
     def restore_state(self, state: dict[str, str]) -> None:
@@ -247,6 +252,8 @@ class MainWindow(QMainWindow):
             self.restoreState(docks, WINDOW_STATE_VERSION)
         if geometry:  # after the docks: hiding a dock would shrink the restored window
             self.restoreGeometry(geometry)
+        if state.get("sidebar") == "hidden":
+            self.sidebar_action.setChecked(False)
 
     def _build_central(self) -> None:
         central = QWidget(self)
@@ -256,7 +263,8 @@ class MainWindow(QMainWindow):
         outer.addLayout(self.banner_area)
         splitter = QSplitter(Qt.Orientation.Horizontal, central)
         splitter.setChildrenCollapsible(False)
-        splitter.addWidget(self._build_sessions_panel())
+        self.sessions_panel = self._build_sessions_panel()  # the sidebar (Ctrl+B hides it)
+        splitter.addWidget(self.sessions_panel)
         splitter.addWidget(self._build_centre())
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([340, 900])
@@ -578,7 +586,17 @@ class MainWindow(QMainWindow):
         menu.popup(self.tree.viewport().mapToGlobal(position))
 
     @Slot()
+    def _on_sidebar_action_toggled(self, shown: bool) -> None:
+        """Ctrl+B: the session tree out of the way (the transcript takes its room), or back;
+        the keyboard never stays in a hidden tree."""
+        focused = QApplication.focusWidget()
+        had_focus = focused is not None and self.sessions_panel.isAncestorOf(focused)
+        self.sessions_panel.setVisible(shown)
+        if not shown and had_focus:
+            self.panel.composer.edit.setFocus()
+
     def _on_filter_action_triggered(self) -> None:
+        self.sidebar_action.setChecked(True)  # the filter is in the sidebar
         self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.filter_edit.selectAll()
 

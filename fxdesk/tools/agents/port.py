@@ -15,6 +15,7 @@ from typing import Protocol
 
 from fxdesk.domain.agent_inbox import SignalAccepted, SignalInput
 from fxdesk.domain.agent_runs import AgentRun, RunMode
+from fxdesk.domain.child_agents import ChildInfo, ChildWait
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,17 @@ class RunResult:
     child_session_id: str | None
 
 
+@dataclass(frozen=True)
+class SpawnRequest:
+    """A ``spawn_agent`` call: a named agent's definition, or a plain role, or neither."""
+
+    name: str | None = None
+    agent: str | None = None
+    role: str | None = None
+    task: str | None = None
+    permission_mode: str | None = None
+
+
 class AgentsPort(Protocol):
     async def delegate(
         self,
@@ -65,4 +77,28 @@ class AgentsPort(Protocol):
 
     async def cancel_run(self, session_id: str, run_id: str, reason: str) -> bool:
         """Cancel a run the session may see (and its sub-runs); False when already finished."""
+        ...
+
+    # --- persistent children the agent manages (``tools.agents.children``) -----------------
+
+    async def spawn_agent(self, session_id: str, call_id: str, spec: SpawnRequest) -> ChildInfo:
+        """Create a persistent child of the session (its first message queued and started
+        when ``spec.task`` is given); its mode never exceeds the caller's. Replaying the same
+        ``call_id`` gives the same child (an operation: spec scenario 53)."""
+        ...
+
+    async def send_to_agent(self, session_id: str, child_id: str, message: str) -> ChildInfo:
+        """Queue a message to one of the session's own children and start it."""
+        ...
+
+    async def wait_for_agent(self, session_id: str, child_id: str, timeout_s: float) -> ChildWait:
+        """Wait (bounded) until the child's current work ends; its unread results."""
+        ...
+
+    async def close_agent(self, session_id: str, child_id: str) -> ChildWait:
+        """Close (archive) the child: its queued and running work is cancelled."""
+        ...
+
+    async def list_agents(self, session_id: str) -> list[ChildInfo]:
+        """The session's own children, oldest first."""
         ...

@@ -16,6 +16,7 @@ from typing import Any
 
 from fxdesk.domain.agent_inbox import InvalidSignal, validate_signal
 from fxdesk.domain.agent_runs import AgentRun, AgentRunError, RunMode
+from fxdesk.tools.agents.children import child_tools
 from fxdesk.tools.agents.port import AgentsPort, DelegateRequest, RunResult
 from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
 
@@ -256,4 +257,4 @@ class CancelRunTool(Tool):
 
 
 def agent_tools() -> list[Tool]:
-    return [DelegateTool(), EmitSignalTool(), ListRunsTool(), CancelRunTool()]
+    return [DelegateTool(), EmitSignalTool(), ListRunsTool(), CancelRunTool(), *child_tools()]

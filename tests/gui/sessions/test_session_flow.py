@@ -385,6 +385,19 @@ async def test_an_approval_shows_inline_in_the_dock_and_tree_and_key_1_from_the_
         await until(lambda: "Written." in run.rows(RowKind.ASSISTANT))
         assert (project / "notes.md").read_text() == "# N"
         assert edit.toPlainText() == ""  # the key answered; it typed nothing
+        # Who answered, how and when, stays with the call.
+        card = await until(
+            lambda: next(
+                (
+                    run.transcript.row_at(i)
+                    for i in range(run.transcript.rowCount())
+                    if run.transcript.row_at(i).kind == RowKind.TOOL
+                    and run.transcript.row_at(i).answered
+                ),
+                None,
+            )
+        )
+        assert card.answered.startswith("You allowed it once, from the window, at ")
         await until(lambda: dialog.count == 0 and not inline.isVisible())
         await until(lambda: controller.approvals_dock.count == 0)
         await until(lambda: controller.approvals_dock.isHidden())  # opened for it, closed after

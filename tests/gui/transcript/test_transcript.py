@@ -650,3 +650,42 @@ async def test_a_running_command_shows_its_lines_and_time_until_its_result_repla
     assert not model.running_tools()
     model.append_tool_output("c9", "late line\n")  # a line after the result changes nothing
     assert model.row_at(0).live_output == ""
+
+
+def test_who_answered_an_approval_how_and_when_reads_as_a_sentence() -> None:
+    import time as clock
+
+    from fxdesk.domain.approvals import Approval, ApprovalStatus
+    from fxdesk.gui.transcript.model import answer_text, answers_by_call
+
+    at = 1_780_000_000_000
+    hhmm = clock.strftime("%H:%M", clock.localtime(at / 1000))
+
+    def approval(call: str, status: ApprovalStatus, created: int, **resolution: Any) -> Approval:
+        return Approval(
+            f"a-{call}-{created}",
+            "s1",
+            "s1",
+            "w1",
+            call,
+            "fp",
+            "run_command",
+            "rm -rf build",
+            status=status,
+            resolution=resolution,
+            created_at_ms=created,
+            resolved_at_ms=at,
+        )
+
+    denied = approval("c1", ApprovalStatus.DENIED, 1, by="the command line", reason="not now")
+    assert answer_text(denied) == f"You denied it, from the command line, at {hhmm}: “not now”"
+    outside = approval("c2", ApprovalStatus.ALLOWED_ONCE, 2, by="the window", unsandboxed=True)
+    assert answer_text(outside) == (
+        f"You allowed it once, outside the sandbox, from the window, at {hhmm}"
+    )
+    assert answer_text(approval("c3", ApprovalStatus.PENDING, 3)) == ""
+    # The same call asked twice (a restart asked again): the latest answer is the one shown.
+    again = approval("c1", ApprovalStatus.ALLOWED_SESSION, 5, by="the window")
+    assert answers_by_call([again, denied, outside])["c1"].startswith(
+        "You allowed it for this session, from the window"
+    )

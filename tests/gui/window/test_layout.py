@@ -1,0 +1,106 @@
+"""A layout that never collapses (issue 14 item 4): at 800×600 the window holds what it shows
+without growing (the Approvals dock stays closed there, the open session's approval is inline),
+Ctrl+B hides the session tree and gives its room to the transcript, and on a wide screen the
+transcript keeps a readable column. The real App under the GUI controller; the model scripted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
+
+from fxdesk.domain.model import PermissionMode
+from fxdesk.gui.application import Outcome
+from fxdesk.gui.transcript.delegate import MAX_WIDTH
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider
+from tests.gui.sessions.test_session_flow import Window
+from tests.gui.waiting import until
+
+
+async def test_at_800_by_600_an_approval_fits_without_widening_the_window(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    write = ScriptedCall("write_file", {"path": "n.md", "content": "n"})
+    run = await Window(data_paths, ScriptedProvider([Reply("W.", tool_calls=(write,))])).started()
+    controller = run.controller
+    window = controller.window
+    try:
+        window.resize(800, 600)
+        await until(lambda: window.width() == 800)
+        await run.app.sessions.create_root(
+            project,
+            name="A session with a long name that must not widen anything",
+            permission_mode=PermissionMode.ASK,
+        )
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Write it")
+        assert controller.approvals is not None
+        await until(controller.approvals.inline.isVisible)
+        QApplication.processEvents()
+        assert window.width() == 800  # nothing widened it
+        assert window.minimumSizeHint().width() <= 800
+        assert controller.approvals_dock.isHidden()  # no room: the inline one is enough
+        assert controller.approvals_dock.count == 1  # still listed there for View → Approvals
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_ctrl_b_hides_the_session_tree_and_gives_its_room_to_the_transcript(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run = await Window(data_paths, ScriptedProvider([])).started()
+    window = run.controller.window
+    try:
+        await run.app.sessions.create_root(
+            project, name="Tree", permission_mode=PermissionMode.AUTO
+        )
+        await until(lambda: run.panel.session is not None)
+        window.activateWindow()
+        await until(window.isActiveWindow)
+        window.tree.setFocus()
+        before = run.panel.width()
+        QTest.keyClick(window, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier)
+        await until(window.sessions_panel.isHidden)
+        await until(lambda: run.panel.width() > before)
+        assert run.panel.composer.edit.hasFocus()  # the keyboard never stays in a hidden tree
+        assert window.saved_state()["sidebar"] == "hidden"
+        # Ctrl+K wants the filter, which lives in the sidebar: it comes back.
+        QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+        await until(lambda: window.sessions_panel.isVisible() and window.filter_edit.hasFocus())
+        assert window.saved_state()["sidebar"] == "shown"
+        window.sidebar_action.setChecked(False)
+        state = window.saved_state()
+        window.sidebar_action.setChecked(True)
+        window.restore_state(state)  # the next start puts it back as it was
+        assert window.sessions_panel.isHidden()
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    run = await Window(data_paths, ScriptedProvider([])).started()
+    window = run.controller.window
+    try:
+        await run.app.sessions.create_root(
+            project, name="Wide", permission_mode=PermissionMode.AUTO
+        )
+        await until(lambda: run.panel.session is not None)
+        window.resize(2400, 1000)
+        view = run.panel.transcript
+        await until(lambda: view.viewport().width() > MAX_WIDTH + 200)
+        delegate = view.delegate
+        assert delegate._width() == MAX_WIDTH
+        assert delegate._left() == (view.viewport().width() - MAX_WIDTH) // 2
+    finally:
+        assert await run.stop() == Outcome.CLOSED
