@@ -29,6 +29,7 @@ from fxdesk.app import App
 from fxdesk.domain.approvals import Approval
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.engine.facade import Engine, StoreError
+from fxdesk.gui.agents.controller import AgentsController
 from fxdesk.gui.approvals.dialog import ApprovalDialog
 from fxdesk.gui.approvals.dock import ApprovalsDock
 from fxdesk.gui.approvals.inbox import ApprovalsInbox
@@ -124,6 +125,7 @@ class GuiController(QObject):
         self.sessions: SessionController | None = None
         self.approvals: ApprovalsInbox | None = None
         self.processes: ProcessesController | None = None
+        self.agents: AgentsController | None = None
         self.quit_box: QMessageBox | None = None  # the quit question while it is open
         self.settings_window: SettingsWindow | None = None
         self.first_run: FirstRun | None = None
@@ -233,6 +235,8 @@ class GuiController(QObject):
         approvals = self._compose(engine)
         catalog = await engine.catalog()
         self.model.load(catalog.workspaces, catalog.sessions)
+        if self.agents is not None:
+            self.agents.load()
         self.notifications.seed(catalog.sessions)
         counts = await engine.counts()
         for session_id, (queued, _open) in counts.items():
@@ -275,6 +279,10 @@ class GuiController(QObject):
         self.processes = ProcessesController(
             engine, bridge, self.window, self.model, self.notifications, self
         )
+        self.agents = AgentsController(
+            engine, bridge, self.window, self.model, self.tasks, self._confirm, self
+        )
+        self.window.tabifyDockWidget(self.processes.dock, self.agents.runs_dock)
         self.settings_window = SettingsWindow(
             engine.profiles,
             self.app.paths.root,
@@ -289,6 +297,11 @@ class GuiController(QObject):
         self.settings_window.notifications_changed.connect(self.notifications.set_enabled)
         self.first_run = FirstRun(engine.profiles, self.window)
         return approvals
+
+    async def _confirm(self, title: str, text: str, do: str, keep: str) -> bool:
+        """The session controller's question with verbs (tests answer it there)."""
+        assert self.sessions is not None
+        return await self.sessions.confirm(title, text, do, keep)
 
     async def _check_sandbox(self, engine: Engine) -> None:
         """Say in one line when commands run without a sandbox here (the probe runs bubblewrap

@@ -10,6 +10,8 @@ Signals:
     session_changed(object): a changed ``Session`` snapshot.
     queue_changed(str, object): the selected session's newest work items changed.
     background_changed(object): a ``BackgroundChanged`` (a background task's new snapshot).
+    agent_run_changed(object): an ``AgentRunChanged`` (a sub-agent's run moved on).
+    inbox_changed(str): the root session whose agent inbox changed.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from fxdesk.domain.model import WorkStatus
+from fxdesk.engine.agents.events import AgentRunChanged, InboxChanged
 from fxdesk.engine.events import (
     ApprovalChanged,
     BackgroundChanged,
@@ -54,6 +57,8 @@ class EngineBridge(QObject):
     queue_changed = Signal(str, object)  # session id, its newest work items
     approvals_changed = Signal()  # pending approvals may have changed: reload them
     background_changed = Signal(object)  # a BackgroundChanged: a task's new snapshot
+    agent_run_changed = Signal(object)  # an AgentRunChanged
+    inbox_changed = Signal(str)  # a root session id
 
     def __init__(
         self,
@@ -90,6 +95,8 @@ class EngineBridge(QObject):
             engine.subscribe(BusyElsewhere, self._on_busy_elsewhere),
             engine.subscribe(ApprovalChanged, self._on_approval_changed),
             engine.subscribe(BackgroundChanged, self.background_changed.emit),
+            engine.subscribe(AgentRunChanged, self.agent_run_changed.emit),
+            engine.subscribe(InboxChanged, self._on_inbox_changed),
         ]
 
     async def close(self) -> None:
@@ -106,6 +113,9 @@ class EngineBridge(QObject):
 
     def live_text(self, session_id: str) -> str:
         return "".join(self._live.get(session_id, ()))
+
+    def _on_inbox_changed(self, event: InboxChanged) -> None:
+        self.inbox_changed.emit(event.root_session_id)
 
     # --- tree ----------------------------------------------------------------------------
 

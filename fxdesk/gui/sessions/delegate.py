@@ -6,15 +6,19 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QRectF, QSize, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPalette
 from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
+from fxdesk.domain.agent_runs import AgentRun, RunStatus
 from fxdesk.domain.model import SessionState
+from fxdesk.gui.agents.text import MODE_MARKS, STATUS_LABELS, countdown_text
 from fxdesk.gui.sessions.model import (
     KIND_SESSION,
+    ROLE_AGENT_RUN,
     ROLE_APPROVALS,
     ROLE_BACKGROUND,
     ROLE_BUSY,
     ROLE_KIND,
     ROLE_LAST_FAILED,
     ROLE_QUEUED,
+    ROLE_RUN_LEFT,
     ROLE_STATE,
     ROLE_UNREAD,
     STATE_LABELS,
@@ -33,6 +37,13 @@ BADGE_ROLES = {
     SessionState.FAILED: Role.STATE_FAILED,
     SessionState.CANCELLED: Role.STATE_CANCELLED,
     SessionState.ARCHIVED: Role.STATE_ARCHIVED,
+}
+RUN_BADGE_ROLES = {  # a finished run says how it ended, which its session's state may not
+    RunStatus.COMPLETED: Role.STATE_COMPLETED,
+    RunStatus.FAILED: Role.STATE_FAILED,
+    RunStatus.TIMED_OUT: Role.STATE_FAILED,
+    RunStatus.CANCELLED: Role.STATE_CANCELLED,
+    RunStatus.INTERRUPTED: Role.STATE_INTERRUPTED,
 }
 
 
@@ -104,7 +115,10 @@ class SessionDelegate(QStyledItemDelegate):
             # A persistent session is idle again after a failure (spec §3.2); say it failed.
             badges.append(("last turn failed", BADGE_ROLES[SessionState.FAILED]))
         elif state != SessionState.IDLE or not (busy or background or queued):
-            badges.append((STATE_LABELS[state], BADGE_ROLES[state]))
+            badges.append(_state_badge(index, state))
+        run = index.data(ROLE_AGENT_RUN)
+        if isinstance(run, AgentRun):  # a sub-agent's run: foreground or background
+            badges.append((MODE_MARKS[run.mode], Role.STATE_ARCHIVED))
         if busy:
             badges.append(("in use elsewhere", Role.BADGE_BUSY))
         if background:  # a play sign and the count: its tooltip says it in words
@@ -112,3 +126,15 @@ class SessionDelegate(QStyledItemDelegate):
         if queued:
             badges.append((f"{queued} queued", Role.BADGE_QUEUED))
         return badges
+
+
+def _state_badge(index: AnyIndex, state: SessionState) -> tuple[str, Role]:
+    """The state, or for a sub-agent's run how it ended, or its deadline's countdown while it
+    runs ("running · 4:32")."""
+    run = index.data(ROLE_AGENT_RUN)
+    if isinstance(run, AgentRun) and run.status in RUN_BADGE_ROLES:
+        return STATUS_LABELS[run.status], RUN_BADGE_ROLES[run.status]
+    left = index.data(ROLE_RUN_LEFT)
+    if isinstance(run, AgentRun) and isinstance(left, int) and state != SessionState.IDLE:
+        return f"{STATE_LABELS[state]} · {countdown_text(left)}", BADGE_ROLES[state]
+    return STATE_LABELS[state], BADGE_ROLES[state]

@@ -8,6 +8,8 @@ resets on a change. ``SessionFilterModel`` adds the filter box and "show archive
 from __future__ import annotations
 
 import itertools
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +23,10 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont
 
+from fxdesk.domain.agent_runs import AgentRun
 from fxdesk.domain.model import Session, SessionState, Workspace
+from fxdesk.domain.usage import UsageTotals
+from fxdesk.gui.agents.text import run_tooltip
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -35,6 +40,9 @@ ROLE_BUSY = Qt.ItemDataRole.UserRole + 7  # held by another fxdesk process (bool
 ROLE_UNREAD = Qt.ItemDataRole.UserRole + 8  # new output not yet seen (bool)
 ROLE_LAST_FAILED = Qt.ItemDataRole.UserRole + 9  # its newest work item failed (bool)
 ROLE_BACKGROUND = Qt.ItemDataRole.UserRole + 10  # background commands running (int)
+ROLE_AGENT_RUN = Qt.ItemDataRole.UserRole + 11  # the AgentRun a one-off child executes (or None)
+ROLE_RUN_LEFT = Qt.ItemDataRole.UserRole + 12  # seconds to its run's deadline (int, or None)
+ROLE_TREE_USAGE = Qt.ItemDataRole.UserRole + 13  # a root's UsageTotals with its sub-agents
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -63,6 +71,11 @@ def background_text(running: int, joiner: str = "") -> str:
     return f"{joiner}{running} background {noun} running"
 
 
+def wall_ms() -> int:
+    """The wall clock in milliseconds (the engine's clock replaces it: ``now_ms``)."""
+    return time.time_ns() // 1_000_000
+
+
 @dataclass(eq=False)
 class _Node:
     uid: int
@@ -85,6 +98,7 @@ class SessionTreeModel(QAbstractItemModel):
         self._workspaces: dict[int, _Node] = {}
         self._sessions: dict[str, _Node] = {}
         self._marks: dict[str, dict[int, Any]] = {}  # per session: role -> value
+        self.now_ms: Callable[[], int] = wall_ms  # what run deadlines are read against
 
     # --- feeding --------------------------------------------------------------------------
 
@@ -280,12 +294,12 @@ class SessionTreeModel(QAbstractItemModel):
                 return int(self._marks.get(snap.id, {}).get(role) or 0)
             if role in (ROLE_BUSY, ROLE_UNREAD, ROLE_LAST_FAILED):
                 return bool(self._marks.get(snap.id, {}).get(role))
+            if role in (ROLE_AGENT_RUN, ROLE_RUN_LEFT, ROLE_TREE_USAGE):
+                return self._marks.get(snap.id, {}).get(role)
             if role == ROLE_STATE:
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:
-                failed = " · its last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
-                failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), " · ")
-                return f"{snap.name} · {STATE_LABELS[snap.state]}{failed} · {snap.id}"
+                return self._tooltip(snap)
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
                 failed = ", last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
                 failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), ", ")
@@ -298,6 +312,18 @@ class SessionTreeModel(QAbstractItemModel):
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
                 return f"workspace {snap.path}"
         return None
+
+    def _tooltip(self, snap: Session) -> str:
+        failed = " · its last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
+        failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), " · ")
+        text = f"{snap.name} · {STATE_LABELS[snap.state]}{failed} · {snap.id}"
+        run = self.mark(snap.id, ROLE_AGENT_RUN)
+        if isinstance(run, AgentRun):
+            text += "\n\n" + run_tooltip(run, self.now_ms())
+        tree = self.mark(snap.id, ROLE_TREE_USAGE)
+        if isinstance(tree, UsageTotals) and not snap.is_child:
+            text += f"\nWith its sub-agents: {tree.text()} ({tree.model_calls} model calls)"
+        return text
 
     def headerData(
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
