@@ -17,7 +17,6 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
-    QSize,
     Qt,
     Signal,
     Slot,
@@ -54,7 +53,7 @@ STATUS_WORDS = {
 }
 EMPTY_TEXT = "Nothing has arrived from this session's sub-agents."
 ROOM_MARGIN_PX = 40
-PREFERRED_WIDTH_PX = 380
+PREFERRED_WIDTH_PX = 340
 _BOLD = QFont()
 _BOLD.setBold(True)
 
@@ -224,12 +223,6 @@ class InboxDock(QDockWidget):
         self.toggleViewAction().triggered.connect(self._on_toggle_action_triggered)
         self.stack.setCurrentWidget(self.empty_label)
 
-    def sizeHint(self) -> QSize:
-        """Wide enough for a signal's words where the window has room (``has_room`` checks
-        the minimum, not this)."""
-        hint = super().sizeHint()
-        return QSize(max(hint.width(), PREFERRED_WIDTH_PX), hint.height())
-
     def show_inbox(self, view: InboxView) -> None:
         """Show ``view``; opens the dock when an event arrived that was not shown before."""
         new = {e.id for e in view.events if e.created_at_ms >= self.since_ms} - self._seen
@@ -251,6 +244,19 @@ class InboxDock(QDockWidget):
         if self.isHidden() and not self.person_chose and self.has_room():
             self.show()
             self._opened_itself = True
+            self._widen()
+
+    def _widen(self) -> None:
+        """Give a signal's words room: up to ``PREFERRED_WIDTH_PX``, within what the central
+        area can spare (Qt would open it at its narrow minimum)."""
+        window = self.parentWidget()
+        central = window.centralWidget() if isinstance(window, QMainWindow) else None
+        if not isinstance(window, QMainWindow) or central is None:
+            return
+        spare = window.width() - max(central.minimumSizeHint().width(), central.minimumWidth())
+        width = min(PREFERRED_WIDTH_PX, spare - ROOM_MARGIN_PX)
+        if width > self.width():
+            window.resizeDocks([self], [width], Qt.Orientation.Horizontal)
 
     def has_room(self) -> bool:
         """Whether the window can show the dock without growing: beside a dock already open

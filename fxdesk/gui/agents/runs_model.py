@@ -107,18 +107,16 @@ class RunsModel(QAbstractTableModel):
                 self.dataChanged.emit(index, index, [Qt.ItemDataRole.DisplayRole])
 
     def signals_text(self, run: AgentRun) -> str:
-        """ "⚠ warning" (the most severe), "+1" per other signal, "×3" when one repeated."""
+        """The most severe signal ("⚠ warning", "×3" when it was raised three times), after
+        how many there were when more than one ("2 · ⚠ warning"); the tooltip lists them."""
         events = sorted(self._signals.get(run.id, []), key=event_rank)
         if not events:
             return str(len(run.signal_ids)) if run.signal_ids else NONE
         first = events[0]
         text = SEVERITY_MARKS[first.severity] if first.severity is not None else "signal"
-        if len(events) > 1:
-            text += f" +{len(events) - 1}"
-        repeats = sum(e.count for e in events)
-        if repeats > len(events):
-            text += f" ×{repeats}"
-        return text
+        if first.count > 1:
+            text += f" ×{first.count}"
+        return f"{len(events)} · {text}" if len(events) > 1 else text
 
     def _signals_tooltip(self, run: AgentRun) -> str | None:
         lines = []
