@@ -17,10 +17,12 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QSize,
     Qt,
     Signal,
     Slot,
 )
+from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDockWidget,
@@ -36,12 +38,12 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.agent_inbox import EventKind, EventStatus, InboxEvent
 from fxdesk.engine.facade import InboxView
 from fxdesk.gui.agents.text import event_rank, event_severity, event_summary, lane_mark
-from fxdesk.gui.widgets import fit_columns, hint_label
+from fxdesk.gui.widgets import hint_label
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
-COL_SEVERITY, COL_WHAT, COL_FROM, COL_COUNT, COL_LANE, COL_STATUS = range(6)
-HEADERS = ("Severity", "What", "From", "×", "Lane", "Status")
+COL_SEVERITY, COL_WHAT, COL_COUNT, COL_LANE = range(4)
+HEADERS = ("Severity", "What", "×", "Lane")  # who sent it leads "What"; the rest is its tooltip
 ROLE_EVENT = Qt.ItemDataRole.UserRole + 1  # the frozen InboxEvent
 STATUS_WORDS = {
     EventStatus.PENDING: "waiting",
@@ -52,6 +54,9 @@ STATUS_WORDS = {
 }
 EMPTY_TEXT = "Nothing has arrived from this session's sub-agents."
 ROOM_MARGIN_PX = 40
+PREFERRED_WIDTH_PX = 380
+_BOLD = QFont()
+_BOLD.setBold(True)
 
 
 def capacity_text(view: InboxView) -> str:
@@ -60,6 +65,15 @@ def capacity_text(view: InboxView) -> str:
     return (
         f"{counters.used()} of {view.capacity} slots used: {counters.pending} waiting, "
         f"{counters.reserved} reserved for running background runs"
+    )
+
+
+def meter_text(view: InboxView) -> str:
+    """The meter's own words: "3 of 32 slots · 1 waiting · 2 reserved"."""
+    counters = view.counters
+    return (
+        f"{counters.used()} of {view.capacity} slots · {counters.pending} waiting · "
+        f"{counters.reserved} reserved"
     )
 
 
@@ -116,15 +130,15 @@ class InboxModel(QAbstractTableModel):
             if column == COL_SEVERITY:
                 return event_severity(event)
             if column == COL_WHAT:
+                if event.kind is EventKind.SIGNAL:
+                    return f"{event.payload.get('agent_id') or 'sub-agent'}: {event_summary(event)}"
                 return event_summary(event)
-            if column == COL_FROM:
-                return str(event.payload.get("agent_id") or "")
             if column == COL_COUNT:
                 return f"×{event.count}" if event.count > 1 else ""
             if column == COL_LANE:
                 return lane_mark(event)
-            if column == COL_STATUS:
-                return STATUS_WORDS[event.status]
+        if role == Qt.ItemDataRole.FontRole and event.status.counted:
+            return _BOLD  # not delivered yet
         if role == Qt.ItemDataRole.ToolTipRole:
             return _tooltip(event)
         return None
@@ -210,16 +224,22 @@ class InboxDock(QDockWidget):
         self.toggleViewAction().triggered.connect(self._on_toggle_action_triggered)
         self.stack.setCurrentWidget(self.empty_label)
 
+    def sizeHint(self) -> QSize:
+        """Wide enough for a signal's words where the window has room (``has_room`` checks
+        the minimum, not this)."""
+        hint = super().sizeHint()
+        return QSize(max(hint.width(), PREFERRED_WIDTH_PX), hint.height())
+
     def show_inbox(self, view: InboxView) -> None:
         """Show ``view``; opens the dock when an event arrived that was not shown before."""
         new = {e.id for e in view.events if e.created_at_ms >= self.since_ms} - self._seen
         self.root_id = view.root_session_id
         self._seen |= new
         self.model.set_events(view.events)
-        fit_columns(self.view, {COL_FROM: 110})
         used = view.counters.used()
         self.meter.setRange(0, max(view.capacity, 1))
         self.meter.setValue(min(used, view.capacity))
+        self.meter.setFormat(meter_text(view).replace("%", "%%"))
         self.meter.setToolTip(capacity_text(view))
         self.meter.setAccessibleDescription(capacity_text(view))
         self.stack.setCurrentWidget(self.view if view.events else self.empty_label)
@@ -245,7 +265,8 @@ class InboxDock(QDockWidget):
                 return True
         central = window.centralWidget()
         assert central is not None
-        spare = window.width() - central.minimumSizeHint().width()
+        needed = max(central.minimumSizeHint().width(), central.minimumWidth())
+        spare = window.width() - needed
         return spare >= self.minimumSizeHint().width() + ROOM_MARGIN_PX
 
     @Slot(bool)

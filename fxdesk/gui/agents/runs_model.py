@@ -21,6 +21,7 @@ from fxdesk.gui.agents.text import (
     event_rank,
     run_cost,
     run_duration,
+    run_model,
     run_result,
     run_tokens,
     run_tooltip,
@@ -172,7 +173,7 @@ class RunsModel(QAbstractTableModel):
         if column == COL_AGENT:
             return f"{run.agent_id} · {MODE_MARKS[run.mode]}"
         if column == COL_MODEL:
-            return run.model_id or NONE
+            return run_model(run)
         if column == COL_STATUS:
             return STATUS_LABELS[run.status]
         if column == COL_DURATION:

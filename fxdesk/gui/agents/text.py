@@ -34,6 +34,8 @@ NONE = "—"
 def duration_text(ms: int) -> str:
     """ "8 s", "4 min 05 s", "1 h 02 min"."""
     seconds = max(0, ms) // 1000
+    if ms < 1000:
+        return "<1 s"
     if seconds < 60:
         return f"{seconds} s"
     if seconds < 3600:
@@ -62,6 +64,13 @@ def run_duration(run: AgentRun, now_ms: int) -> str:
     return duration_text((run.finished_at_ms or now_ms) - run.started_at_ms)
 
 
+def run_model(run: AgentRun) -> str:
+    """The model the run's definition asked for; "as caller" when it takes its caller's."""
+    return run.model_id or (
+        f"{run.provider_profile} profile" if run.provider_profile else "as caller"
+    )
+
+
 def run_tokens(run: AgentRun) -> str:
     if run.prompt_tokens is None and run.completion_tokens is None:
         return NONE
@@ -84,7 +93,7 @@ def run_tooltip(run: AgentRun, now_ms: int) -> str:
         f"{run.agent_id} · {MODE_WORDS[run.mode]}",
         f"Status: {STATUS_LABELS[run.status]}",
         f"Task: {run.task}",
-        f"Model: {run.model_id or NONE} ({run.provider_profile or 'default profile'})",
+        f"Model: {run_model(run)}",
     ]
     left = seconds_left(run, now_ms)
     if left is not None:

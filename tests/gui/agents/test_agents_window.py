@@ -22,7 +22,7 @@ from fxdesk.domain.agent_runs import AgentRun, RunMode, RunStatus
 from fxdesk.domain.model import PermissionMode, Session, SessionState
 from fxdesk.domain.usage import UsageTotals
 from fxdesk.gui.agents.controller import AgentsController
-from fxdesk.gui.agents.inbox_dock import COL_COUNT, COL_FROM, COL_LANE, COL_SEVERITY, COL_WHAT
+from fxdesk.gui.agents.inbox_dock import COL_COUNT, COL_LANE, COL_SEVERITY, COL_WHAT
 from fxdesk.gui.agents.runs_model import COL_AGENT, COL_SIGNALS, COL_STATUS, COL_TASK
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.sessions.delegate import SessionDelegate
@@ -208,16 +208,16 @@ async def test_runs_dock_lists_the_runs_and_cancels_one_and_the_inbox_shows_the_
     signal_row = next(
         r
         for r in range(inbox.model.rowCount())
-        if inbox.model.index(r, COL_WHAT).data() == "error rate 7%"
+        if inbox.model.index(r, COL_WHAT).data() == "watcher: error rate 7%"
     )
     assert inbox.model.index(signal_row, COL_SEVERITY).data() == "⚠ warning"
-    assert inbox.model.index(signal_row, COL_FROM).data() == "watcher"
     assert inbox.model.index(signal_row, COL_COUNT).data() == ""  # raised once
     assert inbox.model.index(signal_row, COL_LANE).data() == ""  # the queue lane
     view = await desk.app.engine.inbox(session.id)
     await until(lambda: inbox.meter.value() == view.counters.used() or inbox.meter.value() == 2)
     assert inbox.meter.maximum() == 32
     assert "reserved for running background runs" in inbox.meter.toolTip()
+    assert inbox.meter.text().startswith(f"{inbox.meter.value()} of 32 slots · ")
 
     # Cancel the slow one from the dock (Up/Down in the table, Alt+C for Cancel run).
     dock.select(model.run(rows["slow task"]).id)
