@@ -7,6 +7,8 @@ newline), because the model may read them back.
 
 from __future__ import annotations
 
+import re
+
 REASON_CAP_BYTES = 512
 
 RESTART_INTERRUPTED = "interrupted by process restart"
@@ -103,11 +105,40 @@ _PROVIDER_ADVICE = {
 }
 
 
+PROVIDER_ADVICE_KINDS = frozenset(_PROVIDER_ADVICE)
+
+# Provider failures a profile's settings can mend (its key, base URL, model, timeout): the
+# window offers "Edit profile" beside Retry.
+PROFILE_FIXES = frozenset(
+    {"auth", "connection", "unavailable", "timeout", "bad_request", "context_length"}
+)
+_ERRNO = re.compile(r"\[Errno -?\d+\]\s*")
+
+
+def provider_said(reason: str | None) -> str:
+    """What the provider itself said about a failure, without errno numbers ('' when the
+    reason is not a provider failure or it said nothing)."""
+    code, _, detail = (reason or "").partition(": ")
+    if code != PROVIDER_FAILED:
+        return ""
+    _, _, message = detail.partition(": ")
+    return _ERRNO.sub("", message).strip()
+
+
+def provider_failure_kind(reason: str | None) -> str:
+    """``auth``, ``rate_limited``… of a provider failure ('' for anything else)."""
+    code, _, detail = (reason or "").partition(": ")
+    return detail.partition(": ")[0] if code == PROVIDER_FAILED else ""
+
+
 def explain(reason: str | None) -> str:
     """A stored reason or diagnostic as plain sentences saying what happened and what to do.
 
+    A known provider failure is its advice alone (what the provider said is
+    ``provider_said``, shown apart and labelled, so the sentence does not say it twice).
+
     >>> explain("provider_failed: rate_limited: slow down (HTTP 429)")
-    'The provider is rate limiting requests. Wait a minute, then Retry. (slow down (HTTP 429))'
+    'The provider is rate limiting requests. Wait a minute, then Retry.'
     """
     if not reason:
         return ""
@@ -120,11 +151,11 @@ def explain(reason: str | None) -> str:
         return "The turn was paused. Resume continues from the last saved step."
     code, _, detail = reason.partition(": ")
     if code == PROVIDER_FAILED:
-        kind, _, message = detail.partition(": ")
+        kind = detail.partition(": ")[0]
         advice = _PROVIDER_ADVICE.get(kind)
         if advice is None:
-            return f"The model provider failed: {detail}"
-        return f"{advice} ({message})" if message else advice
+            return f"The model provider failed: {_ERRNO.sub('', detail)}"
+        return advice
     if code == TURN_NOT_COMMITTED:
         return (
             "The turn's result could not be saved"

@@ -293,6 +293,7 @@ class GuiController(QObject):
             current_workspace=self._current_workspace,
         )
         self.settings_window.profiles_changed.connect(self._on_settings_profiles_changed)
+        self.sessions.edit_profile_requested.connect(self.settings_window.edit_profile)
         self.settings_window.modes_changed.connect(self._on_settings_profiles_changed)
         self.settings_window.notifications_changed.connect(self.notifications.set_enabled)
         self.first_run = FirstRun(engine.profiles, self.window)

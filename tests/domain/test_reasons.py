@@ -18,8 +18,8 @@ from fxdesk.domain import reasons
         ),
         (
             "provider_failed: rate_limited: rate limited by the provider (HTTP 429): slow down",
-            "The provider is rate limiting requests. Wait a minute, then Retry. "
-            "(rate limited by the provider (HTTP 429): slow down)",
+            # The advice alone: what the provider said is shown apart (provider_said).
+            "The provider is rate limiting requests. Wait a minute, then Retry.",
         ),
         (
             "provider_failed: auth",
@@ -42,6 +42,16 @@ def test_explain(stored: str | None, expected: str) -> None:
     assert reasons.explain(stored) == expected
 
 
+def test_what_the_provider_said_is_kept_apart_without_errno_numbers() -> None:
+    stored = "provider_failed: connection: Connection error: [Errno 111] Connection refused"
+    assert reasons.explain(stored).startswith("The provider could not be reached.")
+    assert reasons.provider_said(stored) == "Connection error: Connection refused"
+    assert reasons.provider_failure_kind(stored) == "connection"
+    assert "connection" in reasons.PROFILE_FIXES  # the window offers "Edit profile"
+    assert "rate_limited" not in reasons.PROFILE_FIXES  # waiting mends it, not the profile
+    assert reasons.provider_said("max_iterations: 50 model calls") == ""
+
+
 def test_every_provider_code_the_providers_raise_has_advice() -> None:
     for code in (
         "rate_limited",
@@ -55,4 +65,5 @@ def test_every_provider_code_the_providers_raise_has_advice() -> None:
     ):
         explained = reasons.explain(f"provider_failed: {code}: detail")
         assert not explained.startswith("The model provider failed"), code
-        assert explained.endswith("(detail)")
+        assert "detail" not in explained  # said once, apart
+        assert reasons.provider_said(f"provider_failed: {code}: detail") == "detail"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
@@ -27,7 +27,13 @@ Confirm = Callable[[str, str, str, str], Awaitable[bool]]  # title, text, do, ke
 
 
 class SessionController(QObject):
-    """What the person does with the selected session, forwarded to the engine."""
+    """What the person does with the selected session, forwarded to the engine.
+
+    Signals:
+        edit_profile_requested(str): open a profile's settings (a failure it can mend).
+    """
+
+    edit_profile_requested = Signal(str)
 
     def __init__(
         self,
@@ -228,6 +234,14 @@ class SessionController(QObject):
             self._spawn(self._retry(payload), "retry")
         elif action == "full_output" and isinstance(payload, Row):
             self._show_full_output(payload)
+        elif action == "edit_profile":
+            self._spawn(self._edit_profile(), "edit-profile")
+
+    async def _edit_profile(self) -> None:
+        """A provider failure the profile can mend: its settings, in the Settings window."""
+        session = self.session
+        name = session.profile if session is not None else None
+        self.edit_profile_requested.emit(name or await self.profiles.default_name() or "")
 
     async def _retry(self, work_id: str) -> None:
         session = self.session

@@ -9,6 +9,7 @@ Signals:
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
@@ -24,9 +25,11 @@ from fxdesk.domain.work import WorkItem
 from fxdesk.gui.sessions.composer import Composer
 from fxdesk.gui.sessions.model import STATE_LABELS
 from fxdesk.gui.theme import Role, css
+from fxdesk.gui.transcript.delegate import MAX_WIDTH
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.transcript.view import TranscriptView
 
+COLUMN_PX = MAX_WIDTH + 28  # the transcript's column and its margins
 MIN_LABEL_PX = 40  # header labels' minimum width, whatever their text
 RUNNING_STATES = (SessionState.RUNNING, SessionState.AWAITING_APPROVAL)
 
@@ -64,15 +67,20 @@ class SessionPanel(QWidget):
         layout.addLayout(header)
         self.transcript = TranscriptView(model)
         layout.addWidget(self.transcript, 1)
-        self._inline_at = layout.count()  # where the open session's approval goes
+        # Below the transcript, in the same readable column on a wide screen: the open
+        # session's approval, the queue and the composer (``resizeEvent`` centres it).
+        self.foot = QWidget()
+        self.foot_layout = QVBoxLayout(self.foot)
+        self.foot_layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.foot)
         self.queue = QFrame()
         self.queue.setObjectName("queue")
         self.queue_layout = QVBoxLayout(self.queue)
         self.queue_layout.setContentsMargins(8, 4, 8, 4)
         self.queue.setStyleSheet("#queue { border-top: 1px solid palette(mid); }")
-        layout.addWidget(self.queue)
+        self.foot_layout.addWidget(self.queue)
         self.composer = Composer()
-        layout.addWidget(self.composer)
+        self.foot_layout.addWidget(self.composer)
         self.queued_items: list[WorkItem] = []
         self.show_session(None)
 
@@ -97,9 +105,12 @@ class SessionPanel(QWidget):
 
     def set_inline_approval(self, widget: QWidget) -> None:
         """Put the open session's approval at the foot of its transcript, above the queue."""
-        layout = self.layout()
-        assert isinstance(layout, QVBoxLayout)
-        layout.insertWidget(self._inline_at, widget)
+        self.foot_layout.insertWidget(0, widget)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        side = max(0, (self.width() - COLUMN_PX) // 2)
+        self.foot_layout.setContentsMargins(side, 0, side, 0)
+        super().resizeEvent(event)
 
     def show_usage(self, summary: UsageSummary | None) -> None:
         """ "4.0k in / 600 out · $0.021 · tree $0.05 · today $1.20", the whole in its tooltip."""

@@ -83,6 +83,14 @@ class SettingsWindow(QObject):
         self.dialog.raise_()
         self.dialog.activateWindow()
 
+    @Slot(str)
+    def edit_profile(self, name: str) -> None:
+        """Settings, with the profile ``name`` open for editing ('' for the list alone)."""
+        self.open()
+        dialog = self.dialog
+        if dialog is not None and name:
+            dialog.tasks.spawn(dialog.edit_profile(name), "edit-profile")
+
     @Slot(int)
     def _on_dialog_finished(self, _code: int) -> None:
         if self.dialog is not None:

@@ -230,6 +230,11 @@ class TranscriptDelegate(QStyledItemDelegate):
                 layout.hotspots.append(
                     (QRect(width - 100, PAD, 96, small + 8), row.action, row.work_id)
                 )
+            if row.action2:  # under the first: the notice's text keeps its width
+                layout.hotspots.append(
+                    (QRect(width - 100, PAD + small + 14, 96, small + 8), row.action2, row.work_id)
+                )
+                layout.height = max(layout.height, PAD + 2 * (small + 14) + GAP)
             return layout
         return _Layout(small + GAP, footer=_turn_summary(row))
 
@@ -338,6 +343,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 "copy": "Copy",
                 "retry": "Retry",
                 "resume": "Resume",
+                "edit_profile": "Edit profile…",
                 "full_output": "Show full output…",
                 "arguments": "Hide arguments" if row.arguments_shown else "Show arguments",
             }.get(action)
@@ -345,7 +351,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 continue
             painter.setPen(palette.color(QPalette.ColorRole.Link))
             painter.setBrush(Qt.BrushStyle.NoBrush)
-            if action in ("retry", "resume"):
+            if action in ("retry", "resume", "edit_profile"):
                 painter.setPen(text_color)
                 painter.setBrush(palette.color(QPalette.ColorRole.Button))
                 painter.drawRoundedRect(QRectF(rect), 4, 4)

@@ -66,6 +66,7 @@ class Row:
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
     action: str = ""  # retry | resume
+    action2: str = ""  # edit_profile: a provider failure the profile's settings can mend
     # Left out of the hash (a dict cannot be hashed) but still compared, so equal rows hash
     # alike and the delegate's layout cache can key on the row itself.
     data: dict[str, Any] = field(default_factory=dict, hash=False)
@@ -433,13 +434,19 @@ def _notice_for(item: WorkItem, reason: str | None) -> Row | None:
     if item.status not in _NOTICES:
         return None
     level, fallback, action = _NOTICES[item.status]
+    text = reasons.explain(reason) or fallback
+    said = reasons.provider_said(reason)
+    if said and reasons.provider_failure_kind(reason) in reasons.PROVIDER_ADVICE_KINDS:
+        text += f"\nThe provider said: {said}"
+    fixable = reasons.provider_failure_kind(reason) in reasons.PROFILE_FIXES
     return Row(
         f"notice:{item.id}",
         RowKind.NOTICE,
-        text=reasons.explain(reason) or fallback,
+        text=text,
         work_id=item.id,
         level=level,
         action=action,
+        action2="edit_profile" if fixable and action else "",
     )
 
 

@@ -80,6 +80,8 @@ class TranscriptView(QListView):
             return found
         if row.kind == RowKind.NOTICE and row.action:
             found.append((row.action.capitalize(), row.action, row.work_id))
+        if row.kind == RowKind.NOTICE and row.action2 == "edit_profile":
+            found.append(("Edit profile…", row.action2, row.work_id))
         if row.text:
             found.append(("Copy text", "copy", row.text))
         for number, (_rect, action, code) in enumerate(

@@ -301,6 +301,10 @@ class MainWindow(QMainWindow):
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
         self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
+        # A click or Enter on a session opens it to be typed to; arrow keys only move through
+        # the tree (the open session follows) and leave the keyboard there.
+        self.tree.clicked.connect(self._on_tree_chosen)
+        self.tree.activated.connect(self._on_tree_chosen)
         self.tree.collapsed.connect(self._on_tree_collapsed)
         self.tree.expanded.connect(self._on_tree_expanded)
         self.tree_stack.addWidget(self.tree)
@@ -406,6 +410,11 @@ class MainWindow(QMainWindow):
             self._open_id = ""
             self._update_pages()
             self.session_selected.emit("")
+
+    @Slot(QModelIndex)
+    def _on_tree_chosen(self, index: QModelIndex) -> None:
+        if isinstance(index.data(ROLE_SNAPSHOT), Session):
+            self.panel.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _open(self, session: Session) -> None:
         self.show_session(session)

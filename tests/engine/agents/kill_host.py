@@ -28,7 +28,9 @@ async def main(data_dir: str, project: str) -> None:
     )
     while True:
         runs = await engine.runs(session.id)
-        if runs and runs[0].status is RunStatus.RUNNING:
+        # The root's own turn ended too: killed mid-turn, its item would be interrupted and
+        # hold up the person's next message (FIFO), which the test then sends.
+        if runs and runs[0].status is RunStatus.RUNNING and not engine.is_running(session.id):
             print(f"RUNNING {session.id} {runs[0].id}", flush=True)
             break
         await asyncio.sleep(0.02)

@@ -262,3 +262,30 @@ async def _pending(engine: object) -> bool:
 async def _idle_with_answer(engine: object, child_id: str) -> bool:
     child = await engine.session(child_id)  # type: ignore[attr-defined]
     return child is not None and child.state is SessionState.IDLE and child.last_work_id is not None
+
+
+async def test_a_result_arriving_while_the_parent_works_is_seen_at_its_next_step(
+    data_paths: DataPaths, project: Path
+) -> None:
+    root = Script(
+        [
+            spawn(name="quick", task="answer fast"),
+            # The parent is still busy (a slow response, then a tool) when the child finishes.
+            Reply(
+                "thinking it over",
+                chunk=2,
+                delay_s=0.05,
+                tool_calls=call("echo", text="x").tool_calls,
+            ),
+            Reply("Used its answer."),
+        ]
+    )
+    quick = Script([Reply("quick answer")])
+    async with desk(data_paths, root, {"quick": quick}) as app:
+        engine = app.engine
+        session = await engine.create_session(project, first_message="Go")
+        assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE
+        assert injected(root.requests[1]) == []
+        (text,) = injected(root.requests[2])
+        assert "quick answer" in text
+        assert len(await engine.items(session.id)) == 1  # within the same turn

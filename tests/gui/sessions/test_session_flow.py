@@ -204,8 +204,8 @@ async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
         run.type_and_send("Upgrade the dependencies")
         notices = await until(lambda: run.rows(RowKind.NOTICE))
         assert notices == [
-            "The provider is rate limiting requests. Wait a minute, then Retry. "
-            "(rate limited by the provider (HTTP 429): slow down)"
+            "The provider is rate limiting requests. Wait a minute, then Retry.\n"
+            "The provider said: rate limited by the provider (HTTP 429): slow down"
         ]
         tree = run.controller.model
         await until(lambda: tree.mark(session.id, ROLE_LAST_FAILED))
@@ -217,7 +217,7 @@ async def test_a_failed_turn_is_explained_marked_in_the_tree_and_retried(
             for i in range(run.transcript.rowCount())
             if run.transcript.row_at(i).kind == RowKind.NOTICE
         )
-        assert notice.action == "retry"
+        assert (notice.action, notice.action2) == ("retry", "")  # waiting mends it
         run.panel.transcript.action.emit("retry", notice.work_id)
         await until(lambda: "Done on the second try." in run.rows(RowKind.ASSISTANT))
         await until(lambda: not tree.mark(session.id, ROLE_LAST_FAILED))
@@ -586,5 +586,59 @@ async def test_another_session_s_approval_opens_the_dialog_and_never_replaces_th
         await until(lambda: dialog.count == 2 and dialog.isVisible())
         assert run.panel.session is not None and run.panel.session.id == shown.id
         assert inline.approval is not None and inline.approval.id == first.id
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
+async def test_a_refused_key_offers_edit_profile_beside_retry_and_it_opens_that_profile(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    from fxdesk.domain.model import KeySource, Profile
+    from fxdesk.gui.settings.profile_dialog import ProfileDialog
+
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Fault("auth", "Error code: 401 - invalid x-api-key")])
+    run = await Window(data_paths, provider).started()
+    try:
+        await run.app.profiles.save(
+            Profile("work", "scripted", key_source=KeySource.NONE), make_default=True
+        )
+        await run.app.sessions.create_root(project, name="Keys")
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Hello")
+        (notice,) = await until(
+            lambda: [
+                run.transcript.row_at(i)
+                for i in range(run.transcript.rowCount())
+                if run.transcript.row_at(i).kind == RowKind.NOTICE
+            ]
+        )
+        assert notice.text == (
+            "The provider refused the API key. Check the profile's key in Settings, then "
+            "Retry.\nThe provider said: Error code: 401 - invalid x-api-key"
+        )
+        assert (notice.action, notice.action2) == ("retry", "edit_profile")
+        position = next(
+            i for i in range(run.transcript.rowCount()) if run.transcript.row_at(i) == notice
+        )
+        labels = [label for label, _, _ in run.panel.transcript.row_actions(position)]
+        assert labels == ["Retry", "Edit profile…", "Copy text"]
+        run.panel.transcript.action.emit("edit_profile", notice.work_id)
+        dialog = await until(
+            lambda: (
+                next(
+                    (w for w in QApplication.topLevelWidgets() if isinstance(w, ProfileDialog)),
+                    None,
+                )
+                or next(
+                    (w for w in run.controller.window.findChildren(ProfileDialog) if w.isVisible()),
+                    None,
+                )
+            )
+        )
+        assert dialog.isVisible()
+        await until(lambda: dialog.form.name_edit.text() == "work")  # the session's profile
+        dialog.reject()
     finally:
         assert await run.stop() == Outcome.CLOSED

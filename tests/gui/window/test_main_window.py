@@ -231,3 +231,53 @@ def test_clearing_the_filter_keeps_what_the_person_folded_and_unfolded(qtbot: An
     r1 = window.proxy.mapFromSource(window.model.session_index("r1"))
     assert window.tree.isExpanded(alpha) and window.tree.isExpanded(zeta)
     assert not window.tree.isExpanded(r1)
+
+
+def test_a_click_or_enter_opens_a_session_to_type_to_and_arrows_stay_in_the_tree(
+    qtbot: Any,
+) -> None:
+    """Focus rules (docs/window.md): choosing a session with the mouse or Enter puts the
+    keyboard in its message box; walking the tree with the arrow keys opens each session in
+    turn but leaves the keyboard in the tree, so the next arrow keeps walking."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    window = make_window(qtbot, populated())
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    window.select_session("r1")
+    tree = window.tree
+    tree.setFocus()
+    qtbot.waitUntil(tree.hasFocus, timeout=5000)
+    opened = _opened(window)
+    QTest.keyClick(tree, Qt.Key.Key_Down)
+    assert opened and tree.hasFocus()  # the next session opened; the keyboard stayed
+    QTest.keyClick(tree, Qt.Key.Key_Return)
+    qtbot.waitUntil(window.panel.composer.edit.hasFocus, timeout=5000)
+    tree.setFocus()
+    qtbot.waitUntil(tree.hasFocus, timeout=5000)
+    target = tree.currentIndex()
+    rect = tree.visualRect(target)
+    QTest.mouseClick(tree.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    qtbot.waitUntil(window.panel.composer.edit.hasFocus, timeout=5000)
+
+
+def test_a_dialog_gives_the_keyboard_back_where_it_was(qtbot: Any) -> None:
+    """Focus rules: About (any dialog) closed with Esc returns the keyboard to the composer
+    the person was typing in."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    window = make_window(qtbot, populated())
+    window.select_session("r1")
+    window.activateWindow()
+    qtbot.waitUntil(window.isActiveWindow, timeout=5000)
+    edit = window.panel.composer.edit
+    edit.setFocus()
+    qtbot.waitUntil(edit.hasFocus, timeout=5000)
+    box = window.show_about()
+    qtbot.waitUntil(lambda: box.isVisible() and box.isActiveWindow(), timeout=5000)
+    QTest.keyClick(box, Qt.Key.Key_Escape)
+    qtbot.waitUntil(lambda: not box.isVisible(), timeout=5000)
+    window.activateWindow()  # the window manager's part (offscreen has none)
+    qtbot.waitUntil(lambda: window.isActiveWindow() and edit.hasFocus(), timeout=5000)
