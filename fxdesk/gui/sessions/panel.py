@@ -150,6 +150,8 @@ class SessionPanel(QWidget):
             quiet = css(Role.QUIET_TEXT)
             label = QLabel(f"<span style='color: {quiet}'>{kind}:</span> {_escape(text[:160])}")
             label.setTextFormat(Qt.TextFormat.RichText)
+            label.setMinimumWidth(MIN_LABEL_PX)  # a long message must not widen the window
+            label.setToolTip(text[:2000])
             line.addWidget(label, 1)
             remove = QPushButton("Remove")
             remove.setAccessibleName(f"Remove queued message {text[:40]}")
