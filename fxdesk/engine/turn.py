@@ -54,6 +54,7 @@ from fxdesk.providers.base import (
     ModelResponse,
     ProviderError,
     StreamEvent,
+    StreamRestart,
     TextDelta,
     ToolCallStarted,
     ToolSpec,
@@ -390,9 +391,13 @@ class _Turn:
         self.model_calls += 1
         live = self.rt.live
         bus, session_id, work_id = self.runner.bus, self.rt.session.id, self.rt.item.id
+        streamed: list[str] = []  # this call's text so far (kept if the person cancels)
 
         def on_event(event: StreamEvent) -> None:
+            if isinstance(event, StreamRestart):
+                streamed.clear()
             if isinstance(event, TextDelta):
+                streamed.append(event.text)
                 bus.publish(TextStreamed(session_id, work_id, event.text))
             if live is None:
                 return
@@ -408,6 +413,7 @@ class _Turn:
                 collect(self.rt.provider.stream(request), on_event)
             )
         except Cancelled:
+            await self._keep_partial("".join(streamed))
             self.check()
             raise TurnStop(TurnEnd.CANCELLED, self.rt.cancel.reason) from None
         except ProviderError as exc:
@@ -423,6 +429,21 @@ class _Turn:
         if response.tool_calls:
             response.tool_calls = await self._unique_call_ids(response.tool_calls)
         return response
+
+    async def _keep_partial(self, text: str) -> None:
+        """The person cancelled while the answer streamed: what had arrived stays in the
+        history, marked ``partial``: the window shows it as cut off. (The model does not read
+        cancelled turns back, their message included: ``history.context_entries``.) Best effort: while fxdesk stops, or if the store fails,
+        the partial text is only lost, never guessed at."""
+        if not text.strip() or self.rt.stopping():
+            return
+        row = self.entry(
+            EntryKind.ASSISTANT, content=text, data={"partial": True, "stopped": "cancelled"}
+        )
+        try:
+            await self.save([row], "partial answer")
+        except (StoreError, TurnStop) as exc:
+            log.info("turn of %s: its partial answer was not kept: %s", self.rt.item.id, exc)
 
     async def _unique_call_ids(self, calls: list[ToolCall]) -> list[ToolCall]:
         """Tool-call ids must be unique in the session's history; some servers reuse

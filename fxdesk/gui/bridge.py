@@ -140,6 +140,13 @@ class EngineBridge(QObject):
         self.approvals_changed.emit()
 
     def _on_work_changed(self, event: WorkChanged) -> None:
+        if event.items and all(item.status.terminal for item in event.items):
+            # The turn is over: its streamed text never carries over into the next answer (a
+            # cancelled turn's partial answer comes back from the history, marked).
+            self._live.pop(event.session_id, None)
+            self._dirty_live.discard(event.session_id)
+            if event.session_id == self.current and self._transcript is not None:
+                self._transcript.clear_live()
         if event.items:
             newest = max(event.items, key=lambda item: item.position)
             if newest.status in (WorkStatus.FAILED, WorkStatus.RUNNING, WorkStatus.COMPLETED):

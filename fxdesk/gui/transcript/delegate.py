@@ -217,6 +217,9 @@ class TranscriptDelegate(QStyledItemDelegate):
                     small + 2,
                 )
                 layout.hotspots.append((button, "copy", block.text))
+            if row.kind == RowKind.ASSISTANT and row.data.get("partial"):
+                layout.footer = PARTIAL_MARK  # the answer was cut off where it stops
+                layout.height += small + 4
             return layout
         if row.kind == RowKind.TOOL:
             return self._tool(row, width, small, dark)
@@ -335,7 +338,7 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.setPen(palette.color(QPalette.ColorRole.Highlight))
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.drawRoundedRect(card.adjusted(-2, -2, 2, 2), 6, 6)
-        if row.kind == RowKind.LIVE:
+        if row.kind in (RowKind.LIVE, RowKind.ASSISTANT) and layout.footer:
             painter.setPen(muted)
             painter.drawText(QRectF(0, layout.height - GAP - 18, width, 18), layout.footer)
         for rect, action, _payload in layout.hotspots:
@@ -433,6 +436,7 @@ TOOL_TITLES = {
 }
 COMMAND_TOOLS = ("run_command", "start_background")
 LIVE_LINES = 40  # of a running command's output, in its open card
+PARTIAL_MARK = "■ Cut off here: the turn was cancelled while this answer was arriving"
 
 
 def _tool_body(row: Row) -> str:

@@ -642,3 +642,47 @@ async def test_a_refused_key_offers_edit_profile_beside_retry_and_it_opens_that_
         dialog.reject()
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+async def test_a_cancelled_answer_stays_marked_and_the_next_one_is_not_glued_to_it(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 14: after a cancel the answer still said "streaming…", the next answer was glued
+    onto the cancelled text, and switching away and back lost the partial answer."""
+    from fxdesk.gui.transcript.delegate import PARTIAL_MARK
+
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply(ANSWER, chunk=6, delay_s=0.03), Reply("Fresh answer.")])
+    run = await Window(data_paths, provider).started()
+    try:
+        session = await run.app.sessions.create_root(
+            project, name="Cut", permission_mode=PermissionMode.AUTO
+        )
+        other = await run.app.engine.create_session(project, name="Other", start=False)
+        run.controller.window.select_session(session.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == session.id)
+        run.type_and_send("Plan the parser work")
+        await until(lambda: any(len(t) > 40 for t in run.rows(RowKind.LIVE)))
+        await run.app.engine.cancel(session.id)
+        partial = await until(lambda: run.rows(RowKind.ASSISTANT))
+        assert run.rows(RowKind.LIVE) == []  # no "streaming…" left behind
+        assert ANSWER.startswith(partial[0]) and partial[0] != ANSWER
+        view = run.panel.transcript
+        row = next(
+            run.transcript.row_at(i)
+            for i in range(run.transcript.rowCount())
+            if run.transcript.row_at(i).kind == RowKind.ASSISTANT
+        )
+        assert view.delegate.layout(row).footer == PARTIAL_MARK
+
+        # Away and back: it comes back from the history, still marked.
+        run.controller.window.select_session(other.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == other.id)
+        run.controller.window.select_session(session.id)
+        await until(lambda: run.rows(RowKind.ASSISTANT) == partial)
+
+        run.type_and_send("Go on")
+        await until(lambda: run.rows(RowKind.ASSISTANT) == [partial[0], "Fresh answer."])
+    finally:
+        assert await run.stop() == Outcome.CLOSED
