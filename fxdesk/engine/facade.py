@@ -433,6 +433,10 @@ class Engine(AgentRunsPart):
             approval_id, choice, reason=reason, rules=rules, by=by
         )
 
+    async def sessions_mentioning(self, text: str) -> list[str]:
+        """Sessions whose conversation contains ``text`` (the filter box matches them too)."""
+        return await self._store.read(lambda: history.sessions_mentioning(text))
+
     async def approvals_of(self, session_id: str, limit: int = 200) -> list[Approval]:
         """The session's approvals, answered or not, newest first: who answered what, how and
         when, for the calls they were about."""

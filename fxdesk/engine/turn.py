@@ -433,8 +433,9 @@ class _Turn:
     async def _keep_partial(self, text: str) -> None:
         """The person cancelled while the answer streamed: what had arrived stays in the
         history, marked ``partial``: the window shows it as cut off. (The model does not read
-        cancelled turns back, their message included: ``history.context_entries``.) Best effort: while fxdesk stops, or if the store fails,
-        the partial text is only lost, never guessed at."""
+        cancelled turns back, their message included: ``history.context_entries``.) Best
+        effort: while fxdesk stops, or if the store fails, the partial text is only lost,
+        never guessed at."""
         if not text.strip() or self.rt.stopping():
             return
         row = self.entry(

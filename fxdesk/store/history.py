@@ -180,3 +180,19 @@ def history_before(session_id: str, before_seq: int | None, limit: int) -> list[
             (session_id, before_seq, limit),
         ).fetchall()
     return [_entry(row) for row in reversed(rows)]
+
+
+def sessions_mentioning(text: str, limit: int = 500) -> list[str]:
+    """Sessions whose messages or answers contain ``text`` (case-insensitive for ASCII), most
+    recently active first. A plain scan: full-text search comes later (issue 18)."""
+    needle = text.strip()
+    if not needle:
+        return []
+    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = db.execute_sql(
+        "SELECT session_id, MAX(seq) FROM history_entry WHERE kind IN ('user', 'assistant') "
+        "AND content LIKE ? ESCAPE '\\' GROUP BY session_id ORDER BY MAX(created_at_ms) DESC "
+        "LIMIT ?",
+        (f"%{escaped}%", limit),
+    ).fetchall()
+    return [row[0] for row in rows]

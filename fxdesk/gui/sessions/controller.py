@@ -15,6 +15,7 @@ from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.model import ROLE_UNREAD
+from fxdesk.gui.sessions.text_filter import ConversationFilter
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.transcript.model import Row, answers_by_call
 from fxdesk.gui.window.main_window import MainWindow
@@ -65,6 +66,7 @@ class SessionController(QObject):
         panel.transcript.older_requested.append(
             lambda: self._spawn(self._load_older(), "load-older")
         )
+        self.conversations = ConversationFilter(window, engine, tasks)
         self.usage_action = QAction("&Usage…", window)
         self.usage_action.triggered.connect(lambda: self._spawn(self.show_usage(), "usage"))
         window.view_menu.addAction(self.usage_action)

@@ -412,6 +412,7 @@ class SessionFilterModel(QSortFilterProxyModel):
         self.setRecursiveFilteringEnabled(True)
         self.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self._show_archived = False
+        self._mentioning: frozenset[str] = frozenset()  # sessions whose text matches too
 
     @property
     def show_archived(self) -> bool:
@@ -423,6 +424,17 @@ class SessionFilterModel(QSortFilterProxyModel):
             self._show_archived = show
             self.endFilterChange()
 
+    @property
+    def mentioning(self) -> frozenset[str]:
+        return self._mentioning
+
+    def set_mentioning(self, session_ids: frozenset[str]) -> None:
+        """Sessions whose conversation contains the filter's text: they match too."""
+        if session_ids != self._mentioning:
+            self.beginFilterChange()
+            self._mentioning = session_ids
+            self.endFilterChange()
+
     def filterAcceptsRow(self, source_row: int, source_parent: AnyIndex) -> bool:
         model = self.sourceModel()
         index = model.index(source_row, 0, source_parent)
@@ -430,6 +442,8 @@ class SessionFilterModel(QSortFilterProxyModel):
             return False  # a closed session hides with its whole subtree
         pattern = self.filterRegularExpression().pattern()
         if not pattern:
+            return True
+        if index.data(ROLE_ID) in self._mentioning:
             return True
         return super().filterAcceptsRow(source_row, source_parent)
 

@@ -432,6 +432,7 @@ class MainWindow(QMainWindow):
     @Slot(str)
     def _on_filter_edit_text_changed(self, text: str) -> None:
         with self._quietly():
+            self.proxy.set_mentioning(frozenset())  # until the engine says who mentions it
             self.proxy.setFilterFixedString(text)
             matches = self._matches()
             if text.strip() and matches:
@@ -440,17 +441,33 @@ class MainWindow(QMainWindow):
                 self._select_quietly(self._open_id)
         self._update_pages()
 
+    def set_filter_mentioning(self, text: str, session_ids: frozenset[str]) -> None:
+        """Sessions whose conversation contains ``text`` match the filter too (read from the
+        engine after the person paused typing); ignored once the filter says something else."""
+        if self.filter_edit.text().strip() != text:
+            return
+        with self._quietly():
+            self.proxy.set_mentioning(session_ids)
+            matches = self._matches()
+            current = self.tree.currentIndex()
+            if matches and current not in matches:
+                self.tree.setCurrentIndex(matches[0])
+        self._update_pages()
+
     def _matches(self) -> list[QModelIndex]:
-        """The sessions whose own name matches the filter, in the tree's order (their
-        ancestors show too, for context, but are not matches)."""
+        """The sessions whose own name (or conversation) matches the filter, in the tree's
+        order (their ancestors show too, for context, but are not matches)."""
         text = self.filter_edit.text().strip().casefold()
+        mentioning = self.proxy.mentioning
         found: list[QModelIndex] = []
 
         def walk(parent: QModelIndex) -> None:
             for row in range(self.proxy.rowCount(parent)):
                 index = self.proxy.index(row, 0, parent)
                 snapshot = index.data(ROLE_SNAPSHOT)
-                if isinstance(snapshot, Session) and text in snapshot.name.casefold():
+                if isinstance(snapshot, Session) and (
+                    text in snapshot.name.casefold() or snapshot.id in mentioning
+                ):
                     found.append(index)
                 walk(index)
 

@@ -686,3 +686,42 @@ async def test_a_cancelled_answer_stays_marked_and_the_next_one_is_not_glued_to_
         await until(lambda: run.rows(RowKind.ASSISTANT) == [partial[0], "Fresh answer."])
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+async def test_the_filter_finds_a_session_by_what_was_said_in_it(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 14 item 5: a few letters of something said in a session find it, as its name
+    does; Enter opens it with the keyboard in its message box."""
+    project = tmp_path / "project"
+    project.mkdir()
+    provider = ScriptedProvider([Reply("The tokenizer drops the final digit.")])
+    run = await Window(data_paths, provider).started()
+    window = run.controller.window
+    try:
+        talked = await run.app.sessions.create_root(
+            project, name="Monday", permission_mode=PermissionMode.AUTO
+        )
+        await until(lambda: run.panel.session is not None)
+        run.type_and_send("Why does parse('12') return 1?")
+        await until(lambda: run.rows(RowKind.ASSISTANT))
+        quiet = await run.app.engine.create_session(project, name="Tuesday", start=False)
+        window.select_session(quiet.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == quiet.id)
+
+        window.activateWindow()
+        await until(window.isActiveWindow)
+        QTest.keyClick(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+        await until(window.filter_edit.hasFocus)
+        QTest.keyClicks(window.filter_edit, "final digit")  # in the answer, not in a name
+        await until(lambda: window.proxy.mentioning == frozenset({talked.id}))
+        current = window.tree.currentIndex().data(ROLE_ID)
+        assert current == talked.id  # the match is chosen, not yet opened
+        assert run.panel.session is not None and run.panel.session.id == quiet.id
+        QTest.keyClick(window.filter_edit, Qt.Key.Key_Return)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == talked.id)
+        await until(run.panel.composer.edit.hasFocus)
+        assert run.controller.sessions is not None
+        assert run.controller.sessions.conversations.asked >= 1
+    finally:
+        assert await run.stop() == Outcome.CLOSED
