@@ -47,7 +47,9 @@ async def test_starts_shows_the_empty_state_and_quits_cleanly(data_paths: DataPa
     window = controller.window
     assert window.isVisible()
     assert window.centre.currentWidget() is window.empty_state
-    assert "schema" in window.status_info.text()
+    assert window.status_info.text() == f"Data in {data_paths.root}"
+    assert "schema" not in window.status_info.text()  # jargon stays in the tooltip
+    assert "Database version" in window.status_info.toolTip()
     assert await run.stop() == Outcome.CLOSED
     assert run.app.started is False
     assert not shiboken6.isValid(window) or not window.isVisible()

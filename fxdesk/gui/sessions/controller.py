@@ -221,7 +221,10 @@ class SessionController(QObject):
         ):
             return
         count = await self.engine.cancel(session.id, "cancelled by the person")
-        messages.info(f"Cancelled {count} work item(s) of “{session.name}”.")
+        messages.info(
+            f"Cancelled the work of “{session.name}”"
+            + (f" ({count} message{'s' if count != 1 else ''})." if count else ".")
+        )
 
     async def resume(self, session_id: str | None = None) -> None:
         target = session_id or (self.session.id if self.session else None)

@@ -228,7 +228,8 @@ class MainWindow(QMainWindow):
         )
         box.setInformativeText(
             f"Qt {qVersion()} · PySide6 {PySide6.__version__} · Python {platform.python_version()}"
-            f"<br>{self.status_info.text()}"
+            f"<br>{self.status_info.text()}<br>"
+            f"{self.status_info.toolTip().replace(chr(10), '<br>')}"
         )
         box.setStandardButtons(QMessageBox.StandardButton.Close)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -55,8 +55,8 @@ def offer_recovery(
     if report.work_interrupted:
         count = report.work_interrupted
         parts.append(
-            f"{count} work item{'s were' if count != 1 else ' was'} interrupted when fxdesk "
-            "last stopped; nothing has been re-run."
+            f"{count} {'turns were' if count != 1 else 'turn was'} interrupted when fxdesk "
+            "last stopped; nothing has been re-run (Resume continues where each stopped)."
         )
     if report.busy_sessions:
         busy = ", ".join(f"“{names.get(i, i)}”" for i in report.busy_sessions[:3])
@@ -134,9 +134,10 @@ def offer_sandbox_fix(
 
 
 def show_data_folder(window: MainWindow, root: Path, database: Path, schema: int) -> None:
-    """The data folder and schema version at the right of the status bar."""
-    window.status_info.setText(f"{_short(root)} · schema {schema}")
-    window.status_info.setToolTip(str(database))
+    """Where fxdesk keeps its data, at the right of the status bar, in the person's words
+    (the database file and its version in the tooltip, for a bug report)."""
+    window.status_info.setText(f"Data in {_short(root)}")
+    window.status_info.setToolTip(f"Database: {database}\nDatabase version {schema}")
 
 
 def _short(path: Path) -> str:

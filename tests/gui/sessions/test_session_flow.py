@@ -164,7 +164,7 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
         window = second.controller.window
         banner = window.findChild(Banner, "recovery_banner")
         assert banner is not None and banner.isVisible()
-        assert "1 work item was interrupted" in banner.text()
+        assert "1 turn was interrupted" in banner.text()
         assert provider.calls == 0  # nothing re-ran by itself
 
         # The last session comes back selected, with the interruption explained in place.
