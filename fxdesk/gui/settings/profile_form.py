@@ -287,30 +287,40 @@ class ProfileForm(QWidget):
 
     def problem(self) -> str | None:
         """What keeps the profile from being saved, in one sentence; None when it can be."""
+        return self._problem()[0]
+
+    def _problem(self) -> tuple[str | None, QWidget | None]:
+        """(what keeps the profile from being saved, the field to fix), or (None, None)."""
         if not self.name_edit.text().strip():
-            return "A profile name is needed."
+            return "A profile name is needed.", self.name_edit
         if self.kind == "scripted":
-            return None
+            return None, None
         if not self.model_edit.text().strip():
-            return "A model name is needed."
+            return "A model name is needed.", self.model_edit
         url = self.url_edit.text().strip()
         if url and not url.startswith(("http://", "https://")):
-            return "The base URL starts with http:// or https://."
+            return "The base URL starts with http:// or https://.", self.url_edit
         if self.key_source == KeySource.KEYRING and not self.key() and not self._key_is_stored():
-            return "Paste the API key, or choose where else it comes from."
+            return "Paste the API key, or choose where else it comes from.", self.key_edit
         env = self.env_edit.text().strip()
         if self.key_source == KeySource.ENV and env and not env.isidentifier():
-            return "An environment variable name has only letters, digits and underscores."
+            return (
+                "An environment variable name has only letters, digits and underscores.",
+                self.env_edit,
+            )
         for edit in (self.price_in_edit, self.price_out_edit):
             if edit.text().strip() and _parse_price(edit.text()) is None:
-                return "Prices are numbers of dollars, like 0.15 (or empty when unknown)."
-        return None
+                return "Prices are numbers of dollars, like 0.15 (or empty when unknown).", edit
+        return None, None
 
     def validate(self) -> bool:
-        """Show the problem, if any, and keep showing problems as fields change."""
+        """Show the problem, if any, with the keyboard in the field to fix, and keep showing
+        problems as fields change."""
         self._checking = True
-        problem = self.problem()
+        problem, field = self._problem()
         self.show_problem(problem or "")
+        if field is not None and field.isVisible():
+            field.setFocus(Qt.FocusReason.OtherFocusReason)
         return problem is None
 
     def show_problem(self, text: str) -> None:

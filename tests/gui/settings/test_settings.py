@@ -200,6 +200,11 @@ async def test_a_missing_model_is_explained_and_nothing_is_saved(tmp_path: Path)
             dialog.save_button.click()
             await until(dialog.form.message.isVisible)
             assert dialog.form.message.text() == "A model name is needed."
+            # The keyboard goes to the field to fix, and the message is shown whole.
+            dialog.activateWindow()
+            await until(dialog.form.model_edit.hasFocus)
+            message = dialog.form.message
+            assert message.height() >= message.heightForWidth(message.width())
             assert dialog.isVisible() and dialog.result() == 0
             dialog.form.model_edit.setText("claude-sonnet-4-5")  # the message follows the fields
             assert not dialog.form.message.isVisible()
