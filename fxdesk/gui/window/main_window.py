@@ -602,6 +602,7 @@ class MainWindow(QMainWindow):
     @Slot(QPoint)
     def _on_tree_context_menu_requested(self, position: QPoint) -> None:
         menu = QMenu(self.tree)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per right click: none pile up
         menu.addAction(self.new_action)
         if self.selected_session() is not None:
             menu.addSeparator()
