@@ -16,11 +16,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from fxdesk import APP_NAME, messages
-from fxdesk.domain.model import Session
-from fxdesk.engine.events import RecoveryReport
+from fxdesk.domain.model import Session, SessionState
+from fxdesk.engine.events import RecoveryReport, SessionChanged
 from fxdesk.engine.facade import Engine
 from fxdesk.engine.health import SandboxStatus, notice_text
-from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.tasks import TaskGroup, alive, run_dialog
 from fxdesk.gui.window.banner import Banner
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog, MessagePresenter
@@ -77,7 +77,26 @@ def offer_recovery(
 
         banner.add_action("Resume all", resume_all)
         banner.add_action("Review", review)
+        if not report.busy_sessions:  # it says only this: gone once none is interrupted
+            _hide_when_resumed(banner, set(interrupted), engine)
     return banner
+
+
+def _hide_when_resumed(banner: Banner, waiting: set[str], engine: Engine) -> None:
+    """The banner goes once every interrupted session moved on (Resume on each, a cancel, a
+    close): a banner about interruptions that are over is a stale word."""
+
+    def on_session_changed(event: SessionChanged) -> None:
+        session = event.session
+        if session.id in waiting and session.state != SessionState.INTERRUPTED:
+            waiting.discard(session.id)
+            if not waiting:
+                stop()
+                if alive(banner):
+                    banner.hide()
+
+    stop = engine.subscribe(SessionChanged, on_session_changed)
+    banner.destroyed.connect(lambda: stop())
 
 
 def offer_crash_logs(

@@ -178,6 +178,7 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
         await until(lambda: "Picked up where we left off." in second.rows(RowKind.ASSISTANT))
         await until(lambda: not second.rows(RowKind.NOTICE))
         await until(lambda: second.state(session.id) == SessionState.IDLE)
+        await until(lambda: not banner.isVisible())  # no stale word once it is resumed
         assert provider.calls == 1
         # The resumed call carried the original request, not a second copy of it.
         sent = [m.content for m in provider.requests[0].messages if m.role == "user"]
