@@ -11,6 +11,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 
+# A Python for commands that run in the sandbox (a test's server): the system's, because the
+# test's own interpreter may live in a virtualenv under /tmp, and in the sandbox /tmp is the
+# session's own (a clean clone in a temporary folder found it missing: exit code 127).
+SANDBOX_PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+
 
 def fxdesk_command(*args: str) -> list[str]:
     return [sys.executable, "-m", "fxdesk", *args]

@@ -323,6 +323,10 @@ async def follow_log(
                 continue
             code = await asyncio.to_thread(_marker, path)
             if code is not None:
+                # What came with the marker, and a last line the follower held back in case
+                # it was the marker, is printed before the end (a quick command's only line
+                # was lost that way).
+                await asyncio.to_thread(_drain, follower, out)
                 return code
             if stop.is_set():
                 return None

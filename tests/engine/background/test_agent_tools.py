@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -25,9 +24,10 @@ from fxdesk.engine.providers import FixedResolver
 from fxdesk.paths import DataPaths
 from fxdesk.providers.base import ModelRequest
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Step
+from tests.helpers import SANDBOX_PYTHON
 
 WAIT_S = 60.0
-SERVER = f"{sys.executable} -m http.server 0 --bind 127.0.0.1"
+SERVER = f"{SANDBOX_PYTHON} -m http.server 0 --bind 127.0.0.1"
 
 
 @asynccontextmanager

@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import sys
 import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,9 +26,10 @@ from fxdesk.engine.providers import FixedResolver
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.tools.sandbox_probe import sandbox_status
+from tests.helpers import SANDBOX_PYTHON
 
 WAIT_S = 60.0
-SERVER = f"{sys.executable} -m http.server 0 --bind 127.0.0.1"
+SERVER = f"{SANDBOX_PYTHON} -m http.server 0 --bind 127.0.0.1"
 
 
 @asynccontextmanager
@@ -227,7 +227,7 @@ async def test_a_port_taken_by_another_program_is_named_and_nothing_is_started_o
         async with running_app(data_paths) as app:
             engine = app.engine
             session = await engine.create_session(project, start=False)
-            command = f"{sys.executable} -m http.server {port} --bind 127.0.0.1"
+            command = f"{SANDBOX_PYTHON} -m http.server {port} --bind 127.0.0.1"
             with pytest.raises(BackgroundError) as refused:
                 await engine.start_background(session.id, command, expect_url=True)
             said = str(refused.value)

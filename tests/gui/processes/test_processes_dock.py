@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from pathlib import Path
 
@@ -26,8 +25,9 @@ from fxdesk.gui.sessions.model import ROLE_BACKGROUND
 from fxdesk.paths import DataPaths
 from tests.gui.test_application import Running
 from tests.gui.waiting import until
+from tests.helpers import SANDBOX_PYTHON
 
-SERVER = f"{sys.executable} -m http.server 0 --bind 127.0.0.1"
+SERVER = f"{SANDBOX_PYTHON} -m http.server 0 --bind 127.0.0.1"
 
 
 async def start(data_paths: DataPaths, tmp_path: Path) -> tuple[Running, GuiController, str]:
