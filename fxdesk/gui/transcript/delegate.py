@@ -433,6 +433,15 @@ TOOL_TITLES = {
     "glob": "Find files",
     "grep": "Search",
     "echo": "Echo",
+    "delegate": "Hand work to sub-agents",
+    "spawn_agent": "Start a sub-agent",
+    "send_to_agent": "Message a sub-agent",
+    "wait_for_agent": "Wait for a sub-agent",
+    "close_agent": "Close a sub-agent",
+    "list_agents": "Sub-agents",
+    "emit_signal": "Signal",
+    "list_runs": "Sub-agent runs",
+    "cancel_run": "Cancel a sub-agent run",
 }
 COMMAND_TOOLS = ("run_command", "start_background")
 LIVE_LINES = 40  # of a running command's output, in its open card
@@ -475,8 +484,23 @@ def _arguments(row: Row) -> object:
 
 
 def _summary(row: Row) -> str:
-    """The call's target after its title: ``$ npm test``, a path, a pattern."""
+    """The call's target after its title: ``$ npm test``, a path, a pattern; for sub-agents
+    who was given what (``explorer: find the parser · general: write tests``)."""
     values = _arguments(row)
+    if isinstance(values, dict) and isinstance(values.get("requests"), list):
+        asked = [
+            f"{r.get('agent', '?')}: {' '.join(str(r.get('task', '')).split())}"
+            for r in values["requests"]
+            if isinstance(r, dict)
+        ]
+        mode = " (in the background)" if values.get("mode") == "background" else ""
+        return " · ".join(asked) + mode
+    if isinstance(values, dict) and row.tool == "spawn_agent":
+        who = values.get("name") or values.get("agent") or "a sub-agent"
+        task = " ".join(str(values.get("task", "")).split())
+        return f"{who}: {task}" if task else str(who)
+    if isinstance(values, dict) and row.tool == "emit_signal":
+        return f"{values.get('severity', '')} {values.get('summary', '')}".strip()
     if isinstance(values, dict):
         for key in ("command", "path", "pattern", "task", "text"):
             if key in values:

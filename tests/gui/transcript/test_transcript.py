@@ -689,3 +689,39 @@ def test_who_answered_an_approval_how_and_when_reads_as_a_sentence() -> None:
     assert answers_by_call([again, denied, outside])["c1"].startswith(
         "You allowed it for this session, from the window"
     )
+
+
+def test_a_parent_s_card_says_which_sub_agent_was_given_what() -> None:
+    """Issue 14: the parent's transcript never mentioned the sub-agent's task."""
+    from fxdesk.gui.transcript.delegate import TOOL_TITLES, _summary
+
+    delegate = Row(
+        "d",
+        RowKind.TOOL,
+        tool="delegate",
+        arguments=(
+            '{"requests": [{"agent": "explorer", "task": "find the  parser"},'
+            ' {"agent": "general", "task": "write tests"}], "mode": "background"}'
+        ),
+    )
+    assert TOOL_TITLES["delegate"] == "Hand work to sub-agents"
+    assert _summary(delegate) == (
+        "explorer: find the parser · general: write tests (in the background)"
+    )
+    spawn = Row(
+        "s",
+        RowKind.TOOL,
+        tool="spawn_agent",
+        arguments='{"name": "Reviewer", "agent": "general", "task": "review the diff"}',
+    )
+    assert (TOOL_TITLES["spawn_agent"], _summary(spawn)) == (
+        "Start a sub-agent",
+        "Reviewer: review the diff",
+    )
+    signal = Row(
+        "g",
+        RowKind.TOOL,
+        tool="emit_signal",
+        arguments='{"severity": "warning", "summary": "CI red"}',
+    )
+    assert _summary(signal) == "warning CI red"
