@@ -16,7 +16,7 @@ from typing import Any
 from fxdesk.domain.agent_runs import AgentRunError
 from fxdesk.domain.child_agents import CHILD_RESULTS_KEY, ChildInfo, ChildWait, describe_result
 from fxdesk.tools.agents.port import AgentsPort, SpawnRequest
-from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
+from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded, schema
 
 UNAVAILABLE = "sub-agents are not available in this fxdesk process"
 _CHILD_ID = {"type": "string", "description": "The sub-agent's id (from spawn_agent)."}
@@ -73,9 +73,8 @@ class SpawnAgentTool(Tool):
         "back to you once: from wait_for_agent, or as a message at your next step. Its "
         "permission mode never exceeds yours."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "name": {"type": "string", "description": "A short name for it (shown to the person)."},
             "agent": {"type": "string", "description": "A named agent's id (optional)."},
             "role": {
@@ -89,9 +88,8 @@ class SpawnAgentTool(Tool):
                 "description": "At most yours; the stricter one applies (optional).",
             },
         },
-        "required": [],
-        "additionalProperties": False,
-    }
+        [],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -126,15 +124,13 @@ class SendToAgentTool(Tool):
         "Queue a message (a task or a follow-up) to one of your sub-agents; it runs after "
         "what it already has. Returns at once: use wait_for_agent for the answer."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "agent_id": _CHILD_ID,
             "message": {"type": "string", "description": "What to tell it."},
         },
-        "required": ["agent_id", "message"],
-        "additionalProperties": False,
-    }
+        ["agent_id", "message"],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -158,18 +154,16 @@ class WaitForAgentTool(Tool):
         "timeout_seconds, default 60, at most 600), and get its new answers; 'still working' "
         "when the time ran out (call again, or carry on and its result reaches you later)."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "agent_id": _CHILD_ID,
             "timeout_seconds": {
                 "type": "number",
                 "description": "How long to wait at most (default 60, at most 600).",
             },
         },
-        "required": ["agent_id"],
-        "additionalProperties": False,
-    }
+        ["agent_id"],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -194,12 +188,7 @@ class CloseAgentTool(Tool):
         "Close one of your sub-agents for good: its queued and running work is cancelled. "
         "Returns any answers of it you had not read yet."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {"agent_id": _CHILD_ID},
-        "required": ["agent_id"],
-        "additionalProperties": False,
-    }
+    parameters = schema({"agent_id": _CHILD_ID}, ["agent_id"])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -218,12 +207,7 @@ class ListAgentsTool(Tool):
     description = (
         "List the persistent sub-agents you spawned: id, name, agent, state, permission mode."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    }
+    parameters = schema({}, [])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

@@ -16,11 +16,10 @@ from typing import Any
 
 from fxdesk.domain.agent_inbox import InvalidSignal, validate_signal
 from fxdesk.domain.agent_runs import AgentRun, AgentRunError, RunMode
-from fxdesk.tools.agents.children import child_tools
+from fxdesk.tools.agents.children import UNAVAILABLE, child_tools
 from fxdesk.tools.agents.port import AgentsPort, DelegateRequest, RunResult
-from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
+from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded, schema
 
-UNAVAILABLE = "sub-agents are not available in this fxdesk process"
 MAX_REQUESTS = 16
 
 
@@ -61,9 +60,8 @@ class DelegateTool(Tool):
         "Give each task everything the sub-agent needs: it does not see this conversation. "
         "Budgets limit how many and how deep; a refusal says why (do the work yourself then)."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "requests": {
                 "type": "array",
                 "description": "The tasks, one sub-agent each.",
@@ -88,9 +86,8 @@ class DelegateTool(Tool):
                 "in your inbox later.",
             },
         },
-        "required": ["requests"],
-        "additionalProperties": False,
-    }
+        ["requests"],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -153,9 +150,8 @@ class EmitSignalTool(Tool):
         "agent's inbox without ending your task (an error rate climbing, a finding that cannot "
         "wait). A repeat with the same dedupe_key within 5 minutes is counted, not repeated."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "key": {"type": "string", "description": "A short identifier, e.g. 'err-rate'."},
             "severity": {
                 "type": "string",
@@ -166,9 +162,8 @@ class EmitSignalTool(Tool):
             "details": {"type": "object", "description": "Optional: the particulars."},
             "dedupe_key": {"type": "string", "description": "Repeats of it are folded."},
         },
-        "required": ["key", "severity", "summary"],
-        "additionalProperties": False,
-    }
+        ["key", "severity", "summary"],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -202,12 +197,7 @@ class ListRunsTool(Tool):
         "List the sub-agent runs you may see (all of this session's when you are the root "
         "agent; your own and those below you otherwise), oldest first, with their status."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    }
+    parameters = schema({}, [])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -230,15 +220,13 @@ class CancelRunTool(Tool):
         "Cancel one of your sub-agent runs (and the runs below it). A background run's "
         "cancellation is reported in your inbox like any result."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "run_id": {"type": "string", "description": "The run's id."},
             "reason": {"type": "string", "description": "Why (shown to the person)."},
         },
-        "required": ["run_id"],
-        "additionalProperties": False,
-    }
+        ["run_id"],
+    )
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:

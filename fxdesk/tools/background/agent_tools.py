@@ -23,7 +23,7 @@ from typing import Any
 
 from fxdesk.domain.background import BackgroundError, BackgroundTask, TaskState
 from fxdesk.tools.background.port import BackgroundPort
-from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded
+from fxdesk.tools.base import Tool, ToolAccess, ToolContext, ToolFacts, ToolResult, bounded, schema
 
 UNAVAILABLE = "background tasks are not available in this fxdesk process"
 REF_SCHEMA = {
@@ -46,6 +46,19 @@ def _ref(args: dict[str, Any]) -> str | None:
     if isinstance(given, str) and given.strip():
         return given.strip()
     return None
+
+
+def _task_and_port(
+    args: dict[str, Any], ctx: ToolContext
+) -> tuple[str, BackgroundPort] | ToolResult:
+    """The task a call names and the runtime to ask, or the error to give the model."""
+    ref = _ref(args)
+    if ref is None:
+        return ToolResult.error("task must be a task number (1 or '#1') or a task id")
+    port = _port(ctx)
+    if port is None:
+        return ToolResult.error(UNAVAILABLE)
+    return ref, port
 
 
 def describe(task: BackgroundTask, *, now_ms: int | None = None) -> str:
@@ -90,9 +103,8 @@ class StartBackgroundTool(Tool):
         "started and that task is returned. Stop it with stop_background when done. Use "
         "run_command instead for anything that finishes on its own."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {
+    parameters = schema(
+        {
             "command": {"type": "string", "description": "The shell command to run (bash)."},
             "cwd": {
                 "type": "string",
@@ -104,9 +116,8 @@ class StartBackgroundTool(Tool):
                 "description": "true for a server that prints the URL it serves at.",
             },
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+        ["command"],
+    )
     facts = ToolFacts(
         ToolAccess.EXECUTE, command_argument="command", cwd_argument="cwd", network_always=True
     )
@@ -183,12 +194,7 @@ class ListBackgroundTool(Tool):
         "List this session's background tasks (started with start_background): number, state, "
         "exit code, command, folder and server URL."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {},
-        "required": [],
-        "additionalProperties": False,
-    }
+    parameters = schema({}, [])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
@@ -212,21 +218,14 @@ class ReadBackgroundLogTool(Tool):
         "its log (the middle of a long log is left out and counted), and its exit code once "
         "it has ended."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {"task": REF_SCHEMA},
-        "required": ["task"],
-        "additionalProperties": False,
-    }
+    parameters = schema({"task": REF_SCHEMA}, ["task"])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ref = _ref(args)
-        if ref is None:
-            return ToolResult.error("task must be a task number (1 or '#1') or a task id")
-        port = _port(ctx)
-        if port is None:
-            return ToolResult.error(UNAVAILABLE)
+        found = _task_and_port(args, ctx)
+        if isinstance(found, ToolResult):
+            return found
+        ref, port = found
         try:
             summary = await port.log(ctx.session_id, ref)
         except BackgroundError as exc:
@@ -241,21 +240,14 @@ class StopBackgroundTool(Tool):
         "Stop one of this session's background tasks: its whole process group is asked to "
         "end, then killed if it does not within a few seconds."
     )
-    parameters = {  # noqa: RUF012 - a schema, read only
-        "type": "object",
-        "properties": {"task": REF_SCHEMA},
-        "required": ["task"],
-        "additionalProperties": False,
-    }
+    parameters = schema({"task": REF_SCHEMA}, ["task"])
     facts = ToolFacts(ToolAccess.NONE)
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        ref = _ref(args)
-        if ref is None:
-            return ToolResult.error("task must be a task number (1 or '#1') or a task id")
-        port = _port(ctx)
-        if port is None:
-            return ToolResult.error(UNAVAILABLE)
+        found = _task_and_port(args, ctx)
+        if isinstance(found, ToolResult):
+            return found
+        ref, port = found
         try:
             outcome = await port.stop(ctx.session_id, ref)
         except BackgroundError as exc:
