@@ -9,12 +9,12 @@ Signals:
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QVBoxLayout,
     QWidget,
 )
@@ -68,11 +68,21 @@ class SessionPanel(QWidget):
         self.transcript = TranscriptView(model)
         layout.addWidget(self.transcript, 1)
         # Below the transcript, in the same readable column on a wide screen: the open
-        # session's approval, the queue and the composer (``resizeEvent`` centres it).
+        # session's approval, the queue and the composer. The column takes the row up to its
+        # maximum width; the stretches on either side take what is left (a static layout: no
+        # margins recomputed on resize).
         self.foot = QWidget()
+        self.foot.setMaximumWidth(COLUMN_PX)
+        policy = self.foot.sizePolicy()
+        policy.setHorizontalPolicy(QSizePolicy.Policy.Expanding)
+        self.foot.setSizePolicy(policy)
         self.foot_layout = QVBoxLayout(self.foot)
         self.foot_layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.foot)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.foot, 1000)
+        row.addStretch(1)
+        layout.addLayout(row)
         self.queue = QFrame()
         self.queue.setObjectName("queue")
         self.queue_layout = QVBoxLayout(self.queue)
@@ -106,11 +116,6 @@ class SessionPanel(QWidget):
     def set_inline_approval(self, widget: QWidget) -> None:
         """Put the open session's approval at the foot of its transcript, above the queue."""
         self.foot_layout.insertWidget(0, widget)
-
-    def resizeEvent(self, event: QResizeEvent) -> None:
-        side = max(0, (self.width() - COLUMN_PX) // 2)
-        self.foot_layout.setContentsMargins(side, 0, side, 0)
-        super().resizeEvent(event)
 
     def show_usage(self, summary: UsageSummary | None) -> None:
         """ "4.0k in / 600 out · $0.021 · tree $0.05 · today $1.20", the whole in its tooltip."""

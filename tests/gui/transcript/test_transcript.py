@@ -725,3 +725,22 @@ def test_a_parent_s_card_says_which_sub_agent_was_given_what() -> None:
         arguments='{"severity": "warning", "summary": "CI red"}',
     )
     assert _summary(signal) == "warning CI red"
+
+
+async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
+    qtbot: Any,
+) -> None:
+    from fxdesk.gui.transcript.delegate import MAX_WIDTH
+
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(2400, 900)
+    view.show()
+    await until(lambda: view.viewport().width() > MAX_WIDTH + 200, within=5)
+    assert view.delegate._width() == MAX_WIDTH
+    assert view.delegate._left() == (view.viewport().width() - MAX_WIDTH) // 2
+    view.resize(700, 900)
+    await until(lambda: view.viewport().width() <= 700)
+    assert view.delegate._width() == view.viewport().width() - 28  # narrower: the margins only
