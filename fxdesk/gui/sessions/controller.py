@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 
@@ -76,6 +77,11 @@ class SessionController(QObject):
         return self.window.panel.session
 
     def _spawn(self, coro: Coroutine[object, object, object], name: str) -> None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a signal after the loop ended (the window closing): nothing to do
+            coro.close()
+            return
         task = self.tasks.spawn(self._guarded(coro), name)
         # A task cancelled before it first ran (at shutdown) never awaits ``coro``; close it so
         # Python does not warn about a coroutine that was never awaited.
