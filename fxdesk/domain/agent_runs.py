@@ -355,6 +355,8 @@ class TerminalOutcome:
         cls,
         error: str,
         *,
+        tool_calls: int | None = None,
+        iterations: int | None = None,
         prompt_tokens: int | None = None,
         completion_tokens: int | None = None,
         cost: float | None = None,
@@ -363,6 +365,8 @@ class TerminalOutcome:
         return cls(
             RunStatus.FAILED,
             error=error,
+            tool_calls=tool_calls,
+            iterations=iterations,
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
             cost=cost,

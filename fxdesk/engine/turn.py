@@ -78,6 +78,18 @@ DEFAULT_SYSTEM_PROMPT = (
 
 
 ROLE_PROMPT_KEY = "role_prompt"  # a session's own role text (a named agent's definition body)
+# A session's own cap on model calls per turn (a named agent's ``max_iterations``); when absent,
+# the runner's.
+MAX_ITERATIONS_KEY = "max_iterations"
+
+
+def iteration_limit(default: int, session: Session) -> int:
+    """Model calls a turn of ``session`` may make: its own limit (a named agent's definition
+    sets it) when it has a sound one, else ``default``."""
+    limit = session.config.get(MAX_ITERATIONS_KEY)
+    if isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1:
+        return limit
+    return default
 
 
 def system_prompt(base: str, session: Session) -> str:
@@ -157,6 +169,7 @@ class _Turn:
         self.rt = rt
         self.store = runner.store
         self.model_calls = 0
+        self.max_iterations = iteration_limit(runner.max_iterations, rt.session)
         self.explanation = ""  # the model's text before its tool calls, shown when asking
         self.usage = Usage()
         self.usage_reported = False  # some model call of this turn said what it used
@@ -212,12 +225,12 @@ class _Turn:
                 await self.tools.run(call)
         while True:
             await self.check_durable(boundary=True)
-            if self.model_calls >= self.runner.max_iterations:
+            if self.model_calls >= self.max_iterations:
                 raise TurnStop(
                     TurnEnd.FAILED,
                     reasons.diagnostic(
                         reasons.MAX_ITERATIONS,
-                        f"{self.model_calls} model calls without a final answer",
+                        f"{self.model_calls} model calls (the limit) without a final answer",
                     ),
                 )
             response = await self._call_model()

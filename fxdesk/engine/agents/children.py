@@ -35,7 +35,7 @@ from fxdesk.domain.permissions import stricter
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.authority import AGENT_DENIED_TOOLS_KEY, AGENT_TOOLS_KEY
 from fxdesk.engine.errors import EngineError
-from fxdesk.engine.turn import ROLE_PROMPT_KEY
+from fxdesk.engine.turn import MAX_ITERATIONS_KEY, ROLE_PROMPT_KEY
 from fxdesk.store import child_results, control, repo
 from fxdesk.tools.agents.port import DelegateRequest, SpawnRequest
 
@@ -163,6 +163,8 @@ class ChildAgents:
                 config[AGENT_TOOLS_KEY] = list(definition.tools)
             if definition.disallowed_tools:
                 config[AGENT_DENIED_TOOLS_KEY] = list(definition.disallowed_tools)
+            if definition.max_iterations is not None:
+                config[MAX_ITERATIONS_KEY] = definition.max_iterations
         name = (spec.name or "").strip() or (definition.id if definition else "sub-agent")
         task = (spec.task or "").strip() or None
         try:

@@ -56,7 +56,7 @@ from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.owner import SessionOwner
 from fxdesk.engine.sessions import SessionService
-from fxdesk.engine.turn import ROLE_PROMPT_KEY
+from fxdesk.engine.turn import MAX_ITERATIONS_KEY, ROLE_PROMPT_KEY
 from fxdesk.store import Store, agent_inbox, agent_recovery, agent_runs, repo
 from fxdesk.tools.agents.port import DelegateRequest, RunResult
 
@@ -272,6 +272,8 @@ class AgentCoordinator:
             config[AGENT_TOOLS_KEY] = list(definition.tools)
         if definition.disallowed_tools:
             config[AGENT_DENIED_TOOLS_KEY] = list(definition.disallowed_tools)
+        if definition.max_iterations is not None:
+            config[MAX_ITERATIONS_KEY] = definition.max_iterations
         task = request.task if not request.context else f"{request.task}\n\n{request.context}"
         first_line = request.task.strip().splitlines()[0]
         child = await self.sessions.create_child(

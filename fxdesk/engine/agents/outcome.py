@@ -23,7 +23,13 @@ def child_outcome(child_session_id: str) -> TerminalOutcome | None:
         return TerminalOutcome.cancelled(item.reason or "the sub-agent was cancelled")
     if item.status is WorkStatus.FAILED:
         reason = item.reason or control.failure_reason(item.id) or "the sub-agent failed"
-        return TerminalOutcome.failed(reason)
+        # What it did before it failed (an iteration limit: every call it was allowed).
+        entries = history.work_entries(item.id)
+        return TerminalOutcome.failed(
+            reason,
+            tool_calls=sum(1 for e in entries if e.kind == EntryKind.TOOL_CALL),
+            iterations=sum(1 for e in entries if e.kind == EntryKind.ASSISTANT),
+        )
     if item.status is not WorkStatus.COMPLETED:
         return None
     entries = history.work_entries(item.id)

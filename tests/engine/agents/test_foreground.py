@@ -112,3 +112,45 @@ async def test_a_foreground_child_needing_approval_asks_in_the_one_inbox_while_t
 
 async def _pending(engine: object) -> bool:
     return bool(await engine.pending_approvals())  # type: ignore[attr-defined]
+
+
+LOOPER = """---
+id: looper
+description: Never stops calling tools.
+max_iterations: 3
+---
+You look at notes.txt, again and again.
+"""
+
+
+async def test_a_definitions_max_iterations_bounds_the_childs_model_calls(
+    data_paths: DataPaths, project: Path
+) -> None:
+    (project / ".fxdesk" / "agents").mkdir(parents=True)
+    (project / ".fxdesk" / "agents" / "looper.md").write_text(LOOPER)
+    root = Script([delegate(("looper", "loop task")), Reply("It gave up.")])
+    # A child that would loop forever: every answer is another tool call.
+    looper = Script([call("read_file", path="notes.txt")], when_done="repeat_last")
+    async with desk(data_paths, root, {"loop task": looper}) as app:
+        engine = app.engine
+        session = await engine.create_session(
+            project, permission_mode=PermissionMode.YOLO, first_message="Loop"
+        )
+        assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE
+
+        assert len(looper.requests) == 3  # the definition's 3, not the engine's 25
+        (run,) = await engine.runs(session.id)
+        assert (run.agent_id, run.status) == ("looper", RunStatus.FAILED)
+        assert run.finished_at_ms is not None
+        assert (run.iterations, run.tool_calls) == (3, 3)
+        assert run.error == "max_iterations: 3 model calls (the limit) without a final answer"
+        # The child session's config carries the limit; its one task failed.
+        assert run.child_session_id is not None
+        child = await engine.session(run.child_session_id)
+        assert child is not None and child.config["max_iterations"] == 3
+        # The caller's model got the run's result: failed, and why.
+        assert len(root.requests) == 2
+        (result,) = tool_results(root.requests[1])
+        assert result.startswith(f"[1] looper (run {run.id}): failed in ")
+        assert ", 3 tool calls\n" in result
+        assert result.endswith("max_iterations: 3 model calls (the limit) without a final answer")
