@@ -38,6 +38,7 @@ from fxdesk.engine.errors import EngineError
 from fxdesk.engine.turn import MAX_ITERATIONS_KEY, ROLE_PROMPT_KEY
 from fxdesk.store import child_results, control, repo
 from fxdesk.tools.agents.port import DelegateRequest, SpawnRequest
+from fxdesk.tools.agents.tools import EmitSignalTool
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +154,11 @@ class ChildAgents:
                     "BAD_MODE", f"permission_mode must be one of {', '.join(_MODES)}"
                 )
             mode = stricter(mode, asked)
-        config: dict[str, Any] = {MANAGED_BY_KEY: caller.id}
+        # Never a run, so its signals would be refused: emit_signal is not offered.
+        config: dict[str, Any] = {
+            MANAGED_BY_KEY: caller.id,
+            AGENT_DENIED_TOOLS_KEY: [EmitSignalTool.name],
+        }
         role = definition.prompt if definition is not None else (spec.role or "").strip()
         if role:
             config[ROLE_PROMPT_KEY] = role
@@ -161,8 +166,7 @@ class ChildAgents:
             config["agent_id"] = definition.id
             if definition.tools is not None:
                 config[AGENT_TOOLS_KEY] = list(definition.tools)
-            if definition.disallowed_tools:
-                config[AGENT_DENIED_TOOLS_KEY] = list(definition.disallowed_tools)
+            config[AGENT_DENIED_TOOLS_KEY] += list(definition.disallowed_tools)
             if definition.max_iterations is not None:
                 config[MAX_ITERATIONS_KEY] = definition.max_iterations
         name = (spec.name or "").strip() or (definition.id if definition else "sub-agent")

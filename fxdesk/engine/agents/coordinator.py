@@ -59,6 +59,7 @@ from fxdesk.engine.sessions import SessionService
 from fxdesk.engine.turn import MAX_ITERATIONS_KEY, ROLE_PROMPT_KEY
 from fxdesk.store import Store, agent_inbox, agent_recovery, agent_runs, repo
 from fxdesk.tools.agents.port import DelegateRequest, RunResult
+from fxdesk.tools.agents.tools import EmitSignalTool
 
 log = logging.getLogger(__name__)
 
@@ -270,8 +271,10 @@ class AgentCoordinator:
         }
         if definition.tools is not None:
             config[AGENT_TOOLS_KEY] = list(definition.tools)
-        if definition.disallowed_tools:
-            config[AGENT_DENIED_TOOLS_KEY] = list(definition.disallowed_tools)
+        denied = list(definition.disallowed_tools)
+        if not definition.may_signal:  # its signals would be refused: not offered at all
+            denied.append(EmitSignalTool.name)
+        config[AGENT_DENIED_TOOLS_KEY] = denied
         if definition.max_iterations is not None:
             config[MAX_ITERATIONS_KEY] = definition.max_iterations
         task = request.task if not request.context else f"{request.task}\n\n{request.context}"

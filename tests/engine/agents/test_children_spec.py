@@ -207,6 +207,7 @@ async def test_scenario_60_the_parent_boundary_injection_carries_the_terminal_on
         await eventually(lambda: _idle(app, child.id))
         offered = {t.name for t in gateway.requests[0].tools}
         assert {"read_file", "grep", "list_dir", "echo"} <= offered
+        assert "emit_signal" not in offered  # never a run: its signals would be refused
         assert [m.name for r in gateway.requests[-1:] for m in r.messages if m.role == "tool"] == [
             "read_file",
             "grep",

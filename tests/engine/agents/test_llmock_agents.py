@@ -1,9 +1,10 @@
 """Delegation over real HTTP: the official OpenAI SDK against a local llmock server.
 
-A root agent delegates two background runs to named agents (each with a model of its own, which
-is how llmock's scenario tells the sessions apart), ends its turn, and is woken by continuations
-that carry both results. The request bodies show what a real model sees: the agent tools as
-OpenAI function tools with sound JSON schemas.
+A root agent delegates background runs to named agents (each with a model of its own, which is
+how llmock's scenario tells the sessions apart), ends its turn, and is woken by continuations
+that carry their results (and, in the three-run scenario, a signal and a cancellation). The
+request bodies show what a real model sees: the agent tools as OpenAI function tools with sound
+JSON schemas.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from fxdesk.app import App
-from fxdesk.domain.agent_runs import RunStatus
-from fxdesk.domain.model import Session, WorkKind
+from fxdesk.domain.agent_inbox import EventKind, EventStatus
+from fxdesk.domain.agent_runs import RunMode, RunStatus
+from fxdesk.domain.model import PermissionMode, Session, WorkKind
 from fxdesk.engine.providers import ProviderResolver, Resolved
 from fxdesk.paths import DataPaths
 from fxdesk.providers.openai_compat import OpenAICompatProvider
@@ -36,11 +38,11 @@ class LocalOpenAI(ProviderResolver):
         return Resolved(self.provider, session.model or ROOT_MODEL)
 
 
-def agent_file(folder: Path, name: str) -> None:
+def agent_file(folder: Path, name: str, extra: str = "") -> None:
     agents = folder / ".fxdesk" / "agents"
     agents.mkdir(parents=True, exist_ok=True)
     (agents / f"{name}.md").write_text(
-        f"---\ndescription: The {name} helper.\nmodel: {name}-model\n---\nYou are {name}.\n"
+        f"---\ndescription: The {name} helper.\nmodel: {name}-model\n{extra}---\nYou are {name}.\n"
     )
 
 
@@ -146,6 +148,173 @@ async def test_a_root_delegates_background_runs_over_http_and_is_woken_with_thei
         # Each sub-agent ran on its own model with its role prompt, over HTTP too.
         (alpha,) = chat_bodies(llmock, "alpha-model")
         assert "You are alpha." in texts(alpha) and "find the alpha fact" in texts(alpha)
+    finally:
+        await app.stop()
+        await asyncio.sleep(0)
+
+
+def tool_names(body: dict[str, Any]) -> set[str]:
+    return {t["function"]["name"] for t in body.get("tools", [])}
+
+
+def tool_messages(body: dict[str, Any]) -> list[str]:
+    return [str(m.get("content") or "") for m in body["messages"] if m["role"] == "tool"]
+
+
+GATE = "until [ -e go ]; do sleep 0.05; done"
+
+
+async def test_three_background_runs_over_http_signal_cancel_complete_then_the_root_wakes(
+    data_paths: DataPaths, tmp_path: Path, llmock: LLMock
+) -> None:
+    """The issue's scenario over HTTP (the scripted one: test_background.py): a watcher raises
+    a signal and completes, a slow run is cancelled by the root, a quick one completes; the
+    root wakes with a continuation and its model is sent both completions, the cancellation and
+    the signal; the inbox ends with nothing pending or reserved.
+
+    llmock's replies are fixed when a request arrives, and the root must cancel a run id only
+    known once ``delegate`` returned it. So the root's second step is a shell command that waits
+    for a file: meanwhile the test reads the slow run's id, queues the root's ``cancel_run``
+    reply, and then creates the file."""
+    project = tmp_path / "project"
+    project.mkdir()
+    agent_file(project, "watcher", "signals: queue\n")
+    agent_file(project, "slowpoke")
+    agent_file(project, "quick")
+    root = {"model": ROOT_MODEL}
+    fan_out = {
+        "requests": [
+            {"agent": "watcher", "task": "watch task"},
+            {"agent": "slowpoke", "task": "slow task"},
+            {"agent": "quick", "task": "quick task"},
+        ],
+        "mode": "background",
+    }
+    signal = {
+        "key": "err-rate",
+        "severity": "warning",
+        "summary": "error rate 7%",
+        "details": {"current": 0.071},
+        "dedupe_key": "svc-a:err",
+    }
+    llmock.scenario(
+        {
+            "type": "reply",
+            "tool_calls": [{"name": "delegate", "arguments": fan_out}],
+            "match": root,
+        },
+        {
+            "type": "reply",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": GATE}}],
+            "match": root,
+        },
+        {
+            "type": "reply",
+            "tool_calls": [{"name": "emit_signal", "arguments": signal}],
+            "match": {"model": "watcher-model"},
+        },
+        {
+            "type": "reply",
+            "text": "watched: all quiet after the spike",
+            "match": {"model": "watcher-model"},
+        },
+        {"type": "reply", "text": "quick result", "match": {"model": "quick-model"}},
+        # The slow run works until it is cancelled (a command that would take 10 minutes).
+        {
+            "type": "reply",
+            "tool_calls": [{"name": "run_command", "arguments": {"command": "sleep 600"}}],
+            "match": {"model": "slowpoke-model"},
+        },
+        {"type": "reply", "text": "slow result", "match": {"model": "slowpoke-model"}},
+    )
+    app = App(data_paths, providers=LocalOpenAI(llmock.base))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        session = await engine.create_session(
+            project, permission_mode=PermissionMode.YOLO, first_message="Fan out"
+        )
+
+        async def slow_running() -> bool:
+            runs = {r.task: r for r in await engine.runs(session.id)}
+            slow = runs.get("slow task")
+            return len(runs) == 3 and slow is not None and slow.status is RunStatus.RUNNING
+
+        await eventually(slow_running, WAIT_S)
+        slow_id = next(r.id for r in await engine.runs(session.id) if r.task == "slow task")
+        cancel = {"run_id": slow_id, "reason": "not needed"}
+        llmock.scenario(
+            {
+                "type": "reply",
+                "tool_calls": [{"name": "cancel_run", "arguments": cancel}],
+                "match": root,
+            },
+            {"type": "reply", "text": "Waiting for my sub-agents.", "match": root},
+            {"type": "reply", "text": "Noted.", "times": None, "match": root},
+        )
+        (project / "go").touch()
+
+        async def settled() -> bool:
+            runs = await engine.runs(session.id)
+            view = await engine.inbox(session.id)
+            return (
+                len(runs) == 3
+                and all(r.status.terminal for r in runs)
+                and not engine.is_running(session.id)
+                and view.counters.pending == 0
+                and view.counters.reserved == 0
+            )
+
+        await eventually(settled, WAIT_S)
+        runs = {r.task: r for r in await engine.runs(session.id)}
+        assert {t: r.status for t, r in runs.items()} == {
+            "watch task": RunStatus.COMPLETED,
+            "slow task": RunStatus.CANCELLED,
+            "quick task": RunStatus.COMPLETED,
+        }
+        assert all(r.mode is RunMode.BACKGROUND for r in runs.values())
+        assert all(r.completion_slot_reserved for r in runs.values())
+        view = await engine.inbox(session.id)
+        (raised,) = [e for e in view.events if e.kind is EventKind.SIGNAL]
+        assert runs["watch task"].signal_ids == (raised.id,)
+        assert len([e for e in view.events if e.kind is EventKind.COMPLETION]) == 3
+        assert all(e.status is EventStatus.CONSUMED for e in view.events)
+        assert (view.counters.pending, view.counters.reserved) == (0, 0)
+        items = await engine.items(session.id)
+        continuations = [i for i in items if i.kind is WorkKind.CONTINUATION]
+        assert continuations and all(i.source_id == "inbox" for i in continuations)
+        slow_child = runs["slow task"].child_session_id
+        assert slow_child is not None
+        (slow_item,) = await engine.items(slow_child)
+        assert slow_item.status.terminal
+
+        # What the root's model was sent over HTTP.
+        bodies = chat_bodies(llmock, ROOT_MODEL)
+        assert {"delegate", "cancel_run", "list_runs"} <= tool_names(bodies[0])
+        for name in ("delegate", "cancel_run"):
+            (tool,) = [t for t in bodies[0]["tools"] if t["function"]["name"] == name]
+            check_schema(tool["function"]["parameters"], name)
+        assert f"Run {slow_id} cancelled." in tool_messages(bodies[3])
+        woken = "\n".join(texts(b) for b in bodies[4:])
+        assert "[inbox]" in woken
+        assert "error rate 7%" in woken and '"current": 0.071' in woken
+        assert f"Run {runs['quick task'].id} (quick) completed: quick result" in woken
+        assert f"Run {slow_id} (slowpoke) cancelled" in woken
+        assert f"Run {runs['watch task'].id} (watcher) completed" in woken
+        assert "slow result" not in woken
+        # The watcher was offered emit_signal (its definition may signal) and was told the
+        # signal went to the queue lane; the quick agent, which may not signal, was not.
+        first, second = chat_bodies(llmock, "watcher-model")
+        assert "emit_signal" in tool_names(first)
+        emit = next(t for t in first["tools"] if t["function"]["name"] == "emit_signal")
+        check_schema(emit["function"]["parameters"], "emit_signal")
+        (accepted,) = tool_messages(second)
+        assert accepted == f"Signal {raised.id} accepted (lane queue)."
+        (quick,) = chat_bodies(llmock, "quick-model")
+        assert "emit_signal" not in tool_names(quick)
+        # The slow run was cancelled inside its command: its model never got the result.
+        (slow,) = chat_bodies(llmock, "slowpoke-model")
+        assert "slow task" in texts(slow)
     finally:
         await app.stop()
         await asyncio.sleep(0)
