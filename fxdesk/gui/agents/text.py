@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import json
+
 from fxdesk.domain.agent_inbox import EventKind, InboxEvent, Lane, Severity
 from fxdesk.domain.agent_runs import AgentRun, RunMode, RunStatus
+from fxdesk.domain.child_agents import MANAGED_BY_KEY
+from fxdesk.domain.model import Session
 from fxdesk.domain.usage import money, tokens
 
 STATUS_LABELS = {
@@ -108,6 +113,42 @@ def run_tooltip(run: AgentRun, now_ms: int) -> str:
         lines.append(f"Reason: {run.error}")
     lines.append(f"Run {run.id}")
     return "\n".join(lines)
+
+
+PERSISTENT_MARK = "persistent"
+PLAIN_SPAWNED = "sub-agent"  # spawned with a role of its own, no named agent
+
+
+def spawned_agent(session: Session) -> str | None:
+    """The agent a persistent child was spawned as by its parent's agent (``spawn_agent``):
+    the named agent's id, or "sub-agent" for a plain role; None for a session the person
+    opened, a run's one-off child, or a child since moved away from the agent that made it."""
+    if session.parent_id is None:
+        return None
+    return _spawned_agent(session.config_json, session.parent_id)
+
+
+@functools.lru_cache(maxsize=1024)
+def _spawned_agent(config_json: str, parent_id: str) -> str | None:
+    # Cached: the tree asks on every paint, and the snapshot only keeps the config as JSON.
+    config = json.loads(config_json or "{}")
+    if not isinstance(config, dict) or config.get(MANAGED_BY_KEY) != parent_id:
+        return None
+    agent = config.get("agent_id")
+    return agent if isinstance(agent, str) and agent else PLAIN_SPAWNED
+
+
+def spawned_mark(agent: str) -> str:
+    """The tree's badge of a persistent child: "explorer · persistent"."""
+    return f"{agent} · {PERSISTENT_MARK}"
+
+
+def spawned_tooltip(agent: str) -> str:
+    what = "a sub-agent with a role of its own" if agent == PLAIN_SPAWNED else agent
+    return (
+        f"Persistent sub-agent ({what}), started by its parent's agent: it keeps its "
+        "conversation and takes more work from that agent until the agent closes it"
+    )
 
 
 def event_summary(event: InboxEvent) -> str:

@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from fxdesk.domain.agent_runs import AgentRun, RunStatus
 from fxdesk.domain.model import SessionState
-from fxdesk.gui.agents.text import MODE_MARKS, STATUS_LABELS, countdown_text
+from fxdesk.gui.agents.text import MODE_MARKS, STATUS_LABELS, countdown_text, spawned_mark
 from fxdesk.gui.sessions.model import (
     KIND_SESSION,
     ROLE_AGENT_RUN,
@@ -19,6 +19,7 @@ from fxdesk.gui.sessions.model import (
     ROLE_LAST_FAILED,
     ROLE_QUEUED,
     ROLE_RUN_LEFT,
+    ROLE_SPAWNED_AGENT,
     ROLE_STATE,
     ROLE_UNREAD,
     STATE_LABELS,
@@ -119,6 +120,9 @@ class SessionDelegate(QStyledItemDelegate):
         run = index.data(ROLE_AGENT_RUN)
         if isinstance(run, AgentRun):  # a sub-agent's run: foreground or background
             badges.append((MODE_MARKS[run.mode], Role.STATE_ARCHIVED))
+        spawned = index.data(ROLE_SPAWNED_AGENT)
+        if isinstance(spawned, str):  # a persistent sub-agent its parent's agent started
+            badges.append((spawned_mark(spawned), Role.STATE_ARCHIVED))
         if busy:
             badges.append(("in use elsewhere", Role.BADGE_BUSY))
         if background:  # a play sign and the count: its tooltip says it in words

@@ -26,7 +26,7 @@ from PySide6.QtGui import QFont
 from fxdesk.domain.agent_runs import AgentRun
 from fxdesk.domain.model import Session, SessionState, Workspace
 from fxdesk.domain.usage import UsageTotals
-from fxdesk.gui.agents.text import run_tooltip
+from fxdesk.gui.agents.text import run_tooltip, spawned_agent, spawned_tooltip
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -43,6 +43,9 @@ ROLE_BACKGROUND = Qt.ItemDataRole.UserRole + 10  # background commands running (
 ROLE_AGENT_RUN = Qt.ItemDataRole.UserRole + 11  # the AgentRun a one-off child executes (or None)
 ROLE_RUN_LEFT = Qt.ItemDataRole.UserRole + 12  # seconds to its run's deadline (int, or None)
 ROLE_TREE_USAGE = Qt.ItemDataRole.UserRole + 13  # a root's UsageTotals with its sub-agents
+# The agent a persistent child was spawned as by its parent's agent ("explorer", "sub-agent"),
+# or None (opened by the person, a run's child).
+ROLE_SPAWNED_AGENT = Qt.ItemDataRole.UserRole + 14
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -296,6 +299,8 @@ class SessionTreeModel(QAbstractItemModel):
                 return bool(self._marks.get(snap.id, {}).get(role))
             if role in (ROLE_AGENT_RUN, ROLE_RUN_LEFT, ROLE_TREE_USAGE):
                 return self._marks.get(snap.id, {}).get(role)
+            if role == ROLE_SPAWNED_AGENT:
+                return spawned_agent(snap)
             if role == ROLE_STATE:
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:
@@ -303,6 +308,9 @@ class SessionTreeModel(QAbstractItemModel):
             if role == Qt.ItemDataRole.AccessibleDescriptionRole:
                 failed = ", last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
                 failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), ", ")
+                agent = spawned_agent(snap)
+                if agent is not None:
+                    failed += f", persistent sub-agent {agent} started by its parent's agent"
                 return f"session, {STATE_LABELS[snap.state]}{failed}"
         elif isinstance(snap, Workspace):
             if role == Qt.ItemDataRole.FontRole:
@@ -320,6 +328,9 @@ class SessionTreeModel(QAbstractItemModel):
         run = self.mark(snap.id, ROLE_AGENT_RUN)
         if isinstance(run, AgentRun):
             text += "\n\n" + run_tooltip(run, self.now_ms())
+        agent = spawned_agent(snap)
+        if agent is not None:
+            text += "\n\n" + spawned_tooltip(agent)
         tree = self.mark(snap.id, ROLE_TREE_USAGE)
         if isinstance(tree, UsageTotals) and not snap.is_child:
             text += f"\nWith its sub-agents: {tree.text()} ({tree.model_calls} model calls)"

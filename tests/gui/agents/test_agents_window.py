@@ -26,9 +26,15 @@ from fxdesk.gui.agents.inbox_dock import COL_COUNT, COL_LANE, COL_SEVERITY, COL_
 from fxdesk.gui.agents.runs_model import COL_AGENT, COL_SIGNALS, COL_STATUS, COL_TASK
 from fxdesk.gui.application import GuiController
 from fxdesk.gui.sessions.delegate import SessionDelegate
-from fxdesk.gui.sessions.model import ROLE_AGENT_RUN, ROLE_RUN_LEFT, ROLE_STATE, ROLE_TREE_USAGE
+from fxdesk.gui.sessions.model import (
+    ROLE_AGENT_RUN,
+    ROLE_RUN_LEFT,
+    ROLE_SPAWNED_AGENT,
+    ROLE_STATE,
+    ROLE_TREE_USAGE,
+)
 from fxdesk.paths import DataPaths
-from fxdesk.providers.scripted import Reply, Stall
+from fxdesk.providers.scripted import Reply, ScriptedCall, Stall
 from tests.engine.agents.harness import ByName, Script, call, delegate
 from tests.gui.waiting import until
 
@@ -277,3 +283,66 @@ async def test_stop_all_agents_cancels_every_run_of_the_tree(
         assert SessionDelegate._badges(index, state)[0][0] == "cancelled"
     await until(lambda: not desk.agents.stop_all_action.isEnabled())
     assert not QApplication.activePopupWidget()
+
+
+SPAWN = {"agent": "explorer", "name": "parser map", "task": "map the parser"}
+
+
+async def test_a_persistent_child_the_agent_spawned_is_marked_apart_from_a_hand_opened_one(
+    data_paths: DataPaths, project: Path
+) -> None:
+    """Three children of one root: a persistent explorer its agent spawned, a run's child, and
+    one the person opened. Only the first carries the agent's name and the persistent mark."""
+    root = Script(
+        [
+            Reply(tool_calls=(ScriptedCall("spawn_agent", SPAWN),)),
+            delegate(("general", "quick job")),
+            Reply("Spawned one, delegated one."),
+        ]
+    )
+    routes = {
+        "parser map": Script([Reply("mapped")]),
+        "quick job": Script([Reply("done quickly")]),
+        "by hand": Script([Reply("hand answer")]),
+    }
+    desk = await Desk(data_paths, root, routes).started()
+    try:
+        engine = desk.app.engine
+        session = await engine.create_session(
+            project, name="Split", permission_mode=PermissionMode.YOLO, first_message="Go"
+        )
+        await asyncio.wait_for(engine.join(session.id), 30)
+        by_hand = await engine.create_child(session.id, "hand task", name="by hand")
+        model = desk.controller.model
+        await until(lambda: len(desk.children(session.id)) == 3)
+        catalog = await engine.catalog()
+        ids = {s.name: s.id for s in catalog.sessions if s.parent_id == session.id}
+        assert set(ids) == {"parser map", "general: quick job", "by hand"}
+        assert ids["by hand"] == by_hand.id
+        await until(lambda: desk.run_of(ids["general: quick job"]) is not None)
+
+        def row(name: str) -> tuple[object, str, str, list[str]]:
+            index = model.session_index(ids[name])
+            assert index.parent() == model.session_index(session.id)
+            state = SessionState(index.data(ROLE_STATE))
+            return (
+                index.data(ROLE_SPAWNED_AGENT),
+                index.data(Qt.ItemDataRole.ToolTipRole),
+                index.data(Qt.ItemDataRole.AccessibleDescriptionRole),
+                [text for text, _role in SessionDelegate._badges(index, state)],
+            )
+
+        agent, tooltip, described, badges = row("parser map")
+        assert agent == "explorer"
+        assert "explorer · persistent" in badges
+        assert "Persistent sub-agent (explorer), started by its parent's agent" in tooltip
+        assert described.endswith(", persistent sub-agent explorer started by its parent's agent")
+        for name in ("general: quick job", "by hand"):
+            agent, tooltip, described, badges = row(name)
+            assert agent is None
+            assert not any("persistent" in b for b in badges)
+            assert "Persistent" not in tooltip and "persistent" not in described
+        assert "fg" in row("general: quick job")[3]  # a run's child keeps its own mark
+        assert "fg" not in row("by hand")[3]
+    finally:
+        await desk.stop()
