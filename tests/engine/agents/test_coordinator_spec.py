@@ -170,3 +170,31 @@ async def test_scenario_4_an_unknown_target_is_refused_before_anything_is_persis
 async def _status(engine: object, run_id: str, status: RunStatus) -> bool:
     run = await engine.agent_run(run_id)  # type: ignore[attr-defined]
     return bool(run.status is status)
+
+
+async def test_scenario_12_an_empty_batch_or_an_empty_target_is_refused_and_writes_nothing(
+    data_paths: DataPaths, project: Path
+) -> None:
+    """Adapted: one ``delegate`` tool takes the mode as an argument, so "background on the
+    foreground path" (FG_NOT_FOREGROUND) has no counterpart; the empty batch and the empty
+    target are refused by the tool, before the coordinator, with what the model must fix."""
+    root = Script(
+        [
+            call("delegate", requests=[], mode="foreground"),
+            delegate(("researcher", "work"), ("  ", "work")),
+            Reply("Nothing delegated."),
+        ]
+    )
+    async with desk(data_paths, root) as app:
+        engine = app.engine
+        session = await engine.create_session(
+            project, permission_mode=PermissionMode.YOLO, first_message="Delegate badly"
+        )
+        assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE
+        assert last_tool_result(root.requests[1]) == (
+            "requests must be a non-empty list of {agent, task}"
+        )
+        assert last_tool_result(root.requests[2]) == "request 2: agent is required (an agent id)"
+        assert await engine.runs(session.id) == []  # the first, valid request was not run either
+        catalog = await engine.catalog()
+        assert [s.id for s in catalog.sessions] == [session.id]
