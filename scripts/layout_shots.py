@@ -94,8 +94,8 @@ async def main(theme: str) -> None:
     await until(lambda: provider.calls >= 3 and not owner.is_running(fix.id))
     await sessions.create_child(fix.id, name="Write regression tests for numbers at the end")
     await engine.start_background(
-        fix.id, f"{sys.executable} -m http.server 0 --bind 127.0.0.1", expect_url=True
-    )
+        fix.id, "python3 -m http.server 0 --bind 127.0.0.1", expect_url=True, durable=False
+    )  # process-local: it stops with the screenshot's process
     clean = await sessions.create_root(
         project, name="Clean build and report", permission_mode=PermissionMode.AUTO
     )

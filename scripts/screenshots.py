@@ -189,8 +189,7 @@ async def until(condition: Callable[[], object], within: float = 30.0) -> object
 
 
 async def shoot(out: Path, name: str) -> None:
-    await asyncio.sleep(0.4)  # let layouts and paints settle
-    QApplication.processEvents()
+    await asyncio.sleep(0.4)  # let layouts and paints settle (on the loop, never nested)
     screen = QApplication.primaryScreen()
     image = screen.grabWindow(0, 0, 0, *SIZE)
     path = out / f"{name}.png"
