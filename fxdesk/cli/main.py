@@ -53,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fxdesk {__version__}")
     parser.add_argument("--data-dir", metavar="DIR", help="use DIR as the data folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    parser.add_argument(
+        "--new-session",
+        action="store_true",
+        help="open the window with the New session dialog (the desktop menu's action)",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in GROUPS:
         group.register(commands)
@@ -67,7 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, None))
     paths = resolve(args.data_dir)
     if args.command is None:
-        return window.open_window(paths, verbose=args.verbose)
+        return window.open_window(paths, verbose=args.verbose, new_session=args.new_session)
+    if args.new_session:
+        print("fxdesk: --new-session opens the window; it takes no command", file=sys.stderr)
+        return ExitCode.USAGE
     setup_logging(None, verbose=args.verbose)
     try:
         paths.ensure()

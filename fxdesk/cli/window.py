@@ -32,8 +32,15 @@ def _probe_qt(args: argparse.Namespace, paths: DataPaths | None) -> int:
     return run_probe(args.platform)
 
 
-def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | None = None) -> int:
-    """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window."""
+def open_window(
+    paths: DataPaths,
+    *,
+    verbose: bool = False,
+    argv: list[str] | None = None,
+    new_session: bool = False,
+) -> int:
+    """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window
+    (asking for a new session at once with ``new_session``: the desktop entry's action)."""
     from fxdesk.app import App
     from fxdesk.gui.application import Outcome, run
 
@@ -51,7 +58,7 @@ def open_window(paths: DataPaths, *, verbose: bool = False, argv: list[str] | No
     app.crash_log.arm()
     undo_hooks = install_exception_hooks()
     try:
-        outcome = run(app, argv if argv is not None else sys.argv)
+        outcome = run(app, argv if argv is not None else sys.argv, new_session=new_session)
     except BaseException as exc:
         report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
         log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)

@@ -104,8 +104,11 @@ class GuiController(QObject):
     ``settings.setup_dialog.FirstRun``, ``desktop.integration`` (tray and notifications).
     """
 
-    def __init__(self, app: App, *, notifier: Notifier | None = None) -> None:
+    def __init__(
+        self, app: App, *, notifier: Notifier | None = None, new_session: bool = False
+    ) -> None:
         super().__init__()
+        self.open_new_session = new_session  # `fxdesk --new-session`: ask once it is ready
         # Quitting is this controller's orderly decision, never a side effect of a window
         # closing (that would end the Qt loop under the running asyncio loop).
         QApplication.setQuitOnLastWindowClosed(False)
@@ -262,7 +265,9 @@ class GuiController(QObject):
         self.ready.set()
         messages.info("Ready")
         if self.app.providers is None and not await engine.profiles.list():
-            self.tasks.spawn(self._first_run(), "first-run")
+            self.tasks.spawn(self._first_run(), "first-run")  # a session needs a model first
+        elif self.open_new_session:
+            self._on_window_new_session_requested()
         return True
 
     def _compose(self, engine: Engine) -> ApprovalsInbox:
@@ -436,15 +441,16 @@ class MainThreadGarbageCollector(QObject):
             )
 
 
-def run(app: App, argv: list[str]) -> Outcome:
-    """Open the window and run until quit. Returns the process exit code."""
+def run(app: App, argv: list[str], *, new_session: bool = False) -> Outcome:
+    """Open the window and run until quit (with the New session dialog open once it is
+    ready if ``new_session``). Returns how the run ended."""
     qapp = create_qapplication(argv)
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(loop_exception_handler)
     collector = MainThreadGarbageCollector()
     collector.start()
-    controller = GuiController(app)
+    controller = GuiController(app, new_session=new_session)
     try:
         with loop:
             outcome: Outcome = loop.run_until_complete(controller.main())
