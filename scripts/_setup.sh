@@ -14,7 +14,8 @@ APT_RUNTIME="libegl1 libgl1 libfontconfig1 libfreetype6 libxkbcommon0 libx11-6 l
   libxcb-sync1 libxcb-xfixes0 libxcb-xkb1 libxcb-util1 libxcb-render0
   libwayland-client0 libwayland-cursor0 libwayland-egl1
   bubblewrap"  # the sandbox every agent command runs in (fxdesk/tools/sandbox.py)
-APT_TEST="xvfb xauth dbus-daemon git"  # dbus-daemon: a private bus for the notification test;
+APT_TEST="xvfb xauth dbus-daemon git appstream desktop-file-utils"  # dbus-daemon: a private bus for
+# the notification test; appstream, desktop-file-utils: the packaging tests validate the metadata;
 # git: the protected-path tests make a real worktree
 
 apt_install() {
