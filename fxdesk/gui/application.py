@@ -36,6 +36,7 @@ from fxdesk.gui.approvals.inbox import ApprovalsInbox
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.desktop.integration import DesktopIntegration
 from fxdesk.gui.desktop.notifiers import Notifier
+from fxdesk.gui.desktop.program_watch import ProgramWatch, frozen_program, restart_text
 from fxdesk.gui.processes.controller import ProcessesController
 from fxdesk.gui.sessions.controller import SessionController
 from fxdesk.gui.sessions.model import (
@@ -122,6 +123,8 @@ class GuiController(QObject):
             self.window, self.model, app_icon(), self.tasks, notifier, parent=self
         )
         self.tray = self.desktop.tray
+        program = frozen_program()
+        self.program_watch = ProgramWatch(program, self) if program is not None else None
         self.notifications = self.desktop.notifications
         # Built in _compose, once the App has started: they need its services.
         self.bridge: EngineBridge | None = None
@@ -135,6 +138,8 @@ class GuiController(QObject):
         self.quit_event = asyncio.Event()
         self.ready = asyncio.Event()  # set once the window shows the data
         self.outcome = Outcome.CLOSED
+        if self.program_watch is not None:
+            self.program_watch.replaced.connect(self._on_program_watch_replaced)
         self.window.quit_requested.connect(self.ask_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
         self.window.settings_requested.connect(self._on_window_settings_requested)
@@ -215,6 +220,8 @@ class GuiController(QObject):
         self.messages.attach()
         self.window.show()
         self.desktop.start()
+        if self.program_watch is not None:
+            self.program_watch.start()
         try:
             if await self._start():
                 await self.quit_event.wait()
@@ -336,6 +343,8 @@ class GuiController(QObject):
         for signum in _QUIT_SIGNALS:
             loop.remove_signal_handler(signum)
         self.desktop.stop()  # work the quit interrupts is not news
+        if self.program_watch is not None:
+            self.program_watch.stop()
         await self.tasks.cancel_all()
         if self.bridge is not None:
             await self.bridge.close()
@@ -365,6 +374,12 @@ class GuiController(QObject):
     def _on_approvals_loaded(self, pending: list[Approval]) -> None:
         # Those waiting at start-up are a baseline: the dialog shows them anyway.
         self.notifications.approvals_loaded(pending, announce=self.ready.is_set())
+
+    @Slot(bool)
+    def _on_program_watch_replaced(self, removed: bool) -> None:
+        banner = self.window.add_banner(restart_text(removed), kind="warning")
+        banner.setObjectName("restart_banner")
+        banner.add_action("&Quit", self.ask_quit).setAccessibleName("Quit fxdesk")
 
     @Slot()
     def _on_window_new_session_requested(self) -> None:

@@ -9,8 +9,12 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-# Functions allowed to use sys.executable, each one checking sys.frozen itself.
-ALLOWED = {("fxdesk/gui/probe.py", "_probe_command")}
+# Functions allowed to use sys.executable, each one checking sys.frozen itself: the Qt probe's
+# command, and the program file a frozen build watches for upgrades (never run).
+ALLOWED = {
+    ("fxdesk/gui/probe.py", "_probe_command"),
+    ("fxdesk/gui/desktop/program_watch.py", "frozen_program"),
+}
 
 
 def _uses_of_sys_executable() -> list[tuple[str, str, ast.FunctionDef | None]]:
@@ -37,12 +41,12 @@ def _uses_of_sys_executable() -> list[tuple[str, str, ast.FunctionDef | None]]:
     return found
 
 
-def test_only_the_qt_probe_runs_sys_executable() -> None:
+def test_sys_executable_is_used_only_where_allowed() -> None:
     uses = {(path, name) for path, name, _ in _uses_of_sys_executable()}
     assert uses <= ALLOWED, f"new use of sys.executable: {sorted(uses - ALLOWED)}"
 
 
-def test_the_probe_runs_the_app_itself_when_frozen_and_never_python_code() -> None:
+def test_only_the_frozen_branch_uses_it_and_never_to_run_python_code() -> None:
     for _, _, function in _uses_of_sys_executable():
         assert function is not None
         source = ast.unparse(function)
