@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.cli.follow import follow, short, step_line
 from fxdesk.cli.runner import CommandError, execute
+from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, PermissionMode, Profile, WorkStatus
 from fxdesk.domain.work import WorkItem
@@ -75,7 +76,7 @@ def register(commands: Any) -> None:
 
     cancel = commands.add_parser("cancel", help="cancel a session's queued and running work")
     cancel.add_argument("session", metavar="ID")
-    cancel.add_argument("--reason", default="cancelled by the person")
+    cancel.add_argument("--reason", default=reasons.CANCELLED_BY_PERSON)
     cancel.set_defaults(handler=cmd_cancel)
 
     resume = commands.add_parser("resume", help="resume interrupted work and run the queue")

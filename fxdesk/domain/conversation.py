@@ -23,7 +23,11 @@ STOPPED_RESULT = (
     "stopped: the work was cancelled while this tool call was running. It had started, so "
     "whatever it did before it was stopped stays done; check its effect before repeating it."
 )
-NOT_RUN_RESULT = "not run: the work was cancelled while this tool call waited for approval."
+CANCELLED_BEFORE_RUN_RESULT = (
+    "not run: the work was cancelled while this tool call waited for approval."
+)
+# Appended, for the model only, to an answer the person's cancel cut off.
+CUT_OFF_NOTE = "[cut off here: the person cancelled this answer]"
 UNKNOWN_OUTCOME_RESULT = (
     "interrupted, outcome unknown: fxdesk stopped while this tool call was running, so it may "
     "or may not have taken effect. It was not run again; check its effect before repeating it."
@@ -101,6 +105,8 @@ def build_messages(entries: Iterable[HistoryEntry]) -> list[ChatMessage]:
             close_assistant()
             settle_calls()
             text, in_assistant = entry.content, True
+            if entry.data.get("partial"):
+                text = f"{entry.content}\n\n{CUT_OFF_NOTE}"
         elif entry.kind == EntryKind.TOOL_CALL:
             if not in_assistant:  # a call row always follows its response; be forgiving
                 settle_calls()

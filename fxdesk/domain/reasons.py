@@ -131,6 +131,17 @@ def provider_failure_kind(reason: str | None) -> str:
     return detail.partition(": ")[0] if code == PROVIDER_FAILED else ""
 
 
+# Why work was cancelled, as stored by who cancelled it, and as the window says it.
+CANCELLED_BY_PERSON = "cancelled by the person"
+STOPPED_BY_PERSON = "stopped by the person"  # Stop all agents
+CANCELLED_BY_CALLER = "cancelled by its caller"  # the agent that started a run cancelled it
+_CANCEL_WORDS = {
+    CANCELLED_BY_PERSON: "You cancelled this.",
+    STOPPED_BY_PERSON: "You stopped the session's agents.",
+    CANCELLED_BY_CALLER: "The agent that started this one cancelled it.",
+}
+
+
 def explain(reason: str | None) -> str:
     """A stored reason or diagnostic as plain sentences saying what happened and what to do.
 
@@ -147,6 +158,8 @@ def explain(reason: str | None) -> str:
             "fxdesk stopped while this turn was running. Nothing was re-run; Resume continues "
             "from the last saved step."
         )
+    if reason in _CANCEL_WORDS:
+        return _CANCEL_WORDS[reason]
     if reason == PAUSED:
         return "The turn was paused. Resume continues from the last saved step."
     code, _, detail = reason.partition(": ")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from fxdesk.domain import reasons
 from fxdesk.domain.agent_definitions import AgentDefinition, AgentEntry
 from fxdesk.domain.agent_runs import AgentRun, AgentRunError
 from fxdesk.domain.approvals import Approval, Choice
@@ -310,7 +311,7 @@ class Engine(AgentRunsPart):
         """Take a queued message out before it runs; False if it already started."""
         return await self._sessions.remove_pending(session_id, work_id)
 
-    async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
+    async def cancel(self, session_id: str, reason: str = reasons.CANCELLED_BY_PERSON) -> int:
         """Cancel the running turn and everything queued; how many items changed."""
         return await self._running().cancel(session_id, reason)
 

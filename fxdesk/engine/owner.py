@@ -273,7 +273,7 @@ class SessionOwner:
 
     # --- cancel ------------------------------------------------------------------------------
 
-    async def cancel(self, session_id: str, reason: str = "cancelled by the person") -> int:
+    async def cancel(self, session_id: str, reason: str = reasons.CANCELLED_BY_PERSON) -> int:
         """Cancel every pending, running and approval-waiting item: durable first, then the
         live turn is told, then the terminal deliveries are written (spec §3.12).
 

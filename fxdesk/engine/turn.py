@@ -445,8 +445,8 @@ class _Turn:
 
     async def _keep_partial(self, text: str) -> None:
         """The person cancelled while the answer streamed: what had arrived stays in the
-        history, marked ``partial``: the window shows it as cut off. (The model does not read
-        cancelled turns back, their message included: ``history.context_entries``.) Best
+        history, marked ``partial``: the window shows it as cut off, and the model reads it
+        back at the next turn with a note that it was cut off (``build_messages``). Best
         effort: while fxdesk stops, or if the store fails, the partial text is only lost,
         never guessed at."""
         if not text.strip() or self.rt.stopping():

@@ -40,7 +40,7 @@ from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
 from fxdesk.domain.authority import LiveAuthority, ToolDecision, tool_decision
 from fxdesk.domain.conversation import (
-    NOT_RUN_RESULT,
+    CANCELLED_BEFORE_RUN_RESULT,
     STOPPED_RESULT,
     UNKNOWN_OUTCOME_RESULT,
     HistoryEntry,
@@ -465,7 +465,7 @@ class ToolCalls:
             except Cancelled:
                 if rt.stopping():
                     raise TurnStop(TurnEnd.STOPPED) from None
-                await self._record_cancelled(call, NOT_RUN_RESULT)
+                await self._record_cancelled(call, CANCELLED_BEFORE_RUN_RESULT)
                 raise TurnStop(TurnEnd.CANCELLED, rt.cancel.reason) from None
             except StoreError as exc:  # looking for an answer given elsewhere failed
                 await self._withdraw_ask()

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.domain.model import EntryKind
+from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.work import WorkItem, committed_work_id
 from fxdesk.store.schema import database_proxy as db
 
@@ -102,7 +102,13 @@ def work_entries(work_id: str) -> list[HistoryEntry]:
 
 
 def context_entries(session_id: str, max_turns: int) -> list[HistoryEntry]:
-    """The last ``max_turns`` committed turns of the session (their rows, in order)."""
+    """The rows of the session's last ``max_turns`` committed turns, in order, with the rows of
+    the turns the person cancelled among them.
+
+    A cancelled turn is read back as far as it went (its message, its partial answer, its calls
+    with "stopped" or "not run" results), so the model knows what already happened and never
+    redoes it silently. Failed turns are left out: Retry sends their message again. Interrupted
+    ones are left out too: Resume continues them as they are."""
     boundary = db.execute_sql(
         "SELECT seq FROM history_entry WHERE session_id = ? AND kind = 'turn_end' "
         "ORDER BY seq DESC LIMIT 1 OFFSET ?",
@@ -111,9 +117,11 @@ def context_entries(session_id: str, max_turns: int) -> list[HistoryEntry]:
     start = boundary[0] if boundary else 0
     rows = db.execute_sql(
         f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? AND seq > ? "
-        "AND work_id IN (SELECT work_id FROM history_entry WHERE session_id = ? "
-        "AND kind = 'turn_end' AND seq > ?) ORDER BY seq",
-        (session_id, start, session_id, start),
+        "AND (work_id IN (SELECT work_id FROM history_entry WHERE session_id = ? "
+        "AND kind = 'turn_end' AND seq > ?) "
+        "OR work_id IN (SELECT id FROM work_item WHERE session_id = ? AND status = ?)) "
+        "ORDER BY seq",
+        (session_id, start, session_id, start, session_id, WorkStatus.CANCELLED.value),
     ).fetchall()
     return [_entry(row) for row in rows]
 

@@ -35,7 +35,10 @@ from fxdesk.domain import reasons
             "max_iterations: 50 model calls",
             "The agent stopped after too many steps without an answer (50 model calls).",
         ),
-        ("cancelled by the person", "cancelled by the person"),
+        ("cancelled by the person", "You cancelled this."),
+        ("stopped by the person", "You stopped the session's agents."),
+        ("cancelled by its caller", "The agent that started this one cancelled it."),
+        ("closed with its parent", "closed with its parent"),  # anything else: as stored
     ],
 )
 def test_explain(stored: str | None, expected: str) -> None:

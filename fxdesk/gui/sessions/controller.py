@@ -11,6 +11,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from fxdesk import messages
+from fxdesk.domain import reasons
 from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
@@ -226,7 +227,7 @@ class SessionController(QObject):
             "Keep working",
         ):
             return
-        count = await self.engine.cancel(session.id, "cancelled by the person")
+        count = await self.engine.cancel(session.id, reasons.CANCELLED_BY_PERSON)
         messages.info(
             f"Cancelled the work of “{session.name}”"
             + (f" ({count} message{'s' if count != 1 else ''})." if count else ".")
