@@ -4,7 +4,10 @@ It is a view of the ``ApprovalsPresenter`` the approval dialog shows too: its bu
 selected row through the presenter's one answering routine, and a row answered in either view
 leaves both at once. ``ApprovalsModel`` holds immutable ``Approval`` snapshots and turns each
 change into precise row removals, insertions and changes (so the selection survives a refresh).
-Double-click or Enter asks to show the row in the dialog (``open_requested``). The dock opens when
+Below the list, a preview shows what the selected row is about as the dialog does (the command
+or path, why it asks, the sandbox, the agent's words, the change); keys 1–4 in the list answer
+it as the dialog's keys do. Double-click or Enter asks to show the row in the dialog
+(``open_requested``). The dock opens when
 approvals start waiting and closes once none are left, unless the person showed or hid it
 themselves (View → Approvals): then it stays so.
 """
@@ -16,6 +19,7 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QModelIndex,
     QObject,
     QPersistentModelIndex,
@@ -24,13 +28,17 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QDockWidget,
+    QFrame,
     QGridLayout,
     QHeaderView,
     QMainWindow,
     QPushButton,
+    QScrollArea,
+    QSplitter,
     QStackedWidget,
     QTreeView,
     QVBoxLayout,
@@ -38,6 +46,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.approvals import Approval, Choice
+from fxdesk.gui.approvals.inline import ApprovalContent, choice_for_key
 from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Describe, Outcome
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
@@ -229,6 +238,7 @@ class ApprovalsDock(QDockWidget):
         self._busy = False
         self._waiting = 0
         self._shown_for_approvals = False
+        self._previewed: Approval | None = None
         self.model = ApprovalsModel(presenter.describe, now_ms, self)
         body = QWidget()
         column = QVBoxLayout(body)
@@ -258,16 +268,33 @@ class ApprovalsDock(QDockWidget):
         header.setSectionResizeMode(COL_LABEL, QHeaderView.ResizeMode.Stretch)
         self.view.activated.connect(self._on_view_activated)
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
+        self.view.installEventFilter(self)  # keys 1–4 answer the selected row
         self.stack.addWidget(self.view)
-        column.addWidget(self.stack, 1)
+        # Below the list, what the selected row is about (as the dialog and the inline approval
+        # show it), so an answer from here is never an answer given blind.
+        self.preview = ApprovalContent(diff_lines=6)
+        self.preview.setAccessibleName("The selected approval")
+        preview_scroll = QScrollArea()
+        preview_scroll.setWidget(self.preview)
+        preview_scroll.setWidgetResizable(True)
+        preview_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        preview_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(self.stack)
+        self.splitter.addWidget(preview_scroll)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
+        self.preview_scroll = preview_scroll
+        column.addWidget(self.splitter, 1)
         self.notice = problem_label("Approvals notice")
         column.addWidget(self.notice)
         grid = QGridLayout()
         self.buttons: dict[Choice, QPushButton] = {}
         for position, label in enumerate(CHOICES):
-            button = QPushButton(label.short)
+            button = QPushButton(f"{label.key} {label.short}")
             button.setAccessibleName(label.name)
-            button.setToolTip(label.tip)
+            button.setToolTip(f"{label.tip} (key {label.key} in the list)")
             button.setAutoDefault(False)
             button.clicked.connect(lambda _=False, c=label.choice: self._on_choice_clicked(c))
             grid.addWidget(button, position // 2, position % 2)
@@ -364,9 +391,24 @@ class ApprovalsDock(QDockWidget):
         empty = self.model.rowCount() == 0
         self.stack.setCurrentWidget(self.empty_label if empty else self.view)
         self.button_box.setVisible(not empty)
-        enabled = self.selected() is not None and not self._busy
+        selected = self.selected()
+        enabled = selected is not None and not self._busy
         for button in self.buttons.values():
             button.setEnabled(enabled)
+        self.preview_scroll.setVisible(selected is not None)
+        if selected is not None and selected != self._previewed:
+            self.preview.show_approval(selected)
+        self._previewed = selected
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """Keys 1–4 in the list answer the selected row, as in the dialog."""
+        if watched is self.view and event.type() == QEvent.Type.KeyPress:
+            assert isinstance(event, QKeyEvent)
+            choice = choice_for_key(event)
+            if choice is not None and self.selected() is not None:
+                self._on_choice_clicked(choice)
+                return True
+        return super().eventFilter(watched, event)
 
     # --- slots ---------------------------------------------------------------------------
 

@@ -33,6 +33,61 @@ from fxdesk.gui.widgets import code_spans
 KEYS = {label.key: label.choice for label in CHOICES}
 
 
+class ApprovalContent(QWidget):
+    """What one approval is about, as the dialog shows it: the command or path, why it asks,
+    what the sandbox lets through, the agent's words and the change. Shown inline in the
+    transcript and as the Approvals dock's preview."""
+
+    def __init__(self, parent: QWidget | None = None, *, diff_lines: int = 10) -> None:
+        super().__init__(parent)
+        column = QVBoxLayout(self)
+        column.setContentsMargins(0, 0, 0, 0)
+        self.label_box = CodeBox("Command", max_lines=4)
+        column.addWidget(self.label_box)
+        self.reason = QLabel()
+        self.reason.setTextFormat(Qt.TextFormat.RichText)
+        self.reason.setWordWrap(True)
+        self.reason.setAccessibleName("Why it asks")
+        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        column.addWidget(self.reason)
+        self.details = QLabel()
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setAccessibleName("What else to know")
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        column.addWidget(self.details)
+        self.preview = DiffView("Proposed change", max_lines=diff_lines)
+        column.addWidget(self.preview)
+
+    def show_approval(self, approval: Approval) -> None:
+        self.label_box.setAccessibleName("Command" if approval.runs_command else "Path")
+        self.label_box.set_text(approval.label)
+        self.label_box.setToolTip(approval.label)
+        detail = approval.detail
+        self.reason.setText(code_spans(str(detail.get("reason") or "No reason was recorded.")))
+        lines = []
+        sandbox = approval.sandbox
+        if sandbox is not None:
+            lines += sandbox.lines()
+        if detail.get("outside"):
+            lines.append("⚠ This reaches outside the workspace.")
+        if approval.explanation.strip():
+            lines.append(f"The agent said: “{approval.explanation.strip()}”")
+        self.details.setText("\n".join(lines))
+        self.details.setVisible(bool(lines))
+        preview = str(detail.get("preview") or "")
+        self.preview.set_diff(preview)
+        self.preview.setVisible(bool(preview))
+
+
+def choice_for_key(event: QKeyEvent) -> Choice | None:
+    """The answer a key press asks for: 1–4 (main row or keypad) with no other modifier."""
+    plain = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier == (
+        Qt.KeyboardModifier.NoModifier
+    )
+    return KEYS.get(event.text()) if plain else None
+
+
 class InlineApproval(QFrame):
     """The oldest approval of one session (``show_session``), answerable by keys 1–4.
 
@@ -62,21 +117,8 @@ class InlineApproval(QFrame):
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setWordWrap(True)
         column.addWidget(self.title)
-        self.label_box = CodeBox("Command", max_lines=4)
-        column.addWidget(self.label_box)
-        self.reason = QLabel()
-        self.reason.setTextFormat(Qt.TextFormat.RichText)
-        self.reason.setWordWrap(True)
-        self.reason.setAccessibleName("Why it asks")
-        self.reason.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        column.addWidget(self.reason)
-        self.details = QLabel()
-        self.details.setWordWrap(True)
-        self.details.setTextFormat(Qt.TextFormat.PlainText)
-        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        column.addWidget(self.details)
-        self.preview = DiffView("Proposed change", max_lines=10)
-        column.addWidget(self.preview)
+        self.content = ApprovalContent()
+        column.addWidget(self.content)
         row = QHBoxLayout()
         self.buttons: dict[Choice, QPushButton] = {}
         for label in CHOICES:
@@ -130,24 +172,7 @@ class InlineApproval(QFrame):
             f"<b>The agent asks: {tool_text(waiting.tool)}</b>"
             f"<span style='color: {css(Role.QUIET_TEXT)}'>{more} · keys 1–4 answer</span>"
         )
-        self.label_box.setAccessibleName("Command" if waiting.runs_command else "Path")
-        self.label_box.set_text(waiting.label)
-        self.label_box.setToolTip(waiting.label)
-        detail = waiting.detail
-        self.reason.setText(code_spans(str(detail.get("reason") or "No reason was recorded.")))
-        lines = []
-        sandbox = waiting.sandbox
-        if sandbox is not None:
-            lines += sandbox.lines()
-        if detail.get("outside"):
-            lines.append("⚠ This reaches outside the workspace.")
-        if waiting.explanation.strip():
-            lines.append(f"The agent said: “{waiting.explanation.strip()}”")
-        self.details.setText("\n".join(lines))
-        self.details.setVisible(bool(lines))
-        preview = str(detail.get("preview") or "")
-        self.preview.set_diff(preview)
-        self.preview.setVisible(bool(preview))
+        self.content.show_approval(waiting)
         self.outside.setVisible(waiting.offers_outside)
         self._set_busy(False)
 
@@ -193,11 +218,8 @@ class InlineApproval(QFrame):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if event.type() != QEvent.Type.KeyPress or not isinstance(event, QKeyEvent):
             return False
-        choice = KEYS.get(event.text())
-        plain = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier == (
-            Qt.KeyboardModifier.NoModifier
-        )
-        if choice is None or not plain or self.approval is None or not self.isVisible():
+        choice = choice_for_key(event)
+        if choice is None or self.approval is None or not self.isVisible():
             return False
         if isinstance(watched, QPlainTextEdit) and watched.toPlainText():
             return False  # the person is writing: a digit is text

@@ -586,6 +586,45 @@ async def test_the_dock_answers_the_selected_row(qtbot: QtBot) -> None:
     )
 
 
+async def test_the_dock_previews_the_selected_row_and_keys_answer_it(qtbot: QtBot) -> None:
+    """Issue 14: the dock's "What" column was cut to a few letters with no preview, so
+    answering from it was answering blind; its buttons now answer with the dialog's keys."""
+    answers = Answers()
+    dock = ApprovalsDock(ApprovalsPresenter(answers, describe), now_ms=lambda: NOW_MS)
+    change = "--- a/n.md\n+++ b/n.md\n@@ -1 +1 @@\n-old\n+new\n"
+    with shown(dock):
+        dock.resize(420, 600)
+        dock.presenter.set_pending(
+            [
+                approval(1, label=LONG_COMMAND, explanation="Checking the build first."),
+                approval(2, tool="edit_file", label="n.md", preview=change,
+                         reason="Edits need your approval in `ask` mode."),
+            ]
+        )  # fmt: skip
+        preview = dock.preview
+        assert dock.selected() is not None and dock.preview_scroll.isVisible()
+        assert preview.label_box.toPlainText() == LONG_COMMAND  # all of it, not "Wh…"
+        assert preview.label_box.accessibleName() == "Command"
+        assert "The agent said: “Checking the build first.”" in preview.details.text()
+        assert not preview.preview.isVisible()  # a command has no change to show
+
+        dock.view.setFocus()
+        qtbot.keyClick(dock.view, Qt.Key.Key_Down)
+        selected = dock.selected()
+        assert selected is not None and selected.id == "approval-2"
+        assert preview.label_box.toPlainText() == "n.md"
+        assert preview.label_box.accessibleName() == "Path"
+        assert "<code>ask</code>" in preview.reason.text()  # code, not `backticks`
+        assert preview.preview.isVisible() and "+new" in preview.preview.toPlainText()
+
+        qtbot.keyClick(dock.view, Qt.Key.Key_2)  # 2: allow for this session, as in the dialog
+        await until(lambda: dock.count == 1)
+        assert answers.calls == [("approval-2", Choice.SESSION, "", None)]
+        assert [b.text().split(" ")[0] for b in dock.buttons.values()] == ["1", "2", "3", "4"]
+        qtbot.keyClick(dock.view, Qt.Key.Key_A)  # other keys are the list's
+        assert len(answers.calls) == 1
+
+
 async def test_double_click_or_enter_on_a_row_asks_to_open_it(qtbot: QtBot) -> None:
     dock = ApprovalsDock(ApprovalsPresenter(Answers(), describe), now_ms=lambda: NOW_MS)
     opened: list[str] = []

@@ -108,9 +108,9 @@ async def test_the_dialog_and_the_dock_offer_the_same_choices(qtbot: QtBot) -> N
             in_dialog, in_dock = dialog.buttons[label.choice], dock.buttons[label.choice]
             assert in_dialog.accessibleName() == in_dock.accessibleName() == label.name
             assert in_dialog.text() == f"&{label.key} {label.text}"
-            assert in_dock.text() == label.short
+            assert in_dock.text() == f"{label.key} {label.short}"  # the same keys answer
             assert in_dialog.toolTip() == f"{label.tip} (key {label.key})"
-            assert in_dock.toolTip() == label.tip
+            assert in_dock.toolTip() == f"{label.tip} (key {label.key} in the list)"
         assert [label.name for label in CHOICES] == [
             "Allow once",
             "Allow for this session",

@@ -363,8 +363,8 @@ async def test_an_approval_shows_inline_in_the_dock_and_tree_and_key_1_from_the_
         await until(lambda: inline.isVisible() and inline.approval is not None)
         assert inline.approval is not None
         assert inline.approval.label == str((project / "notes.md").resolve())
-        assert inline.label_box.toPlainText() == inline.approval.label
-        assert "ask mode asks before every write" in inline.reason.text()  # why, as the dialog
+        assert inline.content.label_box.toPlainText() == inline.approval.label
+        assert "ask mode asks before every write" in inline.content.reason.text()
         dialog = controller.approval_dialog
         assert not dialog.isVisible() and dialog.count == 1
         assert controller.approvals_dock.count == 1 and controller.approvals_dock.isVisible()
