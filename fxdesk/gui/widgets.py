@@ -9,10 +9,13 @@ from __future__ import annotations
 import html
 from collections.abc import Callable, Mapping
 
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontDatabase, QPalette
 from PySide6.QtWidgets import (
     QComboBox,
+    QDockWidget,
     QLabel,
+    QMainWindow,
     QMessageBox,
     QPushButton,
     QTreeView,
@@ -125,3 +128,17 @@ def show_outcome(label: QLabel, ok: bool | None, text: str) -> None:
     label.setStyleSheet("" if ok is None else f"color: {css(role)};")
     mark = "" if ok is None or not text else ("✓ " if ok else "✗ ")
     label.setText(mark + text)
+
+
+def widen_dock(dock: QDockWidget, preferred: int, margin: int = 40) -> None:
+    """Open ``dock`` up to ``preferred`` px wide, at most a quarter of the window (the
+    transcript gets the room first) and within what the window's central area can spare (less
+    ``margin``); Qt would open a side dock at its narrow size hint."""
+    window = dock.parentWidget()
+    central = window.centralWidget() if isinstance(window, QMainWindow) else None
+    if not isinstance(window, QMainWindow) or central is None:
+        return
+    spare = window.width() - max(central.minimumSizeHint().width(), central.minimumWidth())
+    width = min(preferred, window.width() // 4, spare - margin)
+    if width > dock.width():
+        window.resizeDocks([dock], [width], Qt.Orientation.Horizontal)

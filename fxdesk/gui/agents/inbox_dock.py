@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.agent_inbox import EventKind, EventStatus, InboxEvent
 from fxdesk.engine.facade import InboxView
 from fxdesk.gui.agents.text import event_rank, event_severity, event_summary, lane_mark
-from fxdesk.gui.widgets import hint_label
+from fxdesk.gui.widgets import hint_label, widen_dock
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -249,14 +249,7 @@ class InboxDock(QDockWidget):
     def _widen(self) -> None:
         """Give a signal's words room: up to ``PREFERRED_WIDTH_PX``, within what the central
         area can spare (Qt would open it at its narrow minimum)."""
-        window = self.parentWidget()
-        central = window.centralWidget() if isinstance(window, QMainWindow) else None
-        if not isinstance(window, QMainWindow) or central is None:
-            return
-        spare = window.width() - max(central.minimumSizeHint().width(), central.minimumWidth())
-        width = min(PREFERRED_WIDTH_PX, spare - ROOM_MARGIN_PX)
-        if width > self.width():
-            window.resizeDocks([self], [width], Qt.Orientation.Horizontal)
+        widen_dock(self, PREFERRED_WIDTH_PX, ROOM_MARGIN_PX)
 
     def has_room(self) -> bool:
         """Whether the window can show the dock without growing: beside a dock already open

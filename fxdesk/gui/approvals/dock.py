@@ -23,6 +23,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPersistentModelIndex,
+    QSize,
     Qt,
     QTimer,
     Signal,
@@ -50,7 +51,13 @@ from fxdesk.gui.approvals.inline import ApprovalContent, choice_for_key
 from fxdesk.gui.approvals.presenter import CHOICES, ApprovalsPresenter, Describe, Outcome
 from fxdesk.gui.settings.rule_editor import tool_text
 from fxdesk.gui.tasks import WidgetTasks, alive
-from fxdesk.gui.widgets import fit_columns, hint_label, problem_label, show_problem
+from fxdesk.gui.widgets import (
+    fit_columns,
+    hint_label,
+    problem_label,
+    show_problem,
+    widen_dock,
+)
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -72,6 +79,8 @@ SHORT_TOOLS = {  # the dock is narrow; the tooltip says it in full
 }
 TOOLTIP_WIDTH = 100  # characters per line of a label's tooltip (Qt does not wrap plain text)
 AGE_REFRESH_MS = 30_000
+PREFERRED_WIDTH_PX = 440  # opened by itself where the window has room for it
+PREVIEW_HINT = (160, 180)  # px: the preview's size hint (it scrolls)
 
 
 def age_text(ms: int) -> str:
@@ -210,6 +219,14 @@ class ApprovalsModel(QAbstractTableModel):
         )
 
 
+class _Preview(QScrollArea):
+    """The preview's scroll area asks for little room: the dock's width is the list's (the
+    wrapped text of the preview would otherwise widen the dock and squeeze the transcript)."""
+
+    def sizeHint(self) -> QSize:
+        return QSize(PREVIEW_HINT[0], PREVIEW_HINT[1])
+
+
 class ApprovalsDock(QDockWidget):
     """The "Approvals" dock: every pending approval, answerable from here.
 
@@ -274,7 +291,7 @@ class ApprovalsDock(QDockWidget):
         # show it), so an answer from here is never an answer given blind.
         self.preview = ApprovalContent(diff_lines=6)
         self.preview.setAccessibleName("The selected approval")
-        preview_scroll = QScrollArea()
+        preview_scroll = _Preview()
         preview_scroll.setWidget(self.preview)
         preview_scroll.setWidgetResizable(True)
         preview_scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -332,7 +349,7 @@ class ApprovalsDock(QDockWidget):
     def _show_approvals(self, approvals: list[Approval]) -> None:
         """Show ``approvals``, keeping the selection if it is still there."""
         self.model.set_approvals(approvals)
-        fit_columns(self.view, {COL_SESSION: 140})
+        fit_columns(self.view, {COL_SESSION: 110})  # "What" gets the rest
         if self.selected() is None and self.model.rowCount():
             self.select(self.model.approval(0).id)
         self._update()
@@ -354,6 +371,7 @@ class ApprovalsDock(QDockWidget):
         if waiting and not self._waiting and self.isHidden() and self._has_room():
             self.show()
             self._shown_for_approvals = True
+            widen_dock(self, PREFERRED_WIDTH_PX)  # the list's "What" and the preview want room
         elif not waiting and self._shown_for_approvals:
             self.hide()
             self._shown_for_approvals = False

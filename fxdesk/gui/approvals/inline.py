@@ -58,6 +58,7 @@ class ApprovalContent(QWidget):
         column.addWidget(self.details)
         self.preview = DiffView("Proposed change", max_lines=diff_lines)
         column.addWidget(self.preview)
+        column.addStretch(1)  # packed at the top where it has more room than it needs
 
     def show_approval(self, approval: Approval) -> None:
         self.label_box.setAccessibleName("Command" if approval.runs_command else "Path")

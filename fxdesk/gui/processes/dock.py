@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QDockWidget,
     QHBoxLayout,
     QHeaderView,
+    QMainWindow,
     QMenu,
     QPushButton,
     QSplitter,
@@ -256,6 +257,7 @@ class ProcessesDock(QDockWidget):
         if count and self.isHidden() and not self._shown_for_tasks and self._auto:
             self.show()
             self._shown_for_tasks = True
+            self._keep_low()
         elif not count and self._shown_for_tasks:
             self.hide()
             self._shown_for_tasks = False
@@ -263,6 +265,14 @@ class ProcessesDock(QDockWidget):
             self.view,
             {COL_FOLDER: 120, COL_URL: 200, COL_ORIGIN: 220},
         )
+
+    def _keep_low(self) -> None:
+        """Opened by itself, the dock takes at most a quarter of the window's height: the
+        transcript gets the room first (the person can drag it taller)."""
+        window = self.parentWidget()
+        if isinstance(window, QMainWindow) and window.height() > 0:
+            height = max(self.minimumSizeHint().height(), window.height() // 4)
+            window.resizeDocks([self], [height], Qt.Orientation.Vertical)
 
     def refit(self) -> None:
         """Open again if commands are listed (after the saved window layout was restored)."""

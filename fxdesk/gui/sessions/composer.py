@@ -12,7 +12,7 @@ Signals:
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtCore import QEvent, Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -29,9 +29,36 @@ from fxdesk.gui.sessions import modes
 
 
 class MessageEdit(QPlainTextEdit):
-    """Multi-line input where Enter (or Ctrl+Enter) sends and Shift+Enter breaks the line."""
+    """Multi-line input where Enter (or Ctrl+Enter) sends and Shift+Enter breaks the line.
+
+    It is as tall as its text, from ``MIN_LINES`` to ``MAX_LINES`` lines (then it scrolls), so
+    an empty box leaves the transcript its room and a long message is seen whole."""
 
     send_requested = Signal()
+    MIN_LINES = 2
+    MAX_LINES = 10
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
+        self._fit_height()
+
+    def height_for(self, lines: int) -> int:
+        """The box's height showing ``lines`` lines of text."""
+        margins = self.contentsMargins()
+        frame = 2 * int(self.document().documentMargin()) + margins.top() + margins.bottom()
+        return lines * self.fontMetrics().lineSpacing() + frame + 2
+
+    @Slot()
+    def _fit_height(self) -> None:
+        # A plain-text document's layout counts its size in lines (wrapped ones included).
+        lines = int(self.document().documentLayout().documentSize().height())
+        self.setFixedHeight(self.height_for(max(self.MIN_LINES, min(lines, self.MAX_LINES))))
+
+    def changeEvent(self, event: QEvent) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit_height()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
@@ -60,7 +87,6 @@ class Composer(QWidget):
         )
         self.edit.setAccessibleName("Message")
         self.edit.setTabChangesFocus(True)
-        self.edit.setFixedHeight(84)
         self.edit.send_requested.connect(self._on_edit_send_requested)
         layout.addWidget(self.edit)
         row = QHBoxLayout()

@@ -10,9 +10,11 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from pytestqt.qtbot import QtBot
 
 from fxdesk.domain.model import PermissionMode
 from fxdesk.gui.application import Outcome
+from fxdesk.gui.sessions.composer import Composer
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider
 from tests.gui.sessions.test_session_flow import Window
@@ -81,3 +83,22 @@ async def test_ctrl_b_hides_the_session_tree_and_gives_its_room_to_the_transcrip
         assert window.sessions_panel.isHidden()
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+def test_the_message_box_is_as_tall_as_its_text_between_two_and_ten_lines(qtbot: QtBot) -> None:
+    """An empty box leaves the transcript its room (at 800×600 a fixed box took a sixth of the
+    window); a long message is seen whole, up to ten lines, then scrolls."""
+    composer = Composer()
+    qtbot.addWidget(composer)
+    composer.resize(600, 300)
+    composer.show()
+    edit = composer.edit
+    empty = edit.height()
+    assert empty == edit.height_for(2)
+    edit.setPlainText("one\ntwo\nthree\nfour\nfive")
+    assert edit.height() == edit.height_for(5) > empty
+    edit.setPlainText("\n".join(str(n) for n in range(40)))
+    assert edit.height() == edit.height_for(10)  # then it scrolls
+    assert edit.verticalScrollBar().maximum() > 0
+    edit.clear()
+    assert edit.height() == empty
