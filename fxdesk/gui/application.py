@@ -294,7 +294,9 @@ class GuiController(QObject):
         self.agents = AgentsController(
             engine, bridge, self.window, self.model, self.tasks, self._confirm, self
         )
+        # Docks that share a side are tabs: opening one never squeezes another.
         self.window.tabifyDockWidget(self.processes.dock, self.agents.runs_dock)
+        self.window.tabifyDockWidget(approvals.dock, self.agents.inbox_dock)
         self.settings_window = SettingsWindow(
             engine.profiles,
             self.app.paths.root,

@@ -284,6 +284,27 @@ async def test_a_new_session_can_pick_its_profile(data_paths: DataPaths, tmp_pat
         assert await run.stop() == Outcome.CLOSED
 
 
+async def test_docks_that_share_a_side_are_tabs(data_paths: DataPaths) -> None:
+    """Issue 14: a dock opening beside another squeezed it (and the transcript); docks on one
+    side are tabs of one another, and one that opens by itself comes to the front."""
+    run = Running(data_paths)
+    controller = await run.started()
+    window = controller.window
+    try:
+        approvals, inbox = controller.approvals_dock, controller.agents.inbox_dock
+        processes, runs = controller.processes.dock, controller.agents.runs_dock
+        window.resize(1600, 900)
+        for first, second in ((inbox, approvals), (runs, processes)):
+            first.show()
+            second.show()
+            second.raise_()
+            await until(lambda d=second: not d.visibleRegion().isEmpty())  # type: ignore[misc]
+            assert first in window.tabifiedDockWidgets(second)
+            assert first.visibleRegion().isEmpty()  # behind, as a tab; not squeezed beside it
+    finally:
+        assert await run.stop() == Outcome.CLOSED
+
+
 async def test_the_window_comes_back_maximized_with_its_docks_after_a_restart(
     data_paths: DataPaths,
 ) -> None:

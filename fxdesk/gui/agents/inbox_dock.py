@@ -243,6 +243,7 @@ class InboxDock(QDockWidget):
         """Open for something new, where the window has room, unless the person chose."""
         if self.isHidden() and not self.person_chose and self.has_room():
             self.show()
+            self.raise_()  # the front tab where it shares the right side with Approvals
             self._opened_itself = True
             self._widen()
 

@@ -370,6 +370,7 @@ class ApprovalsDock(QDockWidget):
         once none are left, unless the person showed or hid the dock themselves."""
         if waiting and not self._waiting and self.isHidden() and self._has_room():
             self.show()
+            self.raise_()  # the front tab where it shares the right side with the Inbox
             self._shown_for_approvals = True
             widen_dock(self, PREFERRED_WIDTH_PX)  # the list's "What" and the preview want room
         elif not waiting and self._shown_for_approvals:
