@@ -11,6 +11,7 @@ from fxdesk.domain.agent_runs import (
     AgentRunError,
     Caller,
     Counters,
+    InterruptedRun,
     Limits,
     unknown_run,
 )
@@ -48,6 +49,13 @@ class AgentRunsPart:
         if session is None:
             raise AgentRunError("NO_SESSION", f"no session {session_id!r}")
         return session.root_id
+
+    @property
+    def interrupted_runs(self) -> tuple[InterruptedRun, ...]:
+        """The sub-agent runs this start's recovery found unfinished and marked interrupted
+        (nothing re-ran them); empty when no sub-agents run here."""
+        report = self._agents.recovery if self._agents is not None else None
+        return report.interrupted if report is not None else ()
 
     async def runs(self, session_id: str) -> list[AgentRun]:
         """Every agent run of the session's tree (its root's), oldest first."""

@@ -48,7 +48,8 @@ def offer_recovery(
 ) -> Banner | None:
     """A banner about work the last run left interrupted (with "Resume all" and "Review") and
     sessions another fxdesk holds; None when there is nothing to say."""
-    if report is None or (not report.work_interrupted and not report.busy_sessions):
+    runs = engine.interrupted_runs
+    if report is None or (not report.work_interrupted and not report.busy_sessions and not runs):
         return None
     names = {s.id: s.name for s in sessions}
     parts = []
@@ -57,6 +58,12 @@ def offer_recovery(
         parts.append(
             f"{count} {'turns were' if count != 1 else 'turn was'} interrupted when fxdesk "
             "last stopped; nothing has been re-run (Resume continues where each stopped)."
+        )
+    if runs:
+        agents = "sub-agent runs were" if len(runs) != 1 else "sub-agent run was"
+        parts.append(
+            f"{len(runs)} {agents} interrupted; nothing re-ran them, each shows "
+            "“interrupted” in the tree and its caller reads that as its result."
         )
     if report.busy_sessions:
         busy = ", ".join(f"“{names.get(i, i)}”" for i in report.busy_sessions[:3])

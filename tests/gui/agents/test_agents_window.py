@@ -346,3 +346,32 @@ async def test_a_persistent_child_the_agent_spawned_is_marked_apart_from_a_hand_
         assert "fg" not in row("by hand")[3]
     finally:
         await desk.stop()
+
+
+async def test_the_recovery_banner_counts_the_interrupted_sub_agent_runs(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 13 item 7: after a SIGKILL during a background run, the banner of the next start
+    says the sub-agent run was interrupted; the tree shows it so; nothing re-ran."""
+    from fxdesk.gui.window.banner import Banner
+    from tests.engine.agents.test_restart import run_until_running
+
+    project = tmp_path / "project"
+    project.mkdir()
+    root_id, run_id = await asyncio.to_thread(run_until_running, data_paths, project)
+    model = Script([Reply("should never be called")])
+    desk = await Desk(data_paths, model, {}).started()
+    try:
+        window = desk.controller.window
+        banner = window.findChild(Banner, "recovery_banner")
+        assert banner is not None and banner.isVisible()
+        assert "1 sub-agent run was interrupted; nothing re-ran them" in banner.text()
+        (run,) = await desk.app.engine.runs(root_id)
+        assert run.id == run_id and run.status is RunStatus.INTERRUPTED
+        assert run.child_session_id is not None
+        await until(lambda: desk.run_of(run.child_session_id or "") is not None)
+        shown = desk.run_of(run.child_session_id)
+        assert shown is not None and shown.status is RunStatus.INTERRUPTED  # so in the tree
+        assert model.requests == []
+    finally:
+        await desk.stop()
