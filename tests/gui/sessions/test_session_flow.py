@@ -28,7 +28,7 @@ from fxdesk.gui.sessions.model import (
     ROLE_SNAPSHOT,
 )
 from fxdesk.gui.sessions.new_session import NewSessionDialog
-from fxdesk.gui.transcript.model import RowKind, TranscriptModel
+from fxdesk.gui.transcript.model import Row, RowKind, TranscriptModel
 from fxdesk.gui.window.banner import Banner
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Fault, Reply, ScriptedCall, ScriptedProvider, Stall
@@ -726,3 +726,59 @@ async def test_the_filter_finds_a_session_by_what_was_said_in_it(
         assert run.controller.sessions.conversations.asked >= 1
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+async def test_a_stopped_and_a_not_run_tool_card_keep_their_state_after_a_restart(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 14: a call cancelled while it ran or while it waited for approval showed
+    "running…" forever, even after a restart. A real App, shell and restart."""
+    from fxdesk.gui.transcript.delegate import card_words
+    from fxdesk.gui.transcript.model import ToolState, tool_state
+
+    project = tmp_path / "project"
+    project.mkdir()
+    slow = ScriptedCall("run_command", {"command": "echo begun > begun.txt; sleep 60"})
+    write = ScriptedCall("write_file", {"path": "n.md", "content": "n"})
+    provider = ScriptedProvider(
+        [Reply("Running.", tool_calls=(slow,)), Reply("Writing.", tool_calls=(write,))]
+    )
+    first = await Window(data_paths, provider).started()
+    engine = first.app.engine
+    try:
+        ran = await engine.create_session(
+            project, name="Slow", first_message="Run it", permission_mode=PermissionMode.YOLO
+        )
+        await until((project / "begun.txt").exists, within=30)
+        await engine.cancel(ran.id)  # killed while it ran
+        await asyncio.wait_for(engine.join(ran.id), 30)
+        asked = await engine.create_session(
+            project, name="Asks", first_message="Write it", permission_mode=PermissionMode.ASK
+        )
+        await until(lambda: first.controller.approvals_dock.count == 1)
+        await engine.cancel(asked.id)  # cancelled while it waited for approval
+        await asyncio.wait_for(engine.join(asked.id), 30)
+    finally:
+        assert await first.stop() == Outcome.CLOSED
+
+    again = await Window(data_paths, ScriptedProvider([])).started()
+    try:
+        for session, state, words in (
+            (ran, ToolState.STOPPED, "stopped after"),
+            (asked, ToolState.NOT_RUN, "not run: cancelled"),
+        ):
+            again.controller.window.select_session(session.id)
+            card = await until(lambda s=session.id: tool_card(again.transcript, s))
+            assert tool_state(card) is state
+            assert card_words(card).startswith(words)
+        assert not (project / "n.md").exists()
+    finally:
+        assert await again.stop() == Outcome.CLOSED
+
+
+def tool_card(model: TranscriptModel, session_id: str) -> Row | None:
+    """The first tool card of the transcript, once it shows ``session_id``."""
+    if model.session_id != session_id:
+        return None
+    rows = (model.row_at(i) for i in range(model.rowCount()))
+    return next((row for row in rows if row.kind == RowKind.TOOL), None)
