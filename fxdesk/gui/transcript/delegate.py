@@ -116,6 +116,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         # segments rendered once each (see markdown.stream_segments).
         self._live: tuple[tuple[object, ...], _Layout] | None = None
         self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
+        self.covered: str | None = None  # the row whose text the selection box shows instead
         self.segments_rendered = 0
 
     def clear(self) -> None:
@@ -138,7 +139,7 @@ class TranscriptDelegate(QStyledItemDelegate):
     def _width(self) -> int:
         return min(max(self._view.viewport().width() - 2 * MARGIN, 120), MAX_WIDTH)
 
-    def _left(self) -> int:
+    def left(self) -> int:
         """Where rows start: the margin, or more to centre the column on a wide screen."""
         return max(MARGIN, (self._view.viewport().width() - self._width()) // 2)
 
@@ -296,7 +297,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         layout = self.layout(row)
         palette = option.palette
         dark = is_dark(palette)
-        origin = option.rect.topLeft() + QPoint(self._left(), 0)
+        origin = option.rect.topLeft() + QPoint(self.left(), 0)
         width = self._width()
         painter.save()
         painter.translate(origin)
@@ -329,7 +330,8 @@ class TranscriptDelegate(QStyledItemDelegate):
                 int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
                 layout.footer,
             )
-        for doc, area in layout.docs:
+        covered = row.key == self.covered  # its text is in the selection box above it
+        for doc, area in [] if covered else layout.docs:
             painter.save()
             painter.translate(area.topLeft())
             doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
@@ -341,7 +343,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         if row.kind in (RowKind.LIVE, RowKind.ASSISTANT) and layout.footer:
             painter.setPen(muted)
             painter.drawText(QRectF(0, layout.height - GAP - 18, width, 18), layout.footer)
-        for rect, action, _payload in layout.hotspots:
+        for rect, action, _payload in [] if covered else layout.hotspots:
             label = {
                 "copy": "Copy",
                 "retry": "Retry",
@@ -411,7 +413,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         row = index.data(ROLE_ROW)
         if not isinstance(row, Row):
             return False
-        local = event.position().toPoint() - option.rect.topLeft() - QPoint(self._left(), 0)
+        local = event.position().toPoint() - option.rect.topLeft() - QPoint(self.left(), 0)
         for rect, action, payload in self.layout(row).hotspots:
             if rect.contains(local):
                 self._trigger(index.row(), action, payload)

@@ -14,11 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtGui import QContextMenuEvent, QGuiApplication, QKeyEvent, QKeySequence, QResizeEvent
+from PySide6.QtGui import (
+    QContextMenuEvent,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+    QResizeEvent,
+    QTextCursor,
+)
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QWidget
 
 from fxdesk.gui.transcript.delegate import TranscriptDelegate
 from fxdesk.gui.transcript.model import RowKind, TranscriptModel
+from fxdesk.gui.transcript.selection import TextSelection
 
 
 class TranscriptView(QListView):
@@ -32,6 +41,7 @@ class TranscriptView(QListView):
         self.transcript = model
         self.delegate = TranscriptDelegate(self, self.trigger)
         self.setItemDelegate(self.delegate)
+        self.selection = TextSelection(self, model, self.delegate)
         self.setVerticalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
         self.setSelectionMode(QAbstractItemView.SelectionMode.NoSelection)
         self.setUniformItemSizes(False)
@@ -84,6 +94,8 @@ class TranscriptView(QListView):
             found.append(("Edit profile…", row.action2, row.work_id))
         if row.text:
             found.append(("Copy text", "copy", row.text))
+        if TextSelection.can_select(row):
+            found.append(("Select text (F2)", "select", None))
         for number, (_rect, action, code) in enumerate(
             (h for h in self.delegate.layout(row).hotspots if h[1] == "copy"), start=1
         ):
@@ -92,6 +104,8 @@ class TranscriptView(QListView):
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
         index = self.currentIndex()
+        if event.key() == Qt.Key.Key_F2 and index.isValid() and self.selection.open(index.row()):
+            return
         opens = event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space)
         if opens and index.isValid() and self.transcript.row_at(index.row()).kind == RowKind.TOOL:
             self.trigger(index.row(), "toggle", None)
@@ -102,6 +116,19 @@ class TranscriptView(QListView):
                 self.trigger(index.row(), "copy", actions[0][2])
                 return
         super().keyPressEvent(event)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
+        """A double-click on a message lays its text out to select (with the word under the
+        pointer selected, as a double-click does in any text)."""
+        index = self.indexAt(event.position().toPoint())
+        if index.isValid() and self.selection.open(index.row()):
+            box = self.selection.box
+            local = box.mapFrom(self.viewport(), event.position().toPoint())
+            cursor = box.cursorForPosition(local)
+            cursor.select(QTextCursor.SelectionType.WordUnderCursor)
+            box.setTextCursor(cursor)
+            return
+        super().mouseDoubleClickEvent(event)
 
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:
         if event.reason() == QContextMenuEvent.Reason.Mouse:
@@ -136,6 +163,8 @@ class TranscriptView(QListView):
             self.transcript.toggle_arguments(row)
         elif action == "copy":
             QGuiApplication.clipboard().setText(str(payload))
+        elif action == "select":
+            self.selection.open(row)
         else:
             self.action.emit(action, payload)
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, Qt
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QGuiApplication, QTextCursor
 from PySide6.QtTest import QTest
 
 from fxdesk.app import App
@@ -417,7 +417,7 @@ async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
 
     # The context menu (Menu key) lists everything the mouse can do.
     labels = [label for label, _, _ in view.row_actions(1)]
-    assert labels == ["Copy text", "Copy code block 1"]
+    assert labels == ["Copy text", "Select text (F2)", "Copy code block 1"]
     assert [label for label, _, _ in view.row_actions(2)] == [
         "Expand",
         "Show arguments",
@@ -426,10 +426,56 @@ async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
     ]
     notice = kinds(model).index(RowKind.NOTICE)
     menu = view.context_menu(notice)
-    assert [a.text() for a in menu.actions()] == ["Retry", "Copy text"]
+    assert [a.text() for a in menu.actions()] == ["Retry", "Copy text"]  # nothing to select
     menu.actions()[0].trigger()
     assert asked == [("retry", "w1")]
     menu.close()
+
+
+async def test_part_of_a_message_can_be_selected_and_copied(qtbot: Any) -> None:
+    """Issue 14: part of a message could not be selected (rows are painted). F2, "Select text"
+    or a double-click lays the same text over the row to select from; Escape puts it back."""
+    model = TranscriptModel(FakeHistory(one_turn()))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    view.show()
+    view.activateWindow()
+    await until(view.isActiveWindow)
+    view.setFocus()
+    box = view.selection.box
+    view.setCurrentIndex(model.index(1, 0))  # the answer
+    QTest.keyClick(view, Qt.Key.Key_F2)
+    assert box.isVisible() and box.hasFocus()
+    assert box.toPlainText().startswith("Run this:") and "print('hello')" in box.toPlainText()
+    row = view.visualRect(model.index(1, 0))
+    assert row.contains(box.geometry().topLeft()) and box.height() <= row.height()
+    # The keyboard selects part of it: the first word, then Ctrl+C.
+    cursor = box.textCursor()
+    cursor.movePosition(QTextCursor.MoveOperation.Start)
+    box.setTextCursor(cursor)
+    QTest.keyClick(box, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    QTest.keyClick(box, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    QTest.keyClick(box, Qt.Key.Key_Right, Qt.KeyboardModifier.ShiftModifier)
+    QTest.keyClick(box, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+    assert QGuiApplication.clipboard().text() == "Run"
+    QTest.keyClick(box, Qt.Key.Key_Escape)
+    assert not box.isVisible() and view.hasFocus()
+
+    # A double-click on a word opens it with that word selected.
+    first_line = box.document().firstBlock()
+    assert first_line.text() == "Run this:"
+    QTest.mouseDClick(view.viewport(), Qt.MouseButton.LeftButton, pos=row.topLeft() + QPoint(
+        view.delegate.left() + 4, 8))  # fmt: skip
+    assert box.isVisible()
+    assert box.textCursor().selectedText() == "Run"
+    # The user's message too; a tool card has no text to select here.
+    assert view.selection.open(0) and box.toPlainText() == "Show me"
+    assert not view.selection.open(2)
+    view.verticalScrollBar().setValue(view.verticalScrollBar().maximum())
+    model.apply_items([(item("w1", WorkStatus.FAILED), "boom")])  # any change puts it back
+    assert not box.isVisible()
 
 
 @settings(max_examples=300, deadline=None)
@@ -740,7 +786,7 @@ async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
     view.show()
     await until(lambda: view.viewport().width() > MAX_WIDTH + 200, within=5)
     assert view.delegate._width() == MAX_WIDTH
-    assert view.delegate._left() == (view.viewport().width() - MAX_WIDTH) // 2
+    assert view.delegate.left() == (view.viewport().width() - MAX_WIDTH) // 2
     view.resize(700, 900)
     await until(lambda: view.viewport().width() <= 700)
     assert view.delegate._width() == view.viewport().width() - 28  # narrower: the margins only
