@@ -24,15 +24,32 @@ NO_BACKEND_HELP = (
 
 @dataclass(frozen=True)
 class KeyringStatus:
-    backend: str
+    backend: str  # the class, for diagnostics (doctor)
     usable: bool
     detail: str
     encrypted: bool = True
+    label: str = ""  # what the person knows it as: "GNOME Keyring or KWallet", "a file"…
+
+
+# keyring's backend modules, as a person knows what they store in.
+_LABELS = {
+    "SecretService": "GNOME Keyring or another Secret Service",
+    "libsecret": "GNOME Keyring or another Secret Service",
+    "kwallet": "KWallet",
+    "macOS": "the macOS Keychain",
+    "Windows": "the Windows Credential Manager",
+    "file": "a file in your home folder",
+}
 
 
 def _describe(backend: keyring.backend.KeyringBackend) -> str:
     cls = type(backend)
     return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _label(backend: keyring.backend.KeyringBackend) -> str:
+    module = type(backend).__module__.rsplit(".", 1)[-1]
+    return _LABELS.get(module, str(getattr(backend, "name", "") or type(backend).__name__))
 
 
 def status() -> KeyringStatus:
@@ -47,7 +64,9 @@ def status() -> KeyringStatus:
         return KeyringStatus(name, False, NO_BACKEND_HELP)
     priority = getattr(backend, "priority", None)
     plaintext = "Plaintext" in type(backend).__name__
-    return KeyringStatus(name, True, f"priority {priority}", encrypted=not plaintext)
+    return KeyringStatus(
+        name, True, f"priority {priority}", encrypted=not plaintext, label=_label(backend)
+    )
 
 
 class SecretsUnavailable(Exception):

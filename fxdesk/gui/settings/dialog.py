@@ -297,12 +297,13 @@ class SettingsDialog(QDialog):
         if not keyring.usable:
             self.keyring_label.setText(keyring.detail)
         elif keyring.encrypted:
-            self.keyring_label.setText(f"In the system keyring ({keyring.backend}).")
+            self.keyring_label.setText(f"In the system keyring ({keyring.label}).")
         else:
             self.keyring_label.setText(
-                f"In a keyring that is not encrypted ({keyring.backend}): anyone who can read "
+                f"In a keyring that is not encrypted ({keyring.label}): anyone who can read "
                 "your files can read them."
             )
+        self.keyring_label.setToolTip(keyring.backend)  # the class, for a bug report
         await self.reload_profiles()
 
     async def reload_profiles(self, select: str | None = None) -> None:
