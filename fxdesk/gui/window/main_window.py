@@ -182,6 +182,7 @@ class MainWindow(QMainWindow):
         for action, _label in SESSION_ACTIONS:
             session_menu.addAction(self.session_actions[action])
         session_menu.addAction(self.cancel_action)
+        self._update_session_actions(None)  # nothing open yet: nothing to act on
         session_menu.addSeparator()
         session_menu.addAction(self.quit_action)
         view_menu = self.menuBar().addMenu("&View")

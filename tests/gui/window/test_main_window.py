@@ -46,6 +46,23 @@ def test_empty_state_offers_a_new_session(qtbot: Any) -> None:
         qtbot.mouseClick(window.new_button, Qt.MouseButton.LeftButton)
 
 
+def test_session_menu_actions_are_enabled_only_for_a_session_they_can_act_on(qtbot: Any) -> None:
+    """Issue 14: the Session menu's actions were enabled with no session open."""
+    model = SessionTreeModel()
+    window = make_window(qtbot, model)
+    enabled = lambda: {k for k, a in window.session_actions.items() if a.isEnabled()}  # noqa: E731
+    assert enabled() == set() and not window.cancel_action.isEnabled()
+    model.load([workspace(1, "alpha")], [])
+    model.upsert_session(session("r1", name="Busy", state=SessionState.RUNNING))
+    window.select_session("r1")
+    assert enabled() == {"new_child", "rename", "close"} and window.cancel_action.isEnabled()
+    stopped = session("r1", name="Busy", state=SessionState.INTERRUPTED)
+    model.upsert_session(stopped)
+    window.show_session(stopped)  # as the controller does when the open session changes
+    assert enabled() == {"new_child", "rename", "resume", "close"}
+    assert not window.cancel_action.isEnabled()
+
+
 def test_sessions_replace_the_empty_state_and_can_be_selected(qtbot: Any) -> None:
     model = SessionTreeModel()
     window = make_window(qtbot, model)
