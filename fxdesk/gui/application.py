@@ -265,6 +265,7 @@ class GuiController(QObject):
         last = await engine.profiles.last_session()
         if last and any(s.id == last for s in catalog.sessions):
             self.window.select_session(last)
+            self.window.type_into(last)  # reopened as it was left: ready to type to
         database, schema = engine.database()
         show_data_folder(self.window, self.app.paths.root, database, schema)
         offer_crash_logs(self.window, self.app.crash_log, self.messages, self.tasks)

@@ -167,8 +167,12 @@ async def test_interrupted_work_is_offered_after_a_restart_and_resumes(
         assert "1 turn was interrupted" in banner.text()
         assert provider.calls == 0  # nothing re-ran by itself
 
-        # The last session comes back selected, with the interruption explained in place.
+        # The last session comes back selected, with the interruption explained in place,
+        # and the keyboard in its message box (typed text went to the filter).
         await until(lambda: second.state(session.id) == SessionState.INTERRUPTED)
+        window.activateWindow()
+        await until(window.isActiveWindow)
+        await until(second.panel.composer.edit.hasFocus)
         await until(lambda: second.rows(RowKind.USER) == ["Refactor everything"])
         notices = await until(lambda: second.rows(RowKind.NOTICE))
         assert len(notices) == 1
