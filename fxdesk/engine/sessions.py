@@ -181,7 +181,7 @@ class SessionService:
         """Create a root session (and its workspace, if new) in one transaction."""
         folder = await asyncio.to_thread(validate_workspace, workspace_path)
         session_id = new_id()
-        title = name.strip() or _title_from(first_message) or "New session"
+        title = name.strip() or _title_from(first_message) or UNNAMED
         at = self._clock.now_ms()
 
         def write() -> tuple[Workspace, bool, Session, Change | None]:
@@ -330,7 +330,13 @@ class SessionService:
         at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
+            before = repo.get_session(session_id)
+            first = control.next_position(session_id) == 1
             change = _enqueue(session_id, content, kind, source_id, at)
+            if first and before is not None and before.name == UNNAMED:
+                # Named after what it is about as soon as that is known: made with no name
+                # and no message, it was "New session" (and stayed so) until now.
+                repo.rename_session(session_id, _title_from(content) or UNNAMED, at)
             return change, repo.get_session(session_id)
 
         change, session = await self._store.write(write, label="send")
@@ -567,6 +573,9 @@ def _receipt(code: str, change: Change) -> Receipt:
         f"{code}:{change.record.session_id}:{change.record.generation}:{sequence}".encode()
     ).hexdigest()[:32]
     return Receipt(code, change.record.session_id, change.record.generation, sequence, fingerprint)
+
+
+UNNAMED = "New session"  # a session made with no name and no message, until its first one
 
 
 def _title_from(message: str | None) -> str:

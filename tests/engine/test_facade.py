@@ -122,6 +122,28 @@ async def test_send_queues_the_message_and_starts_the_session(
         assert await statuses(d.engine, session.id) == [WorkStatus.COMPLETED]
 
 
+async def test_an_unnamed_session_is_named_after_its_first_message(
+    data_paths: DataPaths, project: Path
+) -> None:
+    """Made with no name and no message (Ctrl+N, then typing), a session was "New session"
+    for ever; it takes its first message's first line, once. A chosen name stays."""
+    async with desk(data_paths, [Reply("One."), Reply("Two."), Reply("Three.")]) as d:
+        session = await d.engine.create_session(project, permission_mode=PermissionMode.YOLO)
+        assert session.name == "New session"
+        await d.engine.send(session.id, "Fix the tokenizer bug\nIt drops the last digit.")
+        await finish(d.engine, session.id)
+        await d.engine.send(session.id, "And add a test")
+        await finish(d.engine, session.id)
+        named = await d.engine.session(session.id)
+        assert named is not None and named.name == "Fix the tokenizer bug"
+
+        chosen = await d.engine.create_session(project, name="Parser")
+        await d.engine.send(chosen.id, "Something else entirely")
+        await finish(d.engine, chosen.id)
+        kept = await d.engine.session(chosen.id)
+        assert kept is not None and kept.name == "Parser"
+
+
 async def test_send_without_start_only_queues_until_start(
     data_paths: DataPaths, project: Path
 ) -> None:
