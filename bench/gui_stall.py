@@ -310,6 +310,25 @@ def worst(results: list[Result]) -> Result:
     )
 
 
+async def bare_timer(seconds: float) -> list[float]:
+    """The reference: the same 5 ms timer with one empty main window shown and nothing else."""
+    from PySide6.QtWidgets import QMainWindow
+
+    window = QMainWindow()
+    window.resize(1280, 860)
+    window.show()
+    ticks: list[float] = []
+    ticker = QTimer()
+    ticker.setInterval(TICK_MS)
+    ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    ticker.start()
+    await asyncio.sleep(seconds)
+    ticker.stop()
+    window.close()
+    window.deleteLater()
+    return sorted((b - a) * 1000 for a, b in itertools.pairwise(ticks))
+
+
 def _qt_message(mode: QtMsgType, context: QMessageLogContext, message: str) -> None:
     """Qt's messages to stderr, but for the offscreen plugin's note that it has no window
     system to pass a window's size hints to (printed whenever the window's layout changes)."""
@@ -330,6 +349,12 @@ def main() -> None:
         help="grab (repaint) the whole window this often; 0: never (under a real X server the "
         "window paints itself)",
     )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON line (the worst of the runs, and the same 5 ms timer in a bare "
+        "window for as long, measured right after) instead of the table",
+    )
     args = parser.parse_args()
     runs = args.runs
     GRAB_MS = args.grab_ms
@@ -343,9 +368,26 @@ def main() -> None:
     try:
         with loop:
             results = loop.run_until_complete(measure(runs))
+            if args.json:
+                seconds = max(r.wall_s for r in results)
+                reference = loop.run_until_complete(bare_timer(seconds))
     finally:
         collector.stop()
         asyncio.set_event_loop(None)
+    if args.json:
+        import json
+
+        summary = worst(results)
+        print(
+            json.dumps(
+                {
+                    **summary.__dict__,
+                    "ref_gap_p99": _nth(reference, 0.99),
+                    "ref_gap_worst": _nth(reference, 1.0),
+                }
+            )
+        )
+        return
     print(
         f"{SESSIONS} sessions streaming {len(REPLY):,} characters each ({CHUNK}-character deltas "
         f"every {DELAY_S * 1000:.0f} ms), one shown"

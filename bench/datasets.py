@@ -1,0 +1,116 @@
+"""Data folders and databases for the benchmarks, written straight through the store.
+
+``sessions(root, n)`` fills a data folder with ``n`` idle root sessions (every second one with a
+sub-agent child) spread over a few workspaces, as a person's catalog after months of use.
+``transcript(root, n)`` adds one session holding ``n`` history entries (user and assistant
+messages, tool calls and results).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import EntryKind, PermissionMode, SessionMode
+from fxdesk.paths import DataPaths
+from fxdesk.store import Store, history, repo
+
+WORKSPACES = 5
+ANSWER = (
+    "The tokenizer reads **one line at a time** and hands `Token` objects to the parser, "
+    "which keeps a small stack of open blocks.\n\n- read the header\n- keep *offsets*\n\n"
+    "```python\ndef parse(lines):\n    return [step(line) for line in lines]\n```\n"
+)
+
+
+def data_paths(root: Path) -> DataPaths:
+    paths = DataPaths(root, "bench")
+    paths.ensure()
+    return paths
+
+
+def sessions(root: Path, count: int, *, children: bool = True) -> list[str]:
+    """``count`` root sessions (and a child for every second one); returns the root ids."""
+    paths = data_paths(root)
+    store = Store.open(paths.database)
+    folders = []
+    for n in range(WORKSPACES):
+        folder = root / f"workspace{n}"
+        folder.mkdir(exist_ok=True)
+        folders.append(folder)
+
+    def job() -> list[str]:
+        ids = []
+        spaces = [repo.ensure_workspace(str(folder), folder.name, 0)[0] for folder in folders]
+        for n in range(count):
+            root_session = repo.create_session(
+                session_id=f"s{n:06d}",
+                workspace=spaces[n % WORKSPACES],
+                name=f"Session {n + 1}",
+                mode=SessionMode.PERSISTENT,
+                permission_mode=PermissionMode.AUTO,
+                at_ms=1_700_000_000_000 + n,
+            )
+            ids.append(root_session.id)
+            if children and n % 2 == 0:
+                repo.create_session(
+                    session_id=f"c{n:06d}",
+                    workspace=spaces[n % WORKSPACES],
+                    name=f"Helper {n + 1}",
+                    mode=SessionMode.PERSISTENT,
+                    permission_mode=PermissionMode.AUTO,
+                    at_ms=1_700_000_000_000 + n,
+                    parent=root_session,
+                )
+        return ids
+
+    try:
+        return list(store.write_blocking(job, label="bench sessions"))
+    finally:
+        store.close()
+
+
+def transcript(root: Path, count: int, session_id: str = "s000000") -> None:
+    """Append ``count`` history entries to ``session_id`` (which must exist)."""
+    paths = data_paths(root)
+    store = Store.open(paths.database)
+    kinds = [EntryKind.USER, EntryKind.ASSISTANT, EntryKind.TOOL_CALL, EntryKind.TOOL_RESULT]
+
+    def job() -> None:
+        batch = []
+        for n in range(count):
+            kind = kinds[n % len(kinds)]
+            content = {
+                EntryKind.USER: f"Message {n}: make the parser report line and column.",
+                EntryKind.ASSISTANT: ANSWER,
+                EntryKind.TOOL_CALL: "",
+                EntryKind.TOOL_RESULT: "src/parser.py:10: def parse(lines):\n" * 5,
+            }[kind]
+            data: dict[str, object] = {}
+            call_id = None
+            if kind in (EntryKind.TOOL_CALL, EntryKind.TOOL_RESULT):
+                call_id = f"call{n // 2}"
+            if kind is EntryKind.TOOL_CALL:
+                data = {"arguments": {"pattern": "def parse", "path": "src"}}
+            batch.append(
+                HistoryEntry(
+                    session_id=session_id,
+                    seq=0,
+                    kind=kind,
+                    call_id=call_id,
+                    tool_name="search" if call_id else None,
+                    content=content,
+                    data=data,
+                    created_at_ms=1_700_000_000_000 + n,
+                )
+            )
+            if len(batch) == 1000:
+                history.append_history(session_id, batch)
+                batch = []
+        if batch:
+            history.append_history(session_id, batch)
+
+    try:
+        store.write_blocking(job, label="bench transcript")
+    finally:
+        store.close()

@@ -1,0 +1,118 @@
+"""Runs a program and reports, on file descriptor ``FXDESK_PROBE_FD``, when its main window paints.
+
+``python -m bench.paint_probe fxdesk [ARGS]`` runs fxdesk's own entry point;
+``python -m bench.paint_probe bare`` runs the reference: a bare PySide6 program that shows one
+empty ``QMainWindow``. In both, ``QWidget.show`` is wrapped so that the first top-level
+``QMainWindow`` shown gets an event filter; each paint event of it (or of a widget inside it) is
+timed, and two lines go to the file descriptor:
+
+- ``paint <monotonic_ns> <rss_bytes>`` at the first paint event (the window's first frame);
+- ``ready <monotonic_ns> <rss_bytes>`` at the first paint after the status bar said "Ready"
+  (fxdesk only: the window showing its data).
+
+``time.monotonic_ns`` is CLOCK_MONOTONIC, the same clock in the parent, so the parent subtracts
+its own time from just before it started the process. The wrapper itself imports only what
+both programs import anyway (PySide6.QtCore/QtWidgets), before the timed code runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from PySide6.QtCore import QEvent, QObject
+from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
+
+_FD = int(os.environ.get("FXDESK_PROBE_FD", "1"))
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _rss() -> int:
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * _PAGE
+
+
+def _say(what: str) -> None:
+    os.write(_FD, f"{what} {time.monotonic_ns()} {_rss()}\n".encode())
+
+
+class _PaintWatch(QObject):
+    def __init__(self, window: QMainWindow) -> None:
+        super().__init__()
+        self.window = window
+        self.painted = False
+        self.ready = False  # the status bar said "Ready"
+        self.reported_ready = False
+        bar = window.statusBar()
+        bar.messageChanged.connect(self._on_message)
+        # fxdesk's status bar keeps its messages in a label rather than showMessage
+        self._bar = bar
+
+    def _on_message(self, text: str) -> None:
+        if "Ready" in text:
+            self.ready = True
+
+    def _ready_now(self) -> bool:
+        if self.ready:
+            return True
+        for label in self._bar.findChildren(QWidget):
+            text = getattr(label, "text", None)
+            if callable(text) and "Ready" in str(text()):
+                self.ready = True
+        return self.ready
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint:
+            if not self.painted:
+                self.painted = True
+                _say("paint")
+                if os.environ.get("FXDESK_PROBE_EXIT") == "paint":
+                    os._exit(0)  # profiling start-up: stop at the first frame
+            elif not self.reported_ready and self._ready_now():
+                self.reported_ready = True
+                _say("ready")
+        elif event.type() == QEvent.Type.ChildAdded:
+            child = event.child()  # type: ignore[attr-defined]
+            if isinstance(child, QWidget):
+                child.installEventFilter(self)
+        return False
+
+
+_watch: _PaintWatch | None = None
+_show = QWidget.show
+
+
+def _probe_show(self: QWidget) -> None:
+    global _watch
+    if _watch is None and isinstance(self, QMainWindow):
+        _watch = _PaintWatch(self)
+        self.installEventFilter(_watch)
+        for child in self.findChildren(QWidget):
+            child.installEventFilter(_watch)
+    _show(self)
+
+
+QWidget.show = _probe_show  # type: ignore[method-assign]
+
+
+def bare() -> int:
+    """The reference: the least a PySide6 program does to paint one main window."""
+    app = QApplication(sys.argv)
+    window = QMainWindow()
+    window.resize(1000, 700)
+    window.show()
+    return app.exec()
+
+
+def main() -> int:
+    what = sys.argv[1]
+    if what == "bare":
+        return bare()
+    from fxdesk.cli import main as fxdesk_main
+
+    return fxdesk_main(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,654 @@
+"""One command for every benchmark: fxdesk beside its physical reference, in the same run.
+
+Each benchmark alternates fxdesk and its reference (a bare PySide6 window, raw ``sqlite3``
+running the same statements, ...) round by round, so a busy moment of a shared machine hits
+both alike, and reports the ratio. ``./scripts/bench`` runs it (under Xvfb when there is no
+display, so windows really paint); the table goes to stdout and everything to
+``bench/results/<time>.json``.
+
+Run: python -m bench.suite [--quick | --full] [--only NAME ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import select
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench import datasets
+
+RESULTS = Path(__file__).resolve().parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Row:
+    """One line of the table. ``target`` is one of: ``ratio<=X``, ``ratio>=X``, ``value<=X``,
+    ``above<=X`` (fxdesk minus the reference), or empty (shown for information)."""
+
+    what: str
+    fxdesk: float
+    reference: float | None
+    unit: str
+    target: str = ""
+    note: str = ""
+    samples: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.reference in (None, 0):
+            return None
+        return self.fxdesk / self.reference  # type: ignore[operator]
+
+    @property
+    def met(self) -> bool | None:
+        if not self.target:
+            return None
+        kind, bound = self.target.split("=")
+        limit = float(bound)
+        if kind == "ratio<":
+            return self.ratio is not None and self.ratio <= limit
+        if kind == "ratio>":
+            return self.ratio is not None and self.ratio >= limit
+        if kind == "value<":
+            return self.fxdesk <= limit
+        if kind == "above<":
+            return self.reference is not None and self.fxdesk - self.reference <= limit
+        raise ValueError(self.target)
+
+    def target_text(self) -> str:
+        if not self.target:
+            return "—"
+        kind, bound = self.target.split("=")
+        return {
+            "ratio<": f"ratio ≤ {bound}",
+            "ratio>": f"ratio ≥ {bound}",
+            "value<": f"≤ {bound} {self.unit}",
+            "above<": f"≤ ref + {bound} {self.unit}",
+        }[kind]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of every process the bench starts: this checkout first on the path."""
+    env = dict(os.environ, **extra)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env.setdefault("QT_QPA_PLATFORM", "offscreen")
+    return env
+
+
+# --- start-up and memory: a paint event of the main window --------------------------------
+
+
+@dataclass
+class Paint:
+    paint_ms: float
+    rss_paint_mib: float
+    ready_ms: float | None = None  # the first paint once the window shows its data
+    rss_ready_mib: float | None = None
+
+
+def paint_run(what: list[str], *, wait_ready: bool, timeout: float = 60) -> Paint:
+    """Start ``python -m bench.paint_probe WHAT`` and read when its main window painted."""
+    read_end, write_end = os.pipe()
+    env = child_env(FXDESK_PROBE_FD=str(write_end))
+    began = time.monotonic_ns()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.paint_probe", *what],
+        env=env,
+        pass_fds=(write_end,),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    os.close(write_end)
+    seen: dict[str, tuple[float, float]] = {}
+    buffer = b""
+    deadline = time.monotonic() + timeout
+    try:
+        while "paint" not in seen or (wait_ready and "ready" not in seen):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{' '.join(what)}: no paint within {timeout} s")
+            ready, _, _ = select.select([read_end], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(read_end, 4096)
+            if not chunk:
+                raise RuntimeError(f"{' '.join(what)} ended before it painted")
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                kind, at_ns, rss = line.decode().split()
+                seen[kind] = ((int(at_ns) - began) / 1e6, int(rss) / 2**20)
+    finally:
+        os.close(read_end)
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    paint_ms, rss_paint = seen["paint"]
+    ready = seen.get("ready")
+    return Paint(paint_ms, rss_paint, *(ready if ready else (None, None)))
+
+
+def startup_data(folder: Path, sessions: int) -> Path:
+    data = folder / f"data{sessions}"
+    datasets.sessions(data, sessions) if sessions else datasets.data_paths(data)
+    return data
+
+
+def fxdesk_run(data: Path) -> Paint:
+    run = paint_run(["fxdesk", "--data-dir", str(data)], wait_ready=True)
+    (data / "logs" / "fxdesk.log").unlink(missing_ok=True)
+    return run
+
+
+def bench_startup(rounds: int, folder: Path) -> list[Row]:
+    """First paint with 0 and 1,000 sessions, and the bare window, alternating."""
+    datas = {n: startup_data(folder, n) for n in (0, 1000)}
+    fxdesk_run(datas[0])  # the first start creates the data folder's files; not timed
+    bare: list[Paint] = []
+    runs: dict[int, list[Paint]] = {0: [], 1000: []}
+    for n in range(rounds):
+        jobs: list[Callable[[], None]] = [
+            lambda: bare.append(paint_run(["bare"], wait_ready=False)),
+            lambda: runs[0].append(fxdesk_run(datas[0])),
+            lambda: runs[1000].append(fxdesk_run(datas[1000])),
+        ]
+        for job in jobs[n % 3 :] + jobs[: n % 3]:
+            job()
+    bare_paint = [p.paint_ms for p in bare]
+    bare_rss = [p.rss_paint_mib for p in bare]
+    rows = []
+    for sessions, done in runs.items():
+        paints = [p.paint_ms for p in done]
+        readies = [p.ready_ms for p in done if p.ready_ms is not None]
+        label = f"{sessions:,} sessions"
+        rows.append(
+            Row(
+                f"start-up: process start → main window first painted ({label})",
+                median(paints),
+                median(bare_paint),
+                "ms",
+                "ratio<=1.5",
+                "reference: bare PySide6 program, one empty QMainWindow",
+                {"fxdesk": paints, "reference": bare_paint},
+            )
+        )
+        rows.append(
+            Row(
+                f"start-up: process start → window painted with its data ({label})",
+                median(readies),
+                median(bare_paint),
+                "ms",
+                "",
+                "the first paint after the status bar says Ready",
+                {"fxdesk": readies, "reference": bare_paint},
+            )
+        )
+    rss = [p.rss_ready_mib for p in runs[1000] if p.rss_ready_mib is not None]
+    rows.append(
+        Row(
+            "memory: RSS when ready (1,000 sessions)",
+            median(rss),
+            median(bare_rss),
+            "MiB",
+            "above<=150",
+            "reference: the bare window's RSS when painted",
+            {"fxdesk": rss, "reference": bare_rss},
+        )
+    )
+    return rows
+
+
+def bench_startup_scale(rounds: int, folder: Path, sizes: list[int]) -> list[Row]:
+    """First paint and data shown at 10 / 100 / 1,000 / 10,000 sessions, beside the bare window."""
+    datas = {n: startup_data(folder / "scale", n) for n in sizes}
+    for data in datas.values():
+        fxdesk_run(data)  # warm: the first start migrates and writes its settings
+    bare: list[float] = []
+    runs: dict[int, list[Paint]] = {n: [] for n in sizes}
+    for _ in range(rounds):
+        bare.append(paint_run(["bare"], wait_ready=False).paint_ms)
+        for n in sizes:
+            runs[n].append(fxdesk_run(datas[n]))
+    rows = []
+    for n in sizes:
+        readies = [p.ready_ms for p in runs[n] if p.ready_ms is not None]
+        rss = [p.rss_ready_mib for p in runs[n] if p.rss_ready_mib is not None]
+        rows.append(
+            Row(
+                f"scale: window painted with its data, {n:,} sessions (RSS {median(rss):.0f} MiB)",
+                median(readies),
+                median(bare),
+                "ms",
+                "",
+                "",
+                {"fxdesk": readies, "reference": bare, "rss": rss},
+            )
+        )
+    return rows
+
+
+# --- durable transitions and recovery: the same statements, raw --------------------------
+
+
+def raw_single_row_commits(path: Path, count: int) -> float:
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode = wal")
+    conn.execute("PRAGMA synchronous = normal")
+    conn.execute("CREATE TABLE IF NOT EXISTS t (k INTEGER, v TEXT)")
+    began = time.perf_counter()
+    for i in range(count):
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO t VALUES (?, ?)", (i, "x" * 64))
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - began
+    conn.close()
+    return count / elapsed
+
+
+async def _queue_transitions(
+    root: Path, sessions: int, items: int
+) -> tuple[float, int, list[str], Path]:
+    """``sessions`` × ``items`` concurrent sends (one durable transition each), traced."""
+    from bench.sql_trace import Trace, snapshot
+    from fxdesk.domain.model import PermissionMode
+    from fxdesk.engine.bus import EventBus
+    from fxdesk.engine.owner import SessionOwner
+    from fxdesk.engine.providers import FixedResolver
+    from fxdesk.engine.sessions import SessionService
+    from fxdesk.engine.turn import TurnRunner
+    from fxdesk.providers.scripted import ScriptedProvider
+    from fxdesk.store import Store
+    from fxdesk.tools.base import ToolRegistry
+
+    store = await Store.aopen(root / "fxdesk.sqlite3")
+    bus = EventBus()
+    runner = TurnRunner(store, ToolRegistry(), bus)
+    owner = SessionOwner(
+        store,
+        bus,
+        lock_dir=root / "locks",
+        providers=FixedResolver(ScriptedProvider([])),
+        runner=runner,
+    )
+    service = SessionService(store, bus, owner)
+    (root / "ws").mkdir()
+    ids = [
+        (
+            await service.create_root(
+                root / "ws", name=f"s{n}", permission_mode=PermissionMode.AUTO
+            )
+        ).id
+        for n in range(sessions)
+    ]
+
+    def count() -> int:
+        return int(
+            store._db.execute_sql(
+                "SELECT count(*) FROM control_event WHERE kind = 'work_transition'"
+            ).fetchone()[0]
+        )
+
+    before = await store.read(count)
+    copy = root / "before.sqlite3"
+    snapshot(store, copy)
+    with Trace(store) as trace:
+        began = time.perf_counter()
+        await asyncio.gather(
+            *(service.send(session_id, f"queued {i}") for session_id in ids for i in range(items))
+        )
+        elapsed = time.perf_counter() - began
+    transitions = await store.read(count) - before
+    await owner.shutdown()
+    store.close()
+    return elapsed, transitions, trace.statements, copy
+
+
+def bench_transitions(rounds: int, folder: Path, sessions: int, items: int) -> list[Row]:
+    from bench.sql_trace import replay
+
+    ours: list[float] = []
+    same: list[float] = []
+    raw: list[float] = []
+    statements_per = 0.0
+    for n in range(rounds):
+        root = folder / f"transitions{n}"
+        root.mkdir()
+        elapsed, transitions, statements, copy = asyncio.run(
+            _queue_transitions(root, sessions, items)
+        )
+        statements_per = len(statements) / transitions
+        # alternate: the reference right after fxdesk, in the other order every other round
+        if n % 2:
+            raw.append(raw_single_row_commits(root / "raw.sqlite3", 5000))
+            same.append(transitions / replay(copy, statements))
+        else:
+            same.append(transitions / replay(copy, statements))
+            raw.append(raw_single_row_commits(root / "raw.sqlite3", 5000))
+        ours.append(transitions / elapsed)
+        shutil.rmtree(root)
+    return [
+        Row(
+            f"durable transitions ({sessions} sessions × {items} concurrent sends) vs the same "
+            "statements raw",
+            median(ours),
+            median(same),
+            "/s",
+            "ratio>=0.5",
+            f"reference: the writer's traced statements ({statements_per:.1f} a transition, "
+            "with its BEGIN/COMMITs) replayed through bare sqlite3",
+            {"fxdesk": ours, "reference": same},
+        ),
+        Row(
+            "durable transitions vs raw single-row commits",
+            median(ours),
+            median(raw),
+            "/s",
+            "",
+            "reference: BEGIN IMMEDIATE; INSERT one row; COMMIT",
+            {"fxdesk": ours, "reference": raw},
+        ),
+    ]
+
+
+async def _recover(root: Path) -> tuple[float, list[str], Path]:
+    from bench.sql_trace import Trace, snapshot
+    from fxdesk.engine.bus import EventBus
+    from fxdesk.engine.owner import SessionOwner
+    from fxdesk.engine.providers import FixedResolver
+    from fxdesk.engine.turn import TurnRunner
+    from fxdesk.providers.scripted import ScriptedProvider
+    from fxdesk.store import Store
+    from fxdesk.tools.base import ToolRegistry
+
+    store = await Store.aopen(root / "fxdesk.sqlite3")
+    bus = EventBus()
+    owner = SessionOwner(
+        store,
+        bus,
+        lock_dir=root / "locks",
+        providers=FixedResolver(ScriptedProvider([])),
+        runner=TurnRunner(store, ToolRegistry(), bus),
+    )
+    copy = root / "before.sqlite3"
+    snapshot(store, copy)
+    with Trace(store) as trace:
+        began = time.perf_counter()
+        await owner.recover(publish_sessions=False, exclusive=True)
+        elapsed = time.perf_counter() - began
+    store.close()
+    return elapsed, trace.statements, copy
+
+
+def bench_recovery(rounds: int, folder: Path, sizes: list[int]) -> list[Row]:
+    """Start-up recovery of SESSIONS × 10 unfinished work items vs its statements raw."""
+    from bench.recovery import build
+    from bench.sql_trace import replay
+    from fxdesk.store import Store
+
+    rows = []
+    for sessions in sizes:
+        ours: list[float] = []
+        same: list[float] = []
+        for n in range(rounds):
+            root = folder / f"recovery{sessions}-{n}"
+            root.mkdir()
+            store = Store.open(root / "fxdesk.sqlite3")
+            build(store, sessions, 10)
+            store.close()
+            elapsed, statements, copy = asyncio.run(_recover(root))
+            ours.append(elapsed * 1000)
+            same.append(replay(copy, statements) * 1000)
+            shutil.rmtree(root)
+        headline = sessions == 1000
+        rows.append(
+            Row(
+                f"{'' if headline else 'scale: '}start-up recovery, {sessions * 10:,} work items "
+                f"in {sessions:,} sessions",
+                median(ours),
+                median(same),
+                "ms",
+                "value<=1000" if headline else "",
+                "reference: the same statements replayed through bare sqlite3",
+                {"fxdesk": ours, "reference": same},
+            )
+        )
+    return rows
+
+
+# --- the window: a 10,000-message transcript, and 20 sessions streaming -------------------
+
+
+def bench_transcript(rounds: int, folder: Path) -> list[Row]:
+    """Runs ``bench.transcript_open`` (a Qt process) ``rounds`` times; it alternates itself."""
+    data = folder / "transcript"
+    datasets.sessions(data, 20)
+    datasets.transcript(data, 10_000)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.transcript_open", str(data), "--rounds", str(rounds)],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    return [
+        Row(
+            "transcript: select a 10,000-message session → its first paint",
+            median(result["open_ms"]),
+            median(result["ref_open_ms"]),
+            "ms",
+            "value<=150",
+            "reference: a plain QListView + QStringListModel of the latest 200 texts, first paint",
+            {"fxdesk": result["open_ms"], "reference": result["ref_open_ms"]},
+        ),
+        Row(
+            "transcript: scroll to the top of 10,000 messages, worst frame",
+            max(result["scroll_worst_ms"]),
+            max(result["ref_scroll_worst_ms"]),
+            "ms",
+            "value<=50",
+            f"{result['pages']} pages of 200 read on the way; reference: the QListView holding all "
+            "10,000, scrolled to the top in 50 steps",
+            {"fxdesk": result["scroll_worst_ms"], "reference": result["ref_scroll_worst_ms"]},
+        ),
+    ]
+
+
+def bench_streaming(rounds: int) -> list[Row]:
+    """The existing gui_stall (20 sessions streaming, one shown) beside a bare Qt timer."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.gui_stall",
+            "--runs",
+            str(rounds),
+            "--grab-ms",
+            "0",
+            "--json",
+        ],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
+    )
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    bare = [paint_run(["bare"], wait_ready=False).rss_paint_mib for _ in range(3)]
+    result["ref_rss_mib"] = median(bare)
+    return [
+        Row(
+            "streaming: 20 sessions at once, Qt thread gap p99",
+            result["gap_p99"],
+            result["ref_gap_p99"],
+            "ms",
+            "value<=16",
+            "5 ms timer; reference: the same timer in a bare Qt program for as long",
+        ),
+        Row(
+            "streaming: Qt thread worst gap",
+            result["gap_worst"],
+            result["ref_gap_worst"],
+            "ms",
+            "value<=50",
+            "",
+        ),
+        Row(
+            "memory: peak RSS while 20 sessions stream, one transcript shown",
+            result["rss_mib"],
+            result["ref_rss_mib"],
+            "MiB",
+            "above<=150",
+            "reference: the bare Qt program's RSS",
+        ),
+    ]
+
+
+# --- the table -----------------------------------------------------------------------------
+
+
+def fmt(value: float | None, unit: str) -> str:
+    if value is None or value != value:
+        return "—"
+    if unit == "/s" or value >= 1000:
+        return f"{value:,.0f} {unit}"
+    return f"{value:.1f} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def table(rows: list[Row]) -> str:
+    lines = [
+        "| What | fxdesk | Reference | Ratio | Target | Met? |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        ratio = f"{row.ratio:.2f}" if row.ratio is not None else "—"
+        met = {True: "yes", False: "**no**", None: "—"}[row.met]
+        lines.append(
+            f"| {row.what} | {fmt(row.fxdesk, row.unit)} | {fmt(row.reference, row.unit)} | "
+            f"{ratio} | {row.target_text()} | {met} |"
+        )
+    return "\n".join(lines)
+
+
+def machine() -> dict[str, object]:
+    import PySide6
+
+    return {
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "pyside6": PySide6.__version__,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "qt_platform": os.environ.get("QT_QPA_PLATFORM", "offscreen"),
+        "load_average": os.getloadavg(),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench", description=__doc__)
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="fewer rounds, no scale curves")
+    size.add_argument("--full", action="store_true", help="more rounds, scale curves, streaming")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        choices=["startup", "transitions", "recovery", "transcript", "streaming", "scale"],
+        help="run only these",
+    )
+    args = parser.parse_args()
+    mode = "full" if args.full else "quick" if args.quick else "default"
+    rounds = {"quick": 3, "default": 5, "full": 9}[mode]
+    wanted = set(args.only or ["startup", "transitions", "recovery", "transcript"])
+    if args.full and not args.only:
+        wanted |= {"streaming", "scale"}
+    began = time.time()
+    load_before = os.getloadavg()
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="fxdesk-bench-") as tmp:
+        folder = Path(tmp)
+        steps: list[tuple[str, Callable[[], list[Row]]]] = [
+            ("startup", lambda: bench_startup(rounds, folder)),
+            (
+                "transitions",
+                lambda: bench_transitions(rounds, folder, 32, 20 if args.quick else 50),
+            ),
+            ("recovery", lambda: bench_recovery(rounds, folder, [1000])),
+            ("transcript", lambda: bench_transcript(rounds, folder)),
+            ("streaming", lambda: bench_streaming(1 if mode != "full" else 3)),
+            (
+                "scale",
+                lambda: (
+                    bench_startup_scale(3, folder, [10, 100, 1000, 10_000])
+                    + bench_recovery(3, folder, [10, 100, 10_000])
+                ),
+            ),
+        ]
+        for name, step in steps:
+            if name not in wanted:
+                continue
+            step_began = time.perf_counter()
+            print(f"== {name} ...", file=sys.stderr, flush=True)
+            new = step()
+            print(
+                f"   {name}: {time.perf_counter() - step_began:.0f} s", file=sys.stderr, flush=True
+            )
+            rows += new
+    info = machine()
+    info["load_average_before"] = load_before
+    command = "./scripts/bench" + (f" --{mode}" if mode != "default" else "")
+    print(
+        f"\n`{command}`, {time.strftime('%Y-%m-%d %H:%M')}, {rounds} rounds, medians; "
+        f"Qt platform {info['qt_platform']}; load average before {load_before[0]:.2f}, "
+        f"after {info['load_average'][0]:.2f} (2-minute-ish figures of the shared machine)\n"
+    )  # type: ignore[index]
+    print(table(rows))
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / time.strftime("%Y%m%d-%H%M%S.json", time.localtime(began))
+    out.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "started": began,
+                "seconds": time.time() - began,
+                "rounds": rounds,
+                "machine": info,
+                "rows": [
+                    {**asdict(r), "ratio": r.ratio, "met": r.met, "target_text": r.target_text()}
+                    for r in rows
+                ],
+            },
+            indent=1,
+        )
+    )
+    print(f"\nJSON: {out.relative_to(ROOT)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
