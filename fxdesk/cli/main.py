@@ -18,6 +18,7 @@ from fxdesk.cli import (
     run_commands,
     runs,
     sandbox,
+    search,
     sessions,
     tasks_start,
     window,
@@ -38,6 +39,7 @@ GROUPS = (
     agents,
     runs,
     sandbox,
+    search,
     window,
 )
 

@@ -49,6 +49,7 @@ from fxdesk.domain.model import (
 from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
+from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine import agent_lookup, health
@@ -437,6 +438,11 @@ class Engine(AgentRunsPart):
     async def sessions_mentioning(self, text: str) -> list[str]:
         """Sessions whose conversation contains ``text`` (the filter box matches them too)."""
         return await self._store.read(lambda: history.sessions_mentioning(text))
+
+    async def search(self, text: str, limit: int = 50) -> list[SearchHit]:
+        """Messages and answers in every session that contain every word of ``text`` (each
+        as the start of a word; "a phrase" in quotes), best first, with marked snippets."""
+        return await self._store.read(lambda: history.search(text, limit))
 
     async def approvals_of(self, session_id: str, limit: int = 200) -> list[Approval]:
         """The session's approvals, answered or not, newest first: who answered what, how and

@@ -491,7 +491,46 @@ V7 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7)
+# What full-text search indexes: what the person said and what the agents answered.
+_SEARCHED = "('user', 'assistant')"
+
+V8 = Migration(
+    8,
+    "full-text search of messages",
+    [
+        # An external-content FTS5 index over history_entry.content (the text is stored once),
+        # kept in step by triggers: every write of the history updates it in the same
+        # transaction, so a search never sees a message the history does not have, or misses
+        # one it has (issue 18 item 4).
+        """
+    CREATE VIRTUAL TABLE history_fts USING fts5(
+        content, content='history_entry', content_rowid='id',
+        tokenize='unicode61 remove_diacritics 2'
+    )""",
+        f"""
+    CREATE TRIGGER history_fts_insert AFTER INSERT ON history_entry
+    WHEN new.kind IN {_SEARCHED} BEGIN
+        INSERT INTO history_fts (rowid, content) VALUES (new.id, new.content);
+    END""",
+        f"""
+    CREATE TRIGGER history_fts_delete AFTER DELETE ON history_entry
+    WHEN old.kind IN {_SEARCHED} BEGIN
+        INSERT INTO history_fts (history_fts, rowid, content)
+        VALUES ('delete', old.id, old.content);
+    END""",
+        f"""
+    CREATE TRIGGER history_fts_update AFTER UPDATE OF content, kind ON history_entry BEGIN
+        INSERT INTO history_fts (history_fts, rowid, content)
+        SELECT 'delete', old.id, old.content WHERE old.kind IN {_SEARCHED};
+        INSERT INTO history_fts (rowid, content)
+        SELECT new.id, new.content WHERE new.kind IN {_SEARCHED};
+    END""",
+        f"INSERT INTO history_fts (rowid, content) SELECT id, content FROM history_entry "
+        f"WHERE kind IN {_SEARCHED}",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 
