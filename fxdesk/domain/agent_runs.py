@@ -463,7 +463,9 @@ class RecoveryReport:
 
     generation: int
     interrupted: tuple[InterruptedRun, ...] = ()
-    completion_events: int = 0  # completion events written for interrupted background runs
+    # Runs whose sub-agent had finished before the stop: closed with the child's outcome.
+    settled: tuple[InterruptedRun, ...] = ()
+    completion_events: int = 0  # completion events written for closed background runs
     reservations_released: int = 0
     leases_expired: int = 0  # claimed inbox events handed back to pending
     dead_lettered: int = 0  # events that ran out of delivery attempts
@@ -471,4 +473,4 @@ class RecoveryReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.interrupted or self.leases_expired or self.dead_lettered)
+        return bool(self.interrupted or self.settled or self.leases_expired or self.dead_lettered)

@@ -2,7 +2,11 @@
 
 Runs left unfinished by an earlier runtime generation become ``interrupted``; a background one's
 reservation becomes its completion event, written once (the unique event key), *without* a
-continuation: nothing re-runs by itself, the root agent reads it at its next turn. Stale inbox
+continuation: nothing re-runs by itself, the root agent reads it at its next turn. A run whose
+sub-agent had finished its task before fxdesk stopped (killed between the child's last commit
+and the run's) is not interrupted: it gets the outcome the child's committed history proves,
+so its result is not lost and nobody is tempted to run it again (found by the crash harness,
+tests/reliability). Stale inbox
 leases are handed back or dead-lettered, and the counters are rebuilt from the rows.
 
 Several fxdesk processes may share the database (the window and ``fxdesk run``): the runs of an
@@ -22,6 +26,7 @@ from fxdesk.domain.agent_runs import (
     TerminalOutcome,
 )
 from fxdesk.store import agent_inbox, agent_runs
+from fxdesk.store.run_outcome import child_outcome
 from fxdesk.store.schema import database_proxy as db
 
 
@@ -50,24 +55,26 @@ def recover_on_activation(
 
     Idempotent: a second call finds nothing to interrupt and writes no second completion."""
     rows = db.execute_sql(
-        "SELECT id, execution_id, runtime_generation, owner_instance FROM agent_run "
-        "WHERE runtime_generation < ? AND status IN ('queued', 'running', 'waiting_children') "
-        "ORDER BY created_at_ms, id",
+        "SELECT id, execution_id, runtime_generation, owner_instance, child_session_id "
+        "FROM agent_run WHERE runtime_generation < ? "
+        "AND status IN ('queued', 'running', 'waiting_children') ORDER BY created_at_ms, id",
         (generation,),
     ).fetchall()
     interrupted: list[InterruptedRun] = []
+    settled: list[InterruptedRun] = []
     completions = released = 0
-    for run_id, execution_id, run_generation, owner in rows:
+    for run_id, execution_id, run_generation, owner, child in rows:
         if owner is not None and owner in live_owners:
             continue
-        outcome = TerminalOutcome.interrupted(interrupt_reason(run_generation))
+        finished = child_outcome(child) if child else None
+        outcome = finished or TerminalOutcome.interrupted(interrupt_reason(run_generation))
         commit = agent_runs.commit_terminal(
-            run_id, execution_id, run_generation, outcome, limits, now
+            run_id, execution_id, run_generation, outcome, limits, now, continuation=False
         )
         run = commit.run
         if not commit.applied or run is None:
             continue
-        interrupted.append(
+        (settled if finished else interrupted).append(
             InterruptedRun(
                 run.id, run.root_session_id, run.child_session_id, run.agent_id, run.mode
             )
@@ -80,6 +87,7 @@ def recover_on_activation(
     return RecoveryReport(
         generation=generation,
         interrupted=tuple(interrupted),
+        settled=tuple(settled),
         completion_events=completions,
         reservations_released=released,
         leases_expired=expired,

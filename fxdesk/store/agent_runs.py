@@ -377,12 +377,16 @@ def commit_terminal(
     outcome: TerminalOutcome,
     limits: Limits,
     now: int,
+    *,
+    continuation: bool | None = None,
 ) -> TerminalCommit:
     """The runner's terminal write, fenced by execution id and runtime generation (spec §4.3).
 
     Applies only while the run is unfinished and still belongs to this execution of this
     generation; then, in the same transaction, a background run's reservation becomes its
     completion event (with the terminal status and the signal ids read now, after execution).
+    The event starts a continuation of the root unless the run was interrupted (or
+    ``continuation`` says otherwise: recovery starts nothing).
     A refused commit writes nothing and says why (the late result is dropped)."""
     run = _close(
         run_id,
@@ -393,7 +397,8 @@ def commit_terminal(
         (execution_id, generation),
     )
     if run is not None:
-        continuation = outcome.status is not RunStatus.INTERRUPTED
+        if continuation is None:
+            continuation = outcome.status is not RunStatus.INTERRUPTED
         agent_inbox.write_completion(run, now, consumed=False, continuation=continuation)
         return TerminalCommit(True, get_run(run_id))
     current = get_run(run_id)

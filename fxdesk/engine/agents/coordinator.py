@@ -119,8 +119,10 @@ class AgentCoordinator:
         )
         if self.recovery.changed:
             log.info(
-                "agent runs: %d interrupted, %d leases expired, %d dead",
+                "agent runs: %d interrupted, %d closed with their finished outcome, "
+                "%d leases expired, %d dead",
                 len(self.recovery.interrupted),
+                len(self.recovery.settled),
                 self.recovery.leases_expired,
                 self.recovery.dead_lettered,
             )
@@ -128,6 +130,10 @@ class AgentCoordinator:
                 self.bus.publish(
                     AgentRunChanged(interrupted.root_session_id, interrupted.run_id, "interrupted")
                 )
+            for closed in self.recovery.settled:
+                run = await self.store.read(functools.partial(agent_runs.get_run, closed.run_id))
+                status = run.status.value if run is not None else "completed"
+                self.bus.publish(AgentRunChanged(closed.root_session_id, closed.run_id, status))
         return self.recovery
 
     async def stop(self) -> None:

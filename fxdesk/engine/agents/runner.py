@@ -4,7 +4,7 @@ Write before run: the run is already accepted and its child session exists (with
 queued) when this starts. ``execute`` marks the run running (fenced: a run closed first is left
 alone), starts the child through the session owner, and waits for whichever comes first:
 
-* the child's slot ends: its item's outcome (``outcome.child_outcome``) is committed;
+* the child's slot ends: its item's outcome (``store.run_outcome.child_outcome``) is committed;
 * the run's cancel token fires (a cancel already committed the run): the child's work is
   cancelled, nothing more is written;
 * the deadline passes: ``timed_out`` is committed first, then the child's work is cancelled.
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 
 from fxdesk.domain.agent_runs import AgentRun, Limits, RunStatus, TerminalOutcome
 from fxdesk.engine.agents.events import AgentRunChanged
-from fxdesk.engine.agents.outcome import child_outcome
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import CancelToken
 from fxdesk.engine.clock import Clock
 from fxdesk.engine.owner import Result, SessionOwner
 from fxdesk.store import Store, StoreError, agent_runs
+from fxdesk.store.run_outcome import child_outcome
 
 log = logging.getLogger(__name__)
 

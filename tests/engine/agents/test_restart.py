@@ -13,10 +13,12 @@ from pathlib import Path
 from fxdesk.app import App
 from fxdesk.domain.agent_inbox import EventKind, EventStatus
 from fxdesk.domain.agent_runs import RunStatus
-from fxdesk.domain.model import WorkKind, WorkStatus
+from fxdesk.domain.model import PermissionMode, WorkKind, WorkStatus
+from fxdesk.engine.facade import Engine
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply
-from tests.engine.agents.harness import ByName, Script
+from fxdesk.store.faults import Fault, FaultInjector
+from tests.engine.agents.harness import ByName, Script, delegate, eventually
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -91,3 +93,54 @@ async def test_scenario_17_sigkill_during_a_background_run_then_restart_interrup
         assert (view.counters.pending, view.counters.reserved) == (0, 0)
     finally:
         await app.stop()
+
+
+async def test_a_run_whose_sub_agent_finished_before_the_stop_keeps_its_result(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Killed between the sub-agent's last commit and the run's (here: the run's commit
+    fails), the next start closes the run with the answer the child's history proves, not
+    as interrupted: the result is not lost, and the root is not continued by recovery alone.
+    Found by the crash harness (tests/reliability)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    faults = FaultInjector()
+    faults.fail(1, Fault.DEFINITE, label="run_terminal")
+    root = Script([delegate(("general", "bg task"), mode="background"), Reply("Started.")])
+    child = Script([Reply("The answer is 42.")])
+    app = App(data_paths, faults=faults, providers=ByName({"bg task": child}, root))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        session = await engine.create_session(
+            project, permission_mode=PermissionMode.YOLO, first_message="Go"
+        )
+        await eventually(lambda: _child_done(engine, session.id))
+        (run,) = await engine.runs(session.id)
+        assert run.status is RunStatus.RUNNING  # its terminal commit failed
+    finally:
+        await app.stop()
+
+    model = Script([Reply("should never be called")])
+    app = App(data_paths, providers=ByName({}, model))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        (run,) = await engine.runs(session.id)
+        assert run.status is RunStatus.COMPLETED and run.result == "The answer is 42."
+        view = await engine.inbox(session.id)
+        (completion,) = [e for e in view.events if e.kind is EventKind.COMPLETION]
+        assert completion.payload["status"] == "completed"
+        assert not completion.requires_continuation  # recovery starts nothing
+        await asyncio.sleep(0.3)
+        assert model.requests == []
+    finally:
+        await app.stop()
+
+
+async def _child_done(engine: Engine, root_id: str) -> bool:
+    runs = await engine.runs(root_id)
+    if not runs or runs[0].child_session_id is None or engine.is_running(root_id):
+        return False
+    items = await engine.items(runs[0].child_session_id)
+    return bool(items) and items[0].status is WorkStatus.COMPLETED
