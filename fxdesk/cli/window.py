@@ -68,4 +68,11 @@ def open_window(
         app.crash_log.disarm()
     code = ExitCode.DATA if outcome is Outcome.DATA_UNUSABLE else ExitCode.OK
     log.info("fxdesk exited with code %d", code)
+    if outcome is Outcome.DISPLAY_LOST:
+        # Everything is stopped and saved. Tearing Qt down without its display aborts (its
+        # X event reader thread cannot be joined), which would leave a crash log: end here.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     return code

@@ -6,6 +6,13 @@ other and to the engine; no feature imports this module.
 
 Quit paths (window close, Ctrl+Q, SIGTERM, SIGINT) all set one event; ``GuiController.main`` then
 stops every subsystem through ``App.stop`` (each step logged) and returns exit code 0.
+
+The display going away (the X server dies, the person logs out) is one more quit path. Qt's xcb
+plugin then ends Qt's event loop itself (``QCoreApplication::exit(1)`` on a broken connection),
+under the running asyncio loop, and ends it again each time the loop runs; ``run`` notices the
+loop stopped with the work unfinished, asks for the same orderly quit and runs the loop again,
+one pass at a time, until the shutdown is done (issue 16 item 6: it used to end in "Event loop
+stopped before Future completed", a crash log and a crash banner at the next start).
 """
 
 from __future__ import annotations
@@ -72,6 +79,7 @@ class Outcome(enum.Enum):
 
     CLOSED = "closed"  # the person quit (or a signal asked to)
     DATA_UNUSABLE = "data_unusable"  # the database could not be opened; the window said why
+    DISPLAY_LOST = "display_lost"  # the display went away; fxdesk quit in order all the same
 
 
 _QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -211,6 +219,16 @@ class GuiController(QObject):
 
     def _on_signal(self, signum: int) -> None:
         log.info("received %s; quitting", signal.Signals(signum).name)
+        self.request_quit()
+
+    def display_lost(self) -> None:
+        """Qt ended its event loop by itself: the window system went away. Quit in order."""
+        if self.outcome is not Outcome.DISPLAY_LOST:
+            log.warning(
+                "the display went away (its server ended or the session logged out); quitting"
+            )
+        if self.outcome is Outcome.CLOSED:
+            self.outcome = Outcome.DISPLAY_LOST
         self.request_quit()
 
     async def main(self) -> Outcome:
@@ -471,8 +489,34 @@ def run(app: App, argv: list[str], *, new_session: bool = False) -> Outcome:
     controller = GuiController(app, new_session=new_session)
     try:
         with loop:
-            outcome: Outcome = loop.run_until_complete(controller.main())
+            main = loop.create_task(controller.main(), name="gui-main")
+            outcome: Outcome = _run_to_the_end(loop, main, controller)
     finally:
         collector.stop()
         asyncio.set_event_loop(None)
     return outcome
+
+
+DISPLAY_LOST_SHUTDOWN_S = 120.0  # how long a shutdown without a display may take
+
+
+def _run_to_the_end(
+    loop: qasync.QEventLoop, main: asyncio.Task[Outcome], controller: GuiController
+) -> Outcome:
+    """Run ``main`` to its end, even when Qt ends its event loop by itself (see the module
+    docstring): then quit in order, running the loop again until the shutdown is done."""
+    give_up: float | None = None
+    while True:
+        try:
+            return loop.run_until_complete(main)
+        except RuntimeError:
+            if main.done():
+                raise
+            now = time.monotonic()
+            if give_up is None:
+                give_up = now + DISPLAY_LOST_SHUTDOWN_S
+                controller.display_lost()
+            elif now > give_up:
+                raise
+            # Each run is one pass of Qt's loop (it ends again at once): let threads work.
+            time.sleep(0.005)
