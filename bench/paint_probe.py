@@ -25,6 +25,22 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
 
 _FD = int(os.environ.get("FXDESK_PROBE_FD", "1"))
+_PROFILE = os.environ.get("FXDESK_PROBE_PROFILE")  # a file: pyinstrument's report goes there
+_profiler = None
+if _PROFILE:
+    import pyinstrument
+
+    _profiler = pyinstrument.Profiler(interval=0.0005)
+    _profiler.start()
+
+
+def _stop_profile() -> None:
+    if _profiler is not None and _PROFILE:
+        _profiler.stop()
+        with open(_PROFILE, "w") as out:
+            out.write(_profiler.output_text(unicode=False, show_all=False))
+
+
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -68,6 +84,7 @@ class _PaintWatch(QObject):
                 self.painted = True
                 _say("paint")
                 if os.environ.get("FXDESK_PROBE_EXIT") == "paint":
+                    _stop_profile()
                     os._exit(0)  # profiling start-up: stop at the first frame
             elif not self.reported_ready and self._ready_now():
                 self.reported_ready = True

@@ -15,35 +15,27 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fxdesk.domain.agent_runs import Limits
-from fxdesk.engine.agents.coordinator import AgentCoordinator
-from fxdesk.engine.agents.port import CoordinatorPort
-from fxdesk.engine.background.port import RuntimePort
-from fxdesk.engine.background.runtime import BackgroundRuntime
-from fxdesk.engine.background.specs import sandboxed_specs
 from fxdesk.engine.bus import EventBus
-from fxdesk.engine.clock import SystemClock
-from fxdesk.engine.events import RecoveryReport
-from fxdesk.engine.facade import Engine
-from fxdesk.engine.handoff import HandoffRunner
-from fxdesk.engine.owner import SessionOwner
-from fxdesk.engine.permissions import PermissionService
-from fxdesk.engine.profiles import ProfileService
-from fxdesk.engine.providers import ProfileResolver, ProviderResolver
-from fxdesk.engine.report_poller import ReportPoller
-from fxdesk.engine.report_scheduler import ReportScheduler
-from fxdesk.engine.sandbox_temp import sweep_sandbox_temp
-from fxdesk.engine.sessions import SessionService
-from fxdesk.engine.turn import TurnRunner
 from fxdesk.logs import CrashLog
 from fxdesk.paths import DataPaths
-from fxdesk.store import Store, owners
-from fxdesk.store.faults import FaultInjector
-from fxdesk.store.locks import InstanceLock, instance_alive, prune_dead_instances
-from fxdesk.tools.background.launch import WrapperProvider
-from fxdesk.tools.base import ToolRegistry
-from fxdesk.tools.registry import all_tools
+
+if TYPE_CHECKING:
+    from fxdesk.domain.agent_runs import Limits
+    from fxdesk.engine.agents.coordinator import AgentCoordinator
+    from fxdesk.engine.background.runtime import BackgroundRuntime
+    from fxdesk.engine.events import RecoveryReport
+    from fxdesk.engine.facade import Engine
+    from fxdesk.engine.owner import SessionOwner
+    from fxdesk.engine.providers import ProviderResolver
+    from fxdesk.engine.sessions import SessionService
+    from fxdesk.store import Store
+    from fxdesk.store.faults import FaultInjector
+
+# The engine, the store and the tools are imported where each subsystem starts, not here: the
+# window imports this module before its first paint, and they cost ~250 ms of imports the first
+# frame does not need (docs/performance.md).
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +186,12 @@ class App:
         log.info("startup: %s ready (%.0f ms)", name, (time.perf_counter() - began) * 1000)
 
     async def _start_store(self) -> _Subsystem:
+        from fxdesk.engine.clock import SystemClock
+        from fxdesk.engine.permissions import PermissionService
+        from fxdesk.engine.profiles import ProfileService
+        from fxdesk.engine.sessions import SessionService
+        from fxdesk.store import Store
+
         self.paths.ensure()
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
         self.profiles = ProfileService(self._store)
@@ -214,6 +212,20 @@ class App:
         return _Subsystem("store", stop)
 
     async def _start_engine(self) -> _Subsystem:
+        from fxdesk.engine.agents.coordinator import AgentCoordinator
+        from fxdesk.engine.agents.port import CoordinatorPort
+        from fxdesk.engine.owner import SessionOwner
+        from fxdesk.engine.providers import ProfileResolver
+        from fxdesk.engine.report_poller import ReportPoller
+        from fxdesk.engine.report_scheduler import ReportScheduler
+        from fxdesk.engine.sandbox_temp import sweep_sandbox_temp
+        from fxdesk.engine.sessions import SessionService
+        from fxdesk.engine.turn import TurnRunner
+        from fxdesk.store import owners
+        from fxdesk.store.locks import InstanceLock, instance_alive, prune_dead_instances
+        from fxdesk.tools.base import ToolRegistry
+        from fxdesk.tools.registry import all_tools
+
         store = self.store
         self.tools = ToolRegistry(all_tools())
         await self.profiles.hide_env_keys()
@@ -302,6 +314,12 @@ class App:
 
     async def _start_background(self) -> _Subsystem:
         """The background runtime: durable tasks of earlier runs found again, then watched."""
+        from fxdesk.engine.background.port import RuntimePort
+        from fxdesk.engine.background.runtime import BackgroundRuntime
+        from fxdesk.engine.background.specs import sandboxed_specs
+        from fxdesk.store.locks import instance_alive
+        from fxdesk.tools.background.launch import WrapperProvider
+
         provider = WrapperProvider()
         locks = self.paths.locks
         runtime = BackgroundRuntime(
@@ -337,11 +355,15 @@ class App:
         return _Subsystem("background tasks", stop)
 
     async def _start_handoff(self) -> _Subsystem:
+        from fxdesk.engine.handoff import HandoffRunner
+
         handoff = HandoffRunner(self.store, self.owner, self.paths.locks)
         await handoff.start()
         return _Subsystem("handed-off work", handoff.stop)
 
     def _facade(self, sessions: SessionService, owner: SessionOwner | None = None) -> Engine:
+        from fxdesk.engine.facade import Engine
+
         return Engine(
             self.store,
             self.bus,

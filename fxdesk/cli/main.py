@@ -7,51 +7,64 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from fxdesk import __version__
-from fxdesk.cli import (
-    agents,
-    approvals,
-    background,
-    doctor,
-    profiles,
-    run_commands,
-    runs,
-    sandbox,
-    search,
-    sessions,
-    tasks_start,
-    window,
-)
+from fxdesk.cli import window
 from fxdesk.cli.exit_codes import EXIT_CODES_HELP, ExitCode
 from fxdesk.logs import setup_logging
 from fxdesk.paths import resolve
 
-# Each group adds its subcommands, in the order ``--help`` lists them.
-GROUPS = (
-    doctor,
-    sessions,
-    tasks_start,
-    background,
-    run_commands,
-    profiles,
-    approvals,
-    agents,
-    runs,
-    sandbox,
-    search,
-    window,
-)
 
+def groups() -> tuple[ModuleType, ...]:
+    """The command groups, in the order ``--help`` lists them; each adds its subcommands.
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="fxdesk",
-        description="A native desktop control room for AI coding agents. "
-        "With no command, opens the window.",
-        epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    Imported on first use: opening the window needs none of them, and together they cost
+    ~150 ms of imports before its first paint (docs/performance.md)."""
+    from fxdesk.cli import (
+        agents,
+        approvals,
+        background,
+        doctor,
+        profiles,
+        run_commands,
+        runs,
+        sandbox,
+        search,
+        sessions,
+        tasks_start,
     )
+
+    return (
+        doctor,
+        sessions,
+        tasks_start,
+        background,
+        run_commands,
+        profiles,
+        approvals,
+        agents,
+        runs,
+        sandbox,
+        search,
+        window,
+    )
+
+
+def _window_only(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` only opens the window, in the plain spellings of its options (anything
+    else, abbreviations and ``--help`` included, goes through the full parser)."""
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word == "--data-dir" and words and not words[0].startswith("-"):
+            words.pop(0)
+        elif not (word in ("-v", "--verbose", "--new-session") or word.startswith("--data-dir=")):
+            return False
+    return True
+
+
+def _global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=f"fxdesk {__version__}")
     parser.add_argument("--data-dir", metavar="DIR", help="use DIR as the data folder")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
@@ -60,8 +73,22 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="open the window with the New session dialog (the desktop menu's action)",
     )
+
+
+def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fxdesk",
+        description="A native desktop control room for AI coding agents. "
+        "With no command, opens the window.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _global_options(parser)
+    if not with_commands:
+        parser.set_defaults(command=None)
+        return parser
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for group in GROUPS:
+    for group in groups():
         group.register(commands)
     # Internal commands (the doctor's Qt probe) are registered but hidden from --help.
     commands._choices_actions = [a for a in commands._choices_actions if not a.dest.startswith("_")]
@@ -69,7 +96,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(with_commands=not _window_only(argv)).parse_args(argv)
     if getattr(args, "internal", False):  # runs before any logging or data folder
         return int(args.handler(args, None))
     paths = resolve(args.data_dir)

@@ -25,27 +25,16 @@ import importlib.resources
 import logging
 import signal
 import time
+from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QEvent, QObject, QTimer, Slot
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from fxdesk import APP_ID, APP_NAME, __version__, messages
 from fxdesk.app import App
-from fxdesk.domain.approvals import Approval
-from fxdesk.domain.conversation import HistoryEntry
-from fxdesk.engine.facade import Engine, StoreError
-from fxdesk.gui.agents.controller import AgentsController
-from fxdesk.gui.approvals.dialog import ApprovalDialog
-from fxdesk.gui.approvals.dock import ApprovalsDock
-from fxdesk.gui.approvals.inbox import ApprovalsInbox
-from fxdesk.gui.bridge import EngineBridge
-from fxdesk.gui.desktop.integration import DesktopIntegration
-from fxdesk.gui.desktop.notifiers import Notifier
 from fxdesk.gui.desktop.program_watch import ProgramWatch, frozen_program, restart_text
-from fxdesk.gui.processes.controller import ProcessesController
-from fxdesk.gui.sessions.controller import SessionController
 from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
@@ -53,23 +42,32 @@ from fxdesk.gui.sessions.model import (
     ROLE_QUEUED,
     SessionTreeModel,
 )
-from fxdesk.gui.sessions.new_session import ask_new_session
-from fxdesk.gui.settings.dialog import SettingsDialog
-from fxdesk.gui.settings.setup_dialog import FirstRun, SetupDialog
-from fxdesk.gui.settings.window import SettingsWindow
 from fxdesk.gui.tasks import TaskGroup, run_dialog
-from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import MessagePresenter
-from fxdesk.gui.window.startup import (
-    offer_crash_logs,
-    offer_recovery,
-    offer_sandbox_fix,
-    show_data_error,
-    show_data_folder,
-)
 from fxdesk.logs import loop_exception_handler
+
+# What only the started engine needs (the engine facade, the features composed in _compose, the
+# dialogs) is imported where it is used: the first frame of the window does not wait for it.
+if TYPE_CHECKING:
+    from fxdesk.domain.approvals import Approval
+    from fxdesk.domain.conversation import HistoryEntry
+    from fxdesk.engine.facade import Engine
+    from fxdesk.gui.agents.controller import AgentsController
+    from fxdesk.gui.approvals.dialog import ApprovalDialog
+    from fxdesk.gui.approvals.dock import ApprovalsDock
+    from fxdesk.gui.approvals.inbox import ApprovalsInbox
+    from fxdesk.gui.bridge import EngineBridge
+    from fxdesk.gui.desktop.integration import DesktopIntegration
+    from fxdesk.gui.desktop.notifications import NotificationCenter
+    from fxdesk.gui.desktop.notifiers import Notifier
+    from fxdesk.gui.desktop.tray import Tray
+    from fxdesk.gui.processes.controller import ProcessesController
+    from fxdesk.gui.sessions.controller import SessionController
+    from fxdesk.gui.settings.dialog import SettingsDialog
+    from fxdesk.gui.settings.setup_dialog import FirstRun, SetupDialog
+    from fxdesk.gui.settings.window import SettingsWindow
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +81,21 @@ class Outcome(enum.Enum):
 
 
 _QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+FIRST_FRAME_WAIT_S = 0.5  # a window that is not exposed (no screen, minimized) paints later
+
+
+class _FirstFrame(QObject):
+    """``painted`` resolves at the first paint event of ``window``."""
+
+    def __init__(self, window: QWidget) -> None:
+        super().__init__(window)
+        self.painted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        window.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Paint and not self.painted.done():
+            self.painted.set_result(None)
+        return False
 
 
 def create_qapplication(argv: list[str]) -> QApplication:
@@ -127,13 +140,14 @@ class GuiController(QObject):
         self.window = MainWindow(self.model, self.transcript)
         self.messages = MessagePresenter(self.window.statusBar(), self.window)
         self.tasks = TaskGroup()
-        self.desktop = DesktopIntegration(
-            self.window, self.model, app_icon(), self.tasks, notifier, parent=self
-        )
-        self.tray = self.desktop.tray
+        # The tray and notifications, built in main once the window has painted (their Qt
+        # types cost ~40 ms the first frame does not need).
+        self._notifier = notifier
+        self.desktop: DesktopIntegration
+        self.tray: Tray
+        self.notifications: NotificationCenter
         program = frozen_program()
         self.program_watch = ProgramWatch(program, self) if program is not None else None
-        self.notifications = self.desktop.notifications
         # Built in _compose, once the App has started: they need its services.
         self.bridge: EngineBridge | None = None
         self.sessions: SessionController | None = None
@@ -151,6 +165,15 @@ class GuiController(QObject):
         self.window.quit_requested.connect(self.ask_quit)
         self.window.new_session_requested.connect(self._on_window_new_session_requested)
         self.window.settings_requested.connect(self._on_window_settings_requested)
+
+    def _build_desktop(self) -> None:
+        from fxdesk.gui.desktop.integration import DesktopIntegration
+
+        self.desktop = DesktopIntegration(
+            self.window, self.model, app_icon(), self.tasks, self._notifier, parent=self
+        )
+        self.tray = self.desktop.tray
+        self.notifications = self.desktop.notifications
         self.desktop.quit_requested.connect(self.ask_quit)
 
     # --- the parts open now (tests and the screenshot scripts look at them) ---------------
@@ -237,6 +260,8 @@ class GuiController(QObject):
             loop.add_signal_handler(signum, self._on_signal, signum)
         self.messages.attach()
         self.window.show()
+        await self._first_frame()
+        self._build_desktop()
         self.desktop.start()
         if self.program_watch is not None:
             self.program_watch.start()
@@ -247,7 +272,28 @@ class GuiController(QObject):
             await self._shutdown(loop)
         return self.outcome
 
+    async def _first_frame(self) -> None:
+        """Let the window paint before the engine is imported and started: the person sees it
+        at once, and what start-up does next shows in it (docs/performance.md)."""
+        frame = _FirstFrame(self.window)
+        try:
+            await asyncio.wait_for(asyncio.shield(frame.painted), FIRST_FRAME_WAIT_S)
+        except TimeoutError:
+            log.info("the window did not paint within %.1f s; starting anyway", FIRST_FRAME_WAIT_S)
+        finally:
+            self.window.removeEventFilter(frame)
+            frame.deleteLater()
+
     async def _start(self) -> bool:
+        from fxdesk.engine.facade import StoreError
+        from fxdesk.gui.theme import apply_appearance
+        from fxdesk.gui.window.startup import (
+            offer_crash_logs,
+            offer_recovery,
+            show_data_error,
+            show_data_folder,
+        )
+
         try:
             await self.app.start()
             qapp = QApplication.instance()
@@ -298,6 +344,14 @@ class GuiController(QObject):
 
     def _compose(self, engine: Engine) -> ApprovalsInbox:
         """Build the features that need the started engine, and connect them."""
+        from fxdesk.gui.agents.controller import AgentsController
+        from fxdesk.gui.approvals.inbox import ApprovalsInbox
+        from fxdesk.gui.bridge import EngineBridge
+        from fxdesk.gui.processes.controller import ProcessesController
+        from fxdesk.gui.sessions.controller import SessionController
+        from fxdesk.gui.settings.setup_dialog import FirstRun
+        from fxdesk.gui.settings.window import SettingsWindow
+
         self.bridge = bridge = EngineBridge(engine, self.model, self.transcript, self)
         self.approvals = approvals = ApprovalsInbox(engine, self._where, self.window, self.tasks)
         bridge.approvals_changed.connect(approvals.presenter.request_reload)
@@ -340,6 +394,8 @@ class GuiController(QObject):
     async def _check_sandbox(self, engine: Engine) -> None:
         """Say in one line when commands run without a sandbox here (the probe runs bubblewrap
         once, off the loop)."""
+        from fxdesk.gui.window.startup import offer_sandbox_fix
+
         status = await engine.sandbox_status()
         if self.settings_window is not None:
             open_permissions = functools.partial(self.settings_window.open, permissions_page=True)
@@ -384,6 +440,8 @@ class GuiController(QObject):
         """Remember the window's place, size, maximized state and docks for the next start."""
         if not self.app.started or not self.ready.is_set():
             return  # nothing was restored: keep what the last good run saved
+        from fxdesk.engine.facade import StoreError  # loaded since start-up
+
         try:
             await self.app.engine.profiles.set_window_state(self.window.saved_state())
         except StoreError as exc:
@@ -408,6 +466,8 @@ class GuiController(QObject):
             self.tasks.spawn(self._new_session(), "new-session")
 
     async def _new_session(self) -> None:
+        from fxdesk.gui.sessions.new_session import ask_new_session
+
         shown = self.window.selected_session()
         created = await ask_new_session(
             self.window, self.app.engine, workspace_id=shown.workspace_id if shown else None

@@ -8,11 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from pygments.lexer import Lexer
-from pygments.lexers import TextLexer, get_lexer_by_name
-from pygments.token import Comment, Keyword, Name, Number, Operator, String, Token
-from pygments.util import ClassNotFound
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import (
     QFont,
@@ -27,21 +24,35 @@ from PySide6.QtGui import (
 from fxdesk.gui.theme import Role, color
 from fxdesk.gui.widgets import monospace
 
-_TOKEN_ROLES = {
-    Keyword: Role.SYNTAX_KEYWORD,
-    Name.Builtin: Role.SYNTAX_NAME,
-    Name.Function: Role.SYNTAX_NAME,
-    Name.Class: Role.SYNTAX_CLASS,
-    String: Role.SYNTAX_STRING,
-    Number: Role.SYNTAX_NUMBER,
-    Comment: Role.SYNTAX_COMMENT,
-    Operator: Role.SYNTAX_OPERATOR,
-    Name.Decorator: Role.SYNTAX_DECORATOR,
-}
+if TYPE_CHECKING:
+    from pygments.lexer import Lexer
+
+# pygments is imported when the first code block is highlighted, not with the window: the
+# window's first frame does not need it (docs/performance.md).
+
+
+@lru_cache(maxsize=1)
+def _token_roles() -> dict[object, Role]:
+    from pygments.token import Comment, Keyword, Name, Number, Operator, String
+
+    return {
+        Keyword: Role.SYNTAX_KEYWORD,
+        Name.Builtin: Role.SYNTAX_NAME,
+        Name.Function: Role.SYNTAX_NAME,
+        Name.Class: Role.SYNTAX_CLASS,
+        String: Role.SYNTAX_STRING,
+        Number: Role.SYNTAX_NUMBER,
+        Comment: Role.SYNTAX_COMMENT,
+        Operator: Role.SYNTAX_OPERATOR,
+        Name.Decorator: Role.SYNTAX_DECORATOR,
+    }
 
 
 @lru_cache(maxsize=64)
 def _lexer(language: str) -> Lexer:
+    from pygments.lexers import TextLexer, get_lexer_by_name
+    from pygments.util import ClassNotFound
+
     try:
         return get_lexer_by_name(language or "text", stripnl=False, ensurenl=False)
     except ClassNotFound:
@@ -54,15 +65,15 @@ class CodeHighlighter(QSyntaxHighlighter):
     def __init__(self, document: QTextDocument, dark: bool) -> None:
         super().__init__(document)
         self._formats: dict[object, QTextCharFormat] = {}
-        for token, role in _TOKEN_ROLES.items():
+        for token, role in _token_roles().items():
             fmt = QTextCharFormat()
             fmt.setForeground(color(role, dark=dark))
-            if token is Comment:
+            if role is Role.SYNTAX_COMMENT:
                 fmt.setFontItalic(True)
             self._formats[token] = fmt
 
     def _format_for(self, token: object) -> QTextCharFormat | None:
-        while token is not None and token is not Token:
+        while token is not None:  # up to pygments' root Token, whose parent is None
             found = self._formats.get(token)
             if found is not None:
                 return found
