@@ -69,6 +69,8 @@ class SessionController(QObject):
             lambda: self._spawn(self._load_older(), "load-older")
         )
         self.conversations = ConversationFilter(window, engine, tasks)
+        self._reveal: tuple[str, int] | None = None  # a message a search result asked to show
+        self.conversations.results.open_requested.connect(self.open_at)
         self.usage_action = QAction("&Usage…", window)
         self.usage_action.triggered.connect(lambda: self._spawn(self.show_usage(), "usage"))
         window.view_menu.addAction(self.usage_action)
@@ -105,6 +107,26 @@ class SessionController(QObject):
         else:
             self.window.transcript_model.clear()
 
+    def open_at(self, session_id: str, seq: int) -> None:
+        """Open ``session_id`` at its message ``seq`` (a search result): scrolled to it and
+        highlighted once the transcript has it."""
+        self._reveal = (session_id, seq)
+        if self.window.transcript_model.session_id == session_id:
+            self._spawn(self._reveal_message(), "reveal-message")
+        self.window.open_session(session_id)
+
+    async def _reveal_message(self) -> None:
+        if self._reveal is None:
+            return
+        session_id, seq = self._reveal
+        model = self.window.transcript_model
+        if model.session_id != session_id:
+            return
+        self._reveal = None
+        position = await model.reveal(seq)
+        if position is not None and model.session_id == session_id:
+            self.window.panel.transcript.show_row(position)
+
     async def open(self, session_id: str) -> None:
         model = self.window.transcript_model
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
@@ -120,6 +142,8 @@ class SessionController(QObject):
         live = self.bridge.live_text(session_id)
         if live and self.engine.is_running(session_id):
             model.set_live_text(live)
+        if self._reveal is not None and self._reveal[0] == session_id:
+            await self._reveal_message()
         if self.session is not None and self.session.id == session_id:
             await self.refresh_profiles()
             await self.refresh_usage(session_id)

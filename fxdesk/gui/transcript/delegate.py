@@ -26,6 +26,7 @@ from PySide6.QtCore import (
     Qt,
 )
 from PySide6.QtGui import (
+    QColor,
     QFont,
     QFontMetrics,
     QMouseEvent,
@@ -117,6 +118,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._live: tuple[tuple[object, ...], _Layout] | None = None
         self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
         self.covered: str | None = None  # the row whose text the selection box shows instead
+        self.highlighted: str | None = None  # a message a search opened (for a moment)
         self.segments_rendered = 0
 
     def clear(self) -> None:
@@ -330,6 +332,13 @@ class TranscriptDelegate(QStyledItemDelegate):
                 int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter),
                 layout.footer,
             )
+        if row.key == self.highlighted:
+            highlight = QColor(palette.color(QPalette.ColorRole.Highlight))
+            painter.setPen(highlight)
+            highlight.setAlpha(40)
+            painter.setBrush(highlight)
+            painter.drawRoundedRect(card.adjusted(-4, -3, 4, 3), 6, 6)
+            painter.setBrush(Qt.BrushStyle.NoBrush)
         covered = row.key == self.covered  # its text is in the selection box above it
         for doc, area in [] if covered else layout.docs:
             painter.save()

@@ -161,6 +161,20 @@ class TranscriptModel(QAbstractListModel):
             self._prepend(build_rows(entries))
         return len(entries)
 
+    async def reveal(self, seq: int) -> int | None:
+        """Load older pages until the message at ``seq`` is loaded; its row, or None when the
+        session has no such message (or the person opened another one meanwhile)."""
+        session_id = self.session_id
+        while self.session_id == session_id:
+            for position, row in enumerate(self._rows):
+                if row.seq == seq and row.kind in (RowKind.USER, RowKind.ASSISTANT):
+                    return position
+            if self.complete or (self.oldest_seq is not None and self.oldest_seq <= seq):
+                return None
+            if not await self.load_older():
+                return None
+        return None
+
     def _prepend(self, rows: list[Row]) -> None:
         # A tool result at the top of the loaded part may belong to a call in the older page.
         fresh = []

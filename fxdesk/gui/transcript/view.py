@@ -29,6 +29,8 @@ from fxdesk.gui.transcript.delegate import TranscriptDelegate
 from fxdesk.gui.transcript.model import RowKind, TranscriptModel
 from fxdesk.gui.transcript.selection import TextSelection
 
+HIGHLIGHT_MS = 2500  # how long a message a search opened stays highlighted
+
 
 class TranscriptView(QListView):
     """The transcript list. See the module docstring for its signal."""
@@ -62,6 +64,11 @@ class TranscriptView(QListView):
         self._pin_timer.setSingleShot(True)
         self._pin_timer.setInterval(0)
         self._pin_timer.timeout.connect(self.scrollToBottom)
+        # A message a search opened stays highlighted for a moment.
+        self._unhighlight = QTimer(self)
+        self._unhighlight.setSingleShot(True)
+        self._unhighlight.setInterval(HIGHLIGHT_MS)
+        self._unhighlight.timeout.connect(self._on_unhighlight_timeout)
         # Running tool cards count their seconds: a repaint each second while any runs.
         self.clock = QTimer(self)
         self.clock.setInterval(1000)
@@ -167,6 +174,22 @@ class TranscriptView(QListView):
             self.selection.open(row)
         else:
             self.action.emit(action, payload)
+
+    def show_row(self, position: int) -> None:
+        """Scroll to row ``position`` (a message a search found), make it the current row and
+        highlight it for a moment; the view stops following the newest rows."""
+        index = self.transcript.index(position, 0)
+        self.pinned = False
+        self._pin_timer.stop()
+        self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
+        self.setCurrentIndex(index)
+        self.delegate.highlighted = self.transcript.row_at(position).key
+        self._unhighlight.start()
+        self.viewport().update()
+
+    def _on_unhighlight_timeout(self) -> None:
+        self.delegate.highlighted = None
+        self.viewport().update()
 
     def keep_place_for_prepend(self) -> None:
         """Call before older rows are inserted at the top: the view will not jump."""

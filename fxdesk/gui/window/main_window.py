@@ -485,6 +485,16 @@ class MainWindow(QMainWindow):
         with self._quietly():
             self.tree.setCurrentIndex(matches[max(0, min(len(matches) - 1, at + step))])
 
+    def open_session(self, session_id: str) -> None:
+        """Open ``session_id`` now, even while the filter is choosing (a search result asked
+        for it); the filter keeps its text, so the other results stay."""
+        snapshot = self.model.session_index(session_id).data(ROLE_SNAPSHOT)
+        if not isinstance(snapshot, Session):
+            return
+        with self._quietly():
+            self._select_quietly(session_id)
+        self._open(snapshot)
+
     def _open_chosen(self) -> None:
         current = self.tree.currentIndex()
         matches = self._matches()

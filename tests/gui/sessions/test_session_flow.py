@@ -786,3 +786,54 @@ def tool_card(model: TranscriptModel, session_id: str) -> Row | None:
         return None
     rows = (model.row_at(i) for i in range(model.rowCount()))
     return next((row for row in rows if row.kind == RowKind.TOOL), None)
+
+
+async def test_the_filter_lists_messages_and_one_opens_its_session_at_that_message(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 18 item 4: the filter box lists the messages that contain the words; a result
+    opens its session scrolled to that message (pages older than the newest loaded as
+    needed) and highlights it."""
+    from fxdesk.domain.conversation import HistoryEntry
+    from fxdesk.domain.model import EntryKind
+    from fxdesk.gui.transcript.model import PAGE_SIZE
+    from fxdesk.store import history
+
+    project = tmp_path / "project"
+    project.mkdir()
+    run = await Window(data_paths, ScriptedProvider([])).started()
+    try:
+        window = run.controller.window
+        old = await run.app.sessions.create_root(project, name="Old work")
+        other = await run.app.sessions.create_root(project, name="Other")
+        # The message to find, then more than a page of newer ones after it.
+        lines = [(EntryKind.USER, "Where does the tokenizer lose the last digit?")]
+        lines += [(EntryKind.ASSISTANT, f"Unrelated answer {n}.") for n in range(PAGE_SIZE + 50)]
+        entries = [
+            HistoryEntry(old.id, 0, kind, content=text, created_at_ms=1) for kind, text in lines
+        ]
+        await run.app.store.write(lambda: history.append_history(old.id, entries))
+        window.select_session(other.id)
+        await until(lambda: run.panel.session is not None and run.panel.session.id == other.id)
+
+        window.filter_edit.setFocus()
+        QTest.keyClicks(window.filter_edit, "tokeniz digit")
+        results = run.controller.sessions.conversations.results  # type: ignore[union-attr]
+        await until(results.isVisible)
+        assert results.list.count() == 1
+        assert "Old work" in results.list.item(0).text()
+        assert "<b>tokenizer</b>" in results.list.item(0).text()
+        assert "<b>digit</b>" in results.list.item(0).text()
+
+        results.list.itemClicked.emit(results.list.item(0))
+        view = run.panel.transcript
+        await until(lambda: view.delegate.highlighted is not None)
+        current = run.transcript.row_at(view.currentIndex().row())
+        assert run.transcript.session_id == old.id
+        assert current.text == "Where does the tokenizer lose the last digit?"
+        assert view.delegate.highlighted == current.key
+        assert not view.pinned  # the newest rows do not pull it away
+        assert view.visualRect(view.currentIndex()).intersects(view.viewport().rect())
+        await until(lambda: view.delegate.highlighted is None, within=10)  # for a moment
+    finally:
+        assert await run.stop() == Outcome.CLOSED
