@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fxdesk.engine.background.runtime import BackgroundRuntime
     from fxdesk.engine.events import RecoveryReport
     from fxdesk.engine.facade import Engine
+    from fxdesk.engine.mcp import McpService
     from fxdesk.engine.owner import SessionOwner
     from fxdesk.engine.providers import ProviderResolver
     from fxdesk.engine.sessions import SessionService
@@ -99,6 +100,7 @@ class App:
         self._sessions: SessionService | None = None
         self._engine: Engine | None = None
         self._background: BackgroundRuntime | None = None
+        self._mcp: McpService | None = None
         self._running: list[_Subsystem] = []
         self.started = False
 
@@ -145,6 +147,7 @@ class App:
         recover: bool = True,
         run_handed_off: bool = True,
         background: bool | None = None,
+        mcp: bool | None = None,
     ) -> None:
         """Start every subsystem in order. On failure, stops what had started and re-raises.
 
@@ -154,14 +157,17 @@ class App:
         fxdesk runs next (``fxdesk send --no-wait``), now and whenever more arrives; a command
         runs only the session it was asked about. ``background`` (default: as ``recover``)
         runs background tasks: it finds durable ones again, so processes that only look skip
-        it too.
+        it too. ``mcp`` (default: as ``background``) starts the MCP tool servers.
         """
         self._recover_at_start = recover
+        runs_tasks = recover if background is None else background
         try:
             await self._start("store", self._start_store)
             await self._start("engine", self._start_engine)
-            if recover if background is None else background:
+            if runs_tasks:
                 await self._start("background tasks", self._start_background)
+            if runs_tasks if mcp is None else mcp:
+                await self._start("MCP servers", self._start_mcp)
             if run_handed_off:
                 await self._start("handed-off work", self._start_handoff)
         except BaseException:
@@ -214,6 +220,7 @@ class App:
     async def _start_engine(self) -> _Subsystem:
         from fxdesk.engine.agents.coordinator import AgentCoordinator
         from fxdesk.engine.agents.port import CoordinatorPort
+        from fxdesk.engine.authority import HostAuthority
         from fxdesk.engine.owner import SessionOwner
         from fxdesk.engine.providers import ProfileResolver
         from fxdesk.engine.report_poller import ReportPoller
@@ -228,6 +235,8 @@ class App:
 
         store = self.store
         self.tools = ToolRegistry(all_tools())
+        # fxdesk's own tools; MCP servers' come and go in ``workspace_tools`` (engine.mcp).
+        self.authority = HostAuthority(tool_names=tuple(self.tools.names))
         await self.profiles.hide_env_keys()
         self._runner = runner = TurnRunner(
             store,
@@ -244,6 +253,7 @@ class App:
             lock_dir=self.paths.locks,
             providers=self.providers or ProfileResolver(store),
             runner=runner,
+            authority=self.authority,
             scheduler=scheduler,
             clock=self.clock,
         )
@@ -354,6 +364,41 @@ class App:
 
         return _Subsystem("background tasks", stop)
 
+    async def _start_mcp(self) -> _Subsystem:
+        """MCP tool servers: global ones and those of trusted workspaces (docs/mcp.md)."""
+        from fxdesk.engine.mcp import McpService
+
+        service = McpService(
+            self.store,
+            self.bus,
+            self.authority,
+            self.tools,
+            config_dir=self.paths.config,
+            data_dir=self.paths.root,
+        )
+        self._mcp = service
+        try:
+            await service.start()
+        except BaseException:
+            self._mcp = None
+            await service.stop()
+            raise
+        self._engine = self._facade(self.sessions, self.owner)
+
+        async def stop() -> None:
+            self._mcp = None
+            if self._engine is not None and self._owner is not None:
+                self._engine = self._facade(self.sessions, self._owner)
+            await service.stop()
+
+        return _Subsystem("MCP servers", stop)
+
+    @property
+    def mcp(self) -> McpService:
+        if self._mcp is None:
+            raise RuntimeError("MCP servers are not started")
+        return self._mcp
+
     async def _start_handoff(self) -> _Subsystem:
         from fxdesk.engine.handoff import HandoffRunner
 
@@ -377,6 +422,7 @@ class App:
             background=self._background,
             user_agents=self.paths.user_agents,
             agents=self._agents,
+            mcp=self._mcp,
         )
 
     async def stop(self) -> None:

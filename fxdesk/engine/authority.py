@@ -6,9 +6,10 @@ tool action, so a revocation (a tool, an integration, a grant) takes effect at t
 Every change moves ``generation``; a turn re-decides an action whose decision was made under an
 older generation before it starts (``turn_tools``).
 
-``HostAuthority`` is the host the engine is built with: today the registered tools, set by the
-app, and changed by tests to revoke mid-run. Anything that supplies tools that come and go (MCP
-servers, in a later issue) implements ``AuthorityResolver`` or calls ``update``.
+``HostAuthority`` is the host the engine is built with: the registered tools, set by the app,
+and changed by tests to revoke mid-run; plus the tools that come and go with MCP servers
+(``workspace_tools``: by workspace id, ``ALL_WORKSPACES`` for the person's global servers),
+which ``engine.mcp`` updates as servers start, stop and restart.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from fxdesk.domain.authority import AdmissionSnapshot, Grant, LiveAuthority, Rul
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.domain.work import WorkItem
 
+ALL_WORKSPACES = 0  # the ``workspace_tools`` key of tools offered in every workspace
 CAPTURES_KEPT = 256  # the admission snapshots a HostAuthority remembers (tests read them)
 
 
@@ -64,6 +66,8 @@ class HostAuthority:
     grants: tuple[Grant, ...] = ()
     sandbox: str = "none"
     integrations: tuple[str, ...] = ()
+    # Tools offered only in one workspace (by id), or in all (``ALL_WORKSPACES``).
+    workspace_tools: dict[int, tuple[str, ...]] = field(default_factory=dict)
     generation: int = 1
     captures: collections.deque[AdmissionSnapshot] = field(
         default_factory=lambda: collections.deque(maxlen=CAPTURES_KEPT)
@@ -78,6 +82,15 @@ class HostAuthority:
             setattr(self, name, value)
         self.generation += 1  # last: a reader that sees the new generation sees the new rights
 
+    def tools_for(self, workspace_id: int) -> tuple[str, ...]:
+        """The tools a session of ``workspace_id`` is offered now."""
+        scoped = self.workspace_tools
+        return (
+            *self.tool_names,
+            *scoped.get(ALL_WORKSPACES, ()),
+            *(scoped.get(workspace_id, ()) if workspace_id != ALL_WORKSPACES else ()),
+        )
+
     def capture(
         self, session: Session, item: WorkItem, model: str, effort: str | None
     ) -> AdmissionSnapshot:
@@ -89,7 +102,7 @@ class HostAuthority:
             effort=effort,
             permission_mode=session.permission_mode,
             sandbox=self.sandbox,
-            tool_names=session_tools(session, self.tool_names),
+            tool_names=session_tools(session, self.tools_for(session.workspace_id)),
             rules=tuple(self.rules),
             grants=tuple(self.grants),
             integrations=tuple(self.integrations),
@@ -103,7 +116,7 @@ class HostAuthority:
         return LiveAuthority(
             generation=generation,
             root_id=session.root_id,
-            tools=tuple(self.tool_names),
+            tools=self.tools_for(session.workspace_id),
             sandbox=self.sandbox,
             integrations=tuple(self.integrations),
             rules=tuple(self.rules),

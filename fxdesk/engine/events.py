@@ -12,9 +12,17 @@ from fxdesk.domain.approvals import Approval
 from fxdesk.domain.background import BackgroundTask, TaskState
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
+from fxdesk.domain.mcp import ServerStatus
 from fxdesk.domain.model import Session, Workspace
 from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
+
+
+@dataclass(frozen=True)
+class McpServersChanged:
+    """An MCP server started, stopped, restarts or was (un)trusted: every server as of now."""
+
+    servers: tuple[ServerStatus, ...]
 
 
 @dataclass(frozen=True)

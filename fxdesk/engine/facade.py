@@ -67,6 +67,7 @@ from fxdesk.engine.errors import (
     UnknownAgent,
 )
 from fxdesk.engine.events import RecoveryReport, WorkspaceAdded
+from fxdesk.engine.mcp import McpService
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
 from fxdesk.engine.profiles import ProfileError, ProfileService
@@ -169,8 +170,11 @@ class Engine(AgentRunsPart):
         background: BackgroundRuntime | None = None,
         user_agents: Path | None = None,
         agents: AgentCoordinator | None = None,
+        mcp: McpService | None = None,
     ) -> None:
         self._agents = agents
+        # MCP tool servers (Settings → Tools, ``fxdesk mcp``); None where this process runs none.
+        self.mcp = mcp
         self._store = store
         self._lock_dir = lock_dir
         self._clock = clock

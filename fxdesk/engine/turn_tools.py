@@ -368,7 +368,7 @@ class ToolCalls:
         mode = rt.snapshot.permission_mode
         if service is None:  # no checks: availability alone, in the sandbox
             if not live.available(call.name, self._admitted):
-                return _unavailable(call), none, live.generation
+                return self._unavailable(call), none, live.generation
             return (
                 None,
                 Allowed(mode=mode, network=mode is not PermissionMode.AUTO),
@@ -397,7 +397,7 @@ class ToolCalls:
             )
             decision = tool_decision(live, call.name, self._admitted, check.decision.verdict)
             if decision == ToolDecision.UNAVAILABLE:
-                return _unavailable(call), none, live.generation
+                return self._unavailable(call), none, live.generation
             if decision == ToolDecision.DENY:
                 prefix = (
                     "Approved, but a rule added since denies it: "
@@ -533,6 +533,16 @@ class ToolCalls:
             )
         except (StoreError, TurnStop) as exc:
             log.info("turn of %s: %s left without a result: %s", self.rt.item.id, call.id, exc)
+
+    def _unavailable(self, call: ToolCall) -> ToolResult:
+        """The refusal of a tool the host does not offer now, with the tool's own word on why
+        (an MCP server that stopped and is being restarted)."""
+        result = _unavailable(call)
+        tool = self.tools.get(call.name)
+        note = tool.unavailable_note(self.rt.workspace) if tool is not None else ""
+        if not note:
+            return result
+        return replace(result, output=f"{result.output} {note}")
 
     def _live_output(self, call: ToolCall) -> Callable[[str], None] | None:
         """Publish what a running command prints (secrets masked) for the window's live view."""

@@ -100,6 +100,9 @@ class ToolAccess(enum.StrEnum):
     READ = "read"  # reads the file or folder its path argument names
     WRITE = "write"  # writes the file its path argument names
     EXECUTE = "execute"  # runs a command line: judged by what the line does (domain.shell)
+    # acts through another program (an MCP server's tool): judged by its name, the rules and
+    # the mode, as no path or command of it can be seen
+    EXTERNAL = "external"
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,11 @@ class Tool(abc.ABC):
         """
         return None
 
+    def unavailable_note(self, workspace: Path) -> str:
+        """Why this tool is not available in ``workspace`` now, for the model ('' when there
+        is nothing to add to "not available": a tool the host revoked says nothing more)."""
+        return ""
+
 
 class ToolRegistry:
     def __init__(self, tools: list[Tool] | None = None) -> None:
@@ -187,6 +195,10 @@ class ToolRegistry:
 
     def register(self, tool: Tool) -> None:
         self._tools[tool.name] = tool
+
+    def unregister(self, name: str) -> None:
+        """Remove a tool (one that came and went: an MCP server's)."""
+        self._tools.pop(name, None)
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)

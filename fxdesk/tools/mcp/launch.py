@@ -1,0 +1,68 @@
+"""How a stdio MCP server's program is started: in the command sandbox where there is one.
+
+A stdio server is a long-lived program, but nothing about it needs more than a command gets: it
+runs under bubblewrap with the policy of the workspace's commands (``tools.sandbox``: the
+workspace writable, ``.git`` and ``.fxdesk`` read-only, the data folder and credential stores
+hidden, its own PID namespace, the allow-listed environment), ``--die-with-parent`` so it never
+outlives fxdesk, and its own ``/tmp`` under the data folder. Unlike a command it has the network:
+most servers exist to reach a service, and what it may touch on disk is what the sandbox holds.
+The variables its configuration names (``env``) are passed on: the person wrote them for it.
+
+A global server (the person's own configuration) has no workspace: its writable folder is one
+of its own under the data folder. Where there is no sandbox (no bubblewrap; macOS, whose
+Seatbelt profile is made for one command, not yet a server) the program runs unsandboxed, and
+only because its configuration is trusted (global, or a workspace's the person trusted); the
+server's status says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from fxdesk.domain.mcp import ServerConfig, safe_name
+from fxdesk.logs import environment_without_secrets
+from fxdesk.tools.base import ToolContext
+from fxdesk.tools.mcp.client import Launch
+from fxdesk.tools.sandbox import allowed_environment, bwrap_arguments
+from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
+from fxdesk.tools.sandbox_probe import BUBBLEWRAP, SandboxStatus, sandbox_status
+from fxdesk.tools.shell import command_policy, no_sandbox
+
+MCP_TEMP = "mcp-tmp"  # under the data folder: each sandboxed server's /tmp
+MCP_HOMES = "mcp-home"  # under the data folder: a global server's writable folder
+
+
+def stdio_launch(
+    config: ServerConfig,
+    workspace: Path | None,
+    data_dir: Path,
+    status: SandboxStatus | None = None,
+) -> Launch:
+    """The launch of ``config``'s program for ``workspace`` (None: a global server). Blocking:
+    probes the sandbox and reads the file system."""
+    status = status or sandbox_status()
+    suffix = "" if workspace is None else hashlib.sha256(str(workspace).encode()).hexdigest()[:12]
+    key = safe_name(config.name) + (f"-{suffix}" if suffix else "")
+    place = workspace if workspace is not None else data_dir / MCP_HOMES / safe_name(config.name)
+    place.mkdir(mode=0o700, parents=True, exist_ok=True)
+    cwd = (place / config.cwd) if config.cwd else place
+    own = dict(config.env)
+    argv = (config.command, *config.args)
+    if not status.available or status.kind != BUBBLEWRAP:
+        why = no_sandbox(status) if not status.available else "the sandbox runs no servers here"
+        env = allowed_environment(environment_without_secrets()) | own
+        return Launch(argv, env, cwd, sandboxed=False, outside=why)
+    make_fxdesk_folder(place)  # bubblewrap keeps only what exists read-only
+    context = ToolContext(
+        place,
+        f"mcp-{key}",
+        "mcp",
+        "mcp",
+        network=True,
+        data_dir=data_dir,
+        temp_dir=data_dir / MCP_TEMP / key,
+    )
+    policy = command_policy(context)
+    arguments = bwrap_arguments(policy, argv, cwd, disable_userns=status.disable_userns)
+    return Launch((status.bwrap, *arguments), dict(policy.environment) | own, cwd, sandboxed=True)
