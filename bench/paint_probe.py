@@ -89,6 +89,9 @@ class _PaintWatch(QObject):
             elif not self.reported_ready and self._ready_now():
                 self.reported_ready = True
                 _say("ready")
+                if os.environ.get("FXDESK_PROBE_EXIT") == "ready":
+                    _stop_profile()
+                    os._exit(0)
         elif event.type() == QEvent.Type.ChildAdded:
             child = event.child()  # type: ignore[attr-defined]
             if isinstance(child, QWidget):

@@ -8,10 +8,11 @@ null backend so no OS prompt appears.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import keyring
-import keyring.backend
-import keyring.errors
+if TYPE_CHECKING:
+    import keyring.backend
 
 SERVICE = "fxdesk"
 
@@ -42,6 +43,15 @@ _LABELS = {
 }
 
 
+def _keyring() -> ModuleType:
+    """``keyring``, imported at the first secret asked for: it costs ~30 ms of imports (and
+    more to find its backend) that start-up does not need (docs/performance.md)."""
+    import keyring
+    import keyring.errors
+
+    return keyring
+
+
 def _describe(backend: keyring.backend.KeyringBackend) -> str:
     cls = type(backend)
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -54,6 +64,7 @@ def _label(backend: keyring.backend.KeyringBackend) -> str:
 
 def status() -> KeyringStatus:
     """Which backend is in use, and whether it can store secrets."""
+    keyring = _keyring()
     try:
         backend = keyring.get_keyring()
     except Exception as exc:  # a broken backend configuration
@@ -90,6 +101,7 @@ def _usable() -> None:
 
 def set_secret(profile: str, secret: str) -> None:
     """Store the API key of ``profile`` in the OS keyring (blocking: call from a thread)."""
+    keyring = _keyring()
     _usable()
     try:
         keyring.set_password(SERVICE, _username(profile), secret)
@@ -99,6 +111,7 @@ def set_secret(profile: str, secret: str) -> None:
 
 def get_secret(profile: str) -> str | None:
     """The API key of ``profile``, or None if none is stored (blocking)."""
+    keyring = _keyring()
     _usable()
     try:
         return keyring.get_password(SERVICE, _username(profile))
@@ -108,6 +121,7 @@ def get_secret(profile: str) -> str | None:
 
 def delete_secret(profile: str) -> bool:
     """Forget the API key of ``profile``; False if there was none (blocking)."""
+    keyring = _keyring()
     _usable()
     try:
         keyring.delete_password(SERVICE, _username(profile))
