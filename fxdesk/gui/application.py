@@ -378,6 +378,8 @@ class GuiController(QObject):
             workspaces=self.model.workspace_folders,
             sandbox=engine,
             current_workspace=self._current_workspace,
+            mcp=engine.mcp,
+            subscribe=engine.subscribe,
         )
         self.settings_window.profiles_changed.connect(self._on_settings_profiles_changed)
         self.sessions.edit_profile_requested.connect(self.settings_window.edit_profile)

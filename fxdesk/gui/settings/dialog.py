@@ -40,6 +40,7 @@ from fxdesk.gui.settings.permissions_page import PermissionsPage, SandboxBook
 from fxdesk.gui.settings.profile_dialog import ProfileDialog
 from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RuleBook, RulesPage
+from fxdesk.gui.settings.tools_page import McpBook, ToolsPage
 from fxdesk.gui.tasks import WidgetTasks, alive, run_dialog
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.widgets import confirm, hint_label, push_button, show_outcome
@@ -67,7 +68,7 @@ def describe(profile: Profile) -> str:
 
 class SettingsDialog(QDialog):
     """fxdesk's settings, in tabs: Profiles, General, Rules (only given ``permissions``),
-    Permissions (only given ``sandbox``) and Data.
+    Permissions (only given ``sandbox``), Tools (MCP servers; only given ``mcp``) and Data.
 
     ``workspaces`` (workspace id -> folder) lets the Rules tab name workspaces by their folder
     and the Permissions tab offer them; ``current_workspace`` (the current session's, or None)
@@ -96,6 +97,8 @@ class SettingsDialog(QDialog):
         workspaces: Workspaces | None = None,
         sandbox: SandboxBook | None = None,
         current_workspace: Callable[[], str | None] | None = None,
+        mcp: McpBook | None = None,
+        subscribe: Callable[..., Callable[[], None]] | None = None,
     ) -> None:
         super().__init__(parent)
         self.service = service
@@ -124,6 +127,10 @@ class SettingsDialog(QDialog):
                 sandbox, workspaces=workspaces, current_workspace=current_workspace
             )
             self.tabs.addTab(self.permissions_page, "Permi&ssions")
+        self.tools_page: ToolsPage | None = None
+        if mcp is not None:
+            self.tools_page = ToolsPage(mcp, subscribe)
+            self.tabs.addTab(self.tools_page, "&Tools")
         self.tabs.addTab(self._build_data_page(), "&Data")
         layout.addWidget(self.tabs)
         self._page_keys()

@@ -15,6 +15,7 @@ from fxdesk.gui.settings.dialog import SettingsDialog
 from fxdesk.gui.settings.permissions_page import SandboxBook
 from fxdesk.gui.settings.rule_editor import Workspaces
 from fxdesk.gui.settings.rules_page import RuleBook
+from fxdesk.gui.settings.tools_page import McpBook
 
 
 class SettingsWindow(QObject):
@@ -49,8 +50,12 @@ class SettingsWindow(QObject):
         workspaces: Workspaces,
         sandbox: SandboxBook | None = None,
         current_workspace: Callable[[], str | None] | None = None,
+        mcp: McpBook | None = None,
+        subscribe: Callable[..., Callable[[], None]] | None = None,
     ) -> None:
         super().__init__(window)
+        self._mcp = mcp
+        self._subscribe = subscribe
         self._profiles = profiles
         self._data_folder = data_folder
         self._window = window
@@ -72,6 +77,8 @@ class SettingsWindow(QObject):
                 workspaces=self._workspaces,
                 sandbox=self._sandbox,
                 current_workspace=self._current_workspace,
+                mcp=self._mcp,
+                subscribe=self._subscribe,
             )
             self.dialog.profiles_changed.connect(self.profiles_changed)
             self.dialog.notifications_changed.connect(self.notifications_changed)
