@@ -8,6 +8,7 @@ decides), and transport errors that escape mid-stream are caught here.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,7 +28,15 @@ from fxdesk.providers.base import (
     ToolCallStarted,
     Usage,
 )
-from fxdesk.providers.errors import from_http_status, from_transport, without_key
+from fxdesk.providers.errors import (
+    UNREADABLE_EVENT,
+    from_http_status,
+    from_transport,
+    from_unreadable,
+    without_key,
+)
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_TOKENS = 8192
 
@@ -113,14 +122,13 @@ class AnthropicProvider(Provider):
                     raise ProviderError(
                         "server_error", "the provider reported an error mid-stream", retryable=True
                     )
-        except json.JSONDecodeError as exc:
-            raise ProviderError(
-                "malformed_stream", f"the server sent an event that is not JSON ({exc.msg})"
-            ) from None
         except anthropic.APIStatusError as exc:
             raise from_http_status(exc.status_code, _message(exc), exc.response.headers) from None
         except (anthropic.APIConnectionError, anthropic.APIError, httpx.HTTPError) as exc:
             raise from_transport(exc) from None
+        except UNREADABLE_EVENT as exc:
+            log.warning("unreadable event from the server", exc_info=True)
+            raise from_unreadable(exc) from None
         finally:
             await stream.close()
         if stop is None:

@@ -125,44 +125,70 @@ class ModelResponse:
     usage_reported: bool = False  # the server said what the call used (many local ones do not)
 
 
+# The most text and tool-call arguments one model response may stream. A server that never
+# stops (no ``max_tokens``, a model stuck in a loop) would otherwise hold the turn and grow
+# memory until someone cancels; real answers are far below it (issue 16 item 4).
+MAX_RESPONSE_CHARS = 8_000_000
+
+
 async def collect(
     stream: AsyncIterator[StreamEvent],
     on_event: Callable[[StreamEvent], Awaitable[None] | None] | None = None,
+    *,
+    max_chars: int | None = None,
 ) -> ModelResponse:
     """Consume a stream into a ``ModelResponse``; ``on_event`` sees every event first.
 
     Raises:
-        ProviderError: the stream failed, ended without ``Finished`` ("stream ended early"), or
-            produced a tool call whose arguments are not a JSON object.
+        ProviderError: the stream failed, ended without ``Finished`` ("stream ended early"),
+            produced a tool call whose arguments are not a JSON object, or streamed more than
+            ``max_chars`` (default ``MAX_RESPONSE_CHARS``) characters.
     """
+    limit = MAX_RESPONSE_CHARS if max_chars is None else max_chars
     response = ModelResponse()
     parts: list[str] = []
     calls: dict[int, tuple[str, str, list[str]]] = {}
     finished = False
-    async for event in stream:
-        if on_event is not None:
-            maybe = on_event(event)
-            if maybe is not None:
-                await maybe
-        if isinstance(event, StreamRestart):
-            response, parts, calls, finished = ModelResponse(), [], {}, False
-        elif isinstance(event, TextDelta):
-            parts.append(event.text)
-        elif isinstance(event, ToolCallStarted):
-            calls[event.index] = (event.call_id, event.name, [])
-        elif isinstance(event, ToolCallDelta):
-            if event.index not in calls:
-                raise ProviderError("malformed_stream", "tool-call arguments before its start")
-            calls[event.index][2].append(event.arguments)
-        elif isinstance(event, Usage):
-            response.usage_reported = True
-            response.usage = Usage(
-                response.usage.input_tokens + event.input_tokens,
-                response.usage.output_tokens + event.output_tokens,
-            )
-        elif isinstance(event, Finished):
-            response.finish_reason = event.reason
-            finished = True
+    size = 0
+    try:
+        async for event in stream:
+            if isinstance(event, TextDelta | ToolCallDelta):
+                size += len(event.text if isinstance(event, TextDelta) else event.arguments)
+                if size > limit:
+                    raise ProviderError(
+                        "response_too_large",
+                        f"the response grew past {limit:,} characters without ending; it was "
+                        "stopped (a model stuck repeating itself, or a server that never ends "
+                        "its stream)",
+                    )
+            if on_event is not None:
+                maybe = on_event(event)
+                if maybe is not None:
+                    await maybe
+            if isinstance(event, StreamRestart):
+                response, parts, calls, finished, size = ModelResponse(), [], {}, False, 0
+            elif isinstance(event, TextDelta):
+                parts.append(event.text)
+            elif isinstance(event, ToolCallStarted):
+                calls[event.index] = (event.call_id, event.name, [])
+            elif isinstance(event, ToolCallDelta):
+                if event.index not in calls:
+                    raise ProviderError("malformed_stream", "tool-call arguments before its start")
+                calls[event.index][2].append(event.arguments)
+            elif isinstance(event, Usage):
+                response.usage_reported = True
+                response.usage = Usage(
+                    response.usage.input_tokens + event.input_tokens,
+                    response.usage.output_tokens + event.output_tokens,
+                )
+            elif isinstance(event, Finished):
+                response.finish_reason = event.reason
+                finished = True
+    finally:
+        # Stopped early (a limit, a bad event): close the HTTP stream now, not when collected.
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
     if not finished:
         raise ProviderError("stream_ended_early", "the response stream ended early", retryable=True)
     response.text = "".join(parts)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Mapping
 
 import httpx2 as httpx  # the transport the SDKs use (the successor of httpx)
@@ -98,6 +99,24 @@ def from_transport(exc: BaseException) -> ProviderError:
             "connection", "the connection dropped in the middle of the response", retryable=True
         )
     return ProviderError("connection", f"connection error: {exc}", retryable=True)
+
+
+# What reading a server's event of an unexpected shape raises inside the SDKs or our field
+# access: ``UnicodeDecodeError`` (bytes that are not UTF-8), ``AttributeError`` (a ``null``
+# chunk), ``TypeError``/``KeyError``/``IndexError`` (JSON of another shape). Found by the
+# stream fuzz test (tests/providers/test_stream_fuzz.py): each used to escape as a bug.
+UNREADABLE_EVENT = (ValueError, AttributeError, TypeError, KeyError, IndexError)
+
+
+def from_unreadable(exc: Exception) -> ProviderError:
+    """A server event fxdesk cannot read: a broken answer, not retried blindly."""
+    if isinstance(exc, UnicodeDecodeError):
+        what = "bytes that are not UTF-8"
+    elif isinstance(exc, json.JSONDecodeError):
+        what = f"an event that is not JSON ({exc.msg})"
+    else:
+        what = f"an event of an unexpected shape ({type(exc).__name__}: {str(exc)[:200]})"
+    return ProviderError("malformed_stream", f"the server sent {what}")
 
 
 async def without_key(events: AsyncIterator[StreamEvent], key: str) -> AsyncIterator[StreamEvent]:

@@ -8,7 +8,7 @@ committed). Errors become ``ProviderError`` codes the engine turns into plain re
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -28,7 +28,15 @@ from fxdesk.providers.base import (
     ToolCallStarted,
     Usage,
 )
-from fxdesk.providers.errors import from_http_status, from_transport, without_key
+from fxdesk.providers.errors import (
+    UNREADABLE_EVENT,
+    from_http_status,
+    from_transport,
+    from_unreadable,
+    without_key,
+)
+
+log = logging.getLogger(__name__)
 
 
 class OpenAICompatProvider(Provider):
@@ -119,14 +127,13 @@ class OpenAICompatProvider(Provider):
                             yield ToolCallDelta(index, call.function.arguments)
                     if choice.finish_reason:
                         finish = choice.finish_reason
-        except json.JSONDecodeError as exc:
-            raise ProviderError(
-                "malformed_stream", f"the server sent a chunk that is not JSON ({exc.msg})"
-            ) from None
         except openai.APIStatusError as exc:
             raise from_http_status(exc.status_code, _message(exc), exc.response.headers) from None
         except (openai.APIConnectionError, openai.APIError, httpx.HTTPError) as exc:
             raise from_transport(exc) from None
+        except UNREADABLE_EVENT as exc:
+            log.warning("unreadable event from the server", exc_info=True)
+            raise from_unreadable(exc) from None
         finally:
             await stream.close()  # a cancelled call must not leave the connection streaming
         for index in started:
