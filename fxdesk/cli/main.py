@@ -33,6 +33,7 @@ def groups() -> tuple[ModuleType, ...]:
         search,
         sessions,
         tasks_start,
+        transfer,
     )
 
     return (
@@ -47,6 +48,7 @@ def groups() -> tuple[ModuleType, ...]:
         runs,
         sandbox,
         search,
+        transfer,
         window,
     )
 

@@ -22,7 +22,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fxdesk.domain import reasons
 from fxdesk.domain.agent_definitions import AgentDefinition, AgentEntry
@@ -52,7 +52,7 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine import agent_lookup, health
+from fxdesk.engine import agent_lookup, health, transfer
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
 from fxdesk.engine.background import listing
@@ -66,7 +66,7 @@ from fxdesk.engine.errors import (
     RegistryClosed,
     UnknownAgent,
 )
-from fxdesk.engine.events import RecoveryReport, WorkspaceAdded
+from fxdesk.engine.events import RecoveryReport, SessionChanged, WorkspaceAdded
 from fxdesk.engine.mcp import McpService
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
@@ -447,6 +447,25 @@ class Engine(AgentRunsPart):
         """Messages and answers in every session that contain every word of ``text`` (each
         as the start of a word; "a phrase" in quotes), best first, with marked snippets."""
         return await self._store.read(lambda: history.search(text, limit))
+
+    async def export(self, session_id: str, *, whole_tree: bool = False) -> dict[str, Any]:
+        """The session (``whole_tree``: its whole tree) as an export document, every known
+        API key masked in every text (``engine.transfer``)."""
+        return await transfer.export_document(
+            self._store, self.profiles, session_id, whole_tree=whole_tree
+        )
+
+    async def import_export(
+        self, text: str, workspace: str | os.PathLike[str] | None = None
+    ) -> list[Session]:
+        """Import an export as new sessions (never overwriting anything); the top one first.
+        ``TransferError`` says why a file cannot be imported."""
+        ids = await transfer.import_document(self._store, text, workspace, self._clock.now_ms())
+        imported = [await self.session(i) for i in ids]
+        found = [s for s in imported if s is not None]
+        for session in found:
+            self._bus.publish(SessionChanged(session))
+        return found
 
     async def approvals_of(self, session_id: str, limit: int = 200) -> list[Approval]:
         """The session's approvals, answered or not, newest first: who answered what, how and
