@@ -26,6 +26,7 @@ def groups() -> tuple[ModuleType, ...]:
         approvals,
         background,
         doctor,
+        mcp,
         profiles,
         run_commands,
         runs,
@@ -46,6 +47,7 @@ def groups() -> tuple[ModuleType, ...]:
         agents,
         runs,
         sandbox,
+        mcp,
         search,
         window,
     )
