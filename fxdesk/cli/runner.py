@@ -33,6 +33,7 @@ def execute(
     with_engine: bool = True,
     recover: bool = True,
     background: bool | None = None,
+    mcp: bool | None = None,
 ) -> int:
     """Start fxdesk headless, run ``body``, stop in order; map known errors to exit codes.
 
@@ -40,7 +41,8 @@ def execute(
     settings or hand a message off with ``send --no-wait`` run no session). Only commands that
     run work (``run``, ``send``, ``resume``, ``recover``) recover first: the others must not
     interrupt work another fxdesk queued. ``background`` (default: as ``recover``) runs
-    background tasks: ``fxdesk start`` and ``stop`` do, without recovering sessions.
+    background tasks: ``fxdesk start`` and ``stop`` do, without recovering sessions. ``mcp``
+    (default: as ``background``) starts the MCP servers (``fxdesk mcp``).
     """
     from fxdesk.app import App
     from fxdesk.engine.facade import SessionError, StoreError
@@ -49,7 +51,9 @@ def execute(
         app = App(paths)
         try:
             if with_engine:  # a command runs its own session only, never handed-off work
-                await app.start(recover=recover, run_handed_off=False, background=background)
+                await app.start(
+                    recover=recover, run_handed_off=False, background=background, mcp=mcp
+                )
             else:
                 await app.start_store_only()
         except StoreError as exc:

@@ -68,7 +68,9 @@ class McpLoop:
     def _ensure(self) -> asyncio.AbstractEventLoop:
         with self._lock:
             if self._loop is None:
-                loop = asyncio.new_event_loop()
+                # Not ``new_event_loop()``: under the window that is qasync's policy, and a Qt
+                # loop in this thread would start Qt timers off the GUI thread.
+                loop: asyncio.AbstractEventLoop = asyncio.SelectorEventLoop()
                 ready = threading.Event()
 
                 def main() -> None:
