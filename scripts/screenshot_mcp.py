@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import qasync
@@ -60,21 +61,27 @@ async def seed(root: Path) -> DataPaths:
     return paths
 
 
+async def until(condition: Callable[[], bool], within: float = 60.0) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
 async def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="fxdesk-mcp-shot-"))
     paths = await seed(root)
     app = App(paths)
     controller = GuiController(app)
     task = asyncio.ensure_future(controller.main())
-    while not controller.ready.is_set():
-        await asyncio.sleep(0.05)
+    await controller.ready.wait()
     controller.window.setGeometry(0, 0, 1280, 800)
-    while not any(s.state is ServerState.RUNNING for s in app.mcp.statuses()):
-        await asyncio.sleep(0.05)
+    await until(lambda: any(s.state is ServerState.RUNNING for s in app.mcp.statuses()))
     controller.window.settings_action.trigger()
-    while controller.settings is None or not controller.settings.isVisible():
-        await asyncio.sleep(0.05)
+    await until(lambda: controller.settings is not None and controller.settings.isVisible())
     dialog = controller.settings
+    assert dialog is not None
     dialog.resize(1000, 640)
     dialog.move(140, 80)
     page = dialog.tools_page
