@@ -29,6 +29,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import psutil
 import qasync
 from PySide6.QtCore import QEvent, QObject, QStringListModel, QTimer
 from PySide6.QtWidgets import QAbstractItemView, QListView
@@ -176,6 +177,7 @@ async def measure(data: Path, rounds: int) -> dict[str, object]:
         "scroll_worst_ms": [],
         "ref_open_ms": [],
         "ref_scroll_worst_ms": [],
+        "rss_mib": [],  # after each fxdesk round: all 10,000 messages loaded and laid out
     }
     pages = 0
     try:
@@ -187,6 +189,7 @@ async def measure(data: Path, rounds: int) -> dict[str, object]:
             for which in order:
                 if which == 0:
                     opened, worst, pages = await fxdesk_round(controller)
+                    result["rss_mib"].append(psutil.Process().memory_info().rss / 2**20)
                     result["open_ms"].append(opened)
                     result["scroll_worst_ms"].append(worst)
                 else:

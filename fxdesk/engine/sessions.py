@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +112,19 @@ def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: 
     change = reducers.enqueue(record, item, at)
     control.save_change(change)
     return change
+
+
+def _changed(session: Session, change: Change) -> Session:
+    """``session`` as ``change`` leaves it: the columns ``control.save_change`` writes."""
+    record = change.record
+    return replace(
+        session,
+        state=record.state,
+        generation=record.generation,
+        next_event_sequence=record.next_event_sequence,
+        updated_at_ms=record.updated_at_ms,
+        archived_from=record.archived_from,
+    )
 
 
 def enqueue_in_write(
@@ -331,13 +344,17 @@ class SessionService:
 
         def write() -> tuple[Change, Session | None]:
             before = repo.get_session(session_id)
-            first = control.next_position(session_id) == 1
             change = _enqueue(session_id, content, kind, source_id, at)
-            if first and before is not None and before.name == UNNAMED:
+            if before is None:
+                return change, None
+            after = _changed(before, change)  # no second read of the row just written
+            if change.items[0].position == 1 and before.name == UNNAMED:
                 # Named after what it is about as soon as that is known: made with no name
                 # and no message, it was "New session" (and stayed so) until now.
-                repo.rename_session(session_id, _title_from(content) or UNNAMED, at)
-            return change, repo.get_session(session_id)
+                name = _title_from(content) or UNNAMED
+                repo.rename_session(session_id, name, at)
+                after = replace(after, name=name, updated_at_ms=at)
+            return change, after
 
         change, session = await self._store.write(write, label="send")
         publish_change(self._bus, change, session)
