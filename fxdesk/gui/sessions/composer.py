@@ -12,8 +12,10 @@ Signals:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from PySide6.QtCore import QEvent, Qt, Signal, Slot
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -42,6 +44,29 @@ class MessageEdit(QPlainTextEdit):
         super().__init__(parent)
         self.document().documentLayout().documentSizeChanged.connect(self._fit_height)
         self._fit_height()
+        # Up in an empty box brings back what the person sent before (the open session's
+        # messages, newest first), Down goes forward again and back to an empty box; typing
+        # keeps the recalled text as a new draft.
+        self.history_source: Callable[[], list[str]] = list
+        self._recalled: int | None = None  # how far back (1 = the last message sent)
+        self.textChanged.connect(self._on_text_changed)
+
+    def _recall(self, step: int) -> bool:
+        sent = [text for text in self.history_source() if text.strip()]
+        back = (self._recalled or 0) + step
+        if not sent or back < 0 or back > len(sent):
+            return False
+        self._recalled = back or None
+        self.blockSignals(True)
+        self.setPlainText(sent[-back] if back else "")
+        self.blockSignals(False)
+        self._fit_height()
+        self.moveCursor(QTextCursor.MoveOperation.End)
+        return True
+
+    @Slot()
+    def _on_text_changed(self) -> None:
+        self._recalled = None  # edited: a draft of its own now
 
     def height_for(self, lines: int) -> int:
         """The box's height showing ``lines`` lines of text."""
@@ -61,6 +86,11 @@ class MessageEdit(QPlainTextEdit):
             self._fit_height()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        plain = event.modifiers() == Qt.KeyboardModifier.NoModifier
+        browsing = self._recalled is not None or not self.toPlainText()
+        arrow = event.key() in (Qt.Key.Key_Up, Qt.Key.Key_Down)
+        if plain and browsing and arrow and self._recall(1 if event.key() == Qt.Key.Key_Up else -1):
+            return
         if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
             if event.modifiers() & Qt.KeyboardModifier.ShiftModifier:
                 self.insertPlainText("\n")

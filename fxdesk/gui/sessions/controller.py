@@ -19,7 +19,7 @@ from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.model import ROLE_UNREAD
 from fxdesk.gui.sessions.text_filter import ConversationFilter
 from fxdesk.gui.tasks import TaskGroup, run_dialog
-from fxdesk.gui.transcript.model import Row, answers_by_call
+from fxdesk.gui.transcript.model import Row, RowKind, answers_by_call
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.gui.window.usage_view import DAYS, UsageDialog
@@ -69,6 +69,7 @@ class SessionController(QObject):
             lambda: self._spawn(self._load_older(), "load-older")
         )
         self.conversations = ConversationFilter(window, engine, tasks)
+        window.panel.composer.edit.history_source = self.sent_messages
         self._reveal: tuple[str, int] | None = None  # a message a search result asked to show
         self.conversations.results.open_requested.connect(self.open_at)
         self.usage_action = QAction("&Usage…", window)
@@ -106,6 +107,13 @@ class SessionController(QObject):
             self._spawn(self.open(session_id), "open-session")
         else:
             self.window.transcript_model.clear()
+
+    def sent_messages(self) -> list[str]:
+        """What the person said in the open session (as loaded), oldest first: the composer's
+        Up/Down history."""
+        model = self.window.transcript_model
+        rows = (model.row_at(i) for i in range(model.rowCount()))
+        return [row.text for row in rows if row.kind == RowKind.USER]
 
     def open_at(self, session_id: str, seq: int) -> None:
         """Open ``session_id`` at its message ``seq`` (a search result): scrolled to it and

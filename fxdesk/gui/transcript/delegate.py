@@ -14,6 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from PySide6.QtCore import (
     QEvent,
@@ -207,8 +208,9 @@ class TranscriptDelegate(QStyledItemDelegate):
             layout = _Layout(
                 int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, [(doc, rect)]
             )
+            said = f" · {clock_text(row.at_ms)}" if row.at_ms else ""
             layout.header = (
-                ("You (steering the running turn)" if row.steer else "You")
+                ("You (steering the running turn)" if row.steer else "You") + said
                 if (row.kind == RowKind.USER)
                 else ""
             )
@@ -569,4 +571,18 @@ def _turn_summary(row: Row) -> str:
     cost = row.data.get("cost_usd")
     if isinstance(cost, int | float):
         parts.append(f"${cost:.4f}")
+    if row.at_ms:
+        parts.insert(0, clock_text(row.at_ms))
     return " · ".join(parts) or "Turn finished"
+
+
+def clock_text(at_ms: int, now_ms: int | None = None) -> str:
+    """When something was said, as a clock shows it: "14:02" today, "3 Nov 14:02" this year,
+    "3 Nov 2025 14:02" before (local time)."""
+    at = datetime.fromtimestamp(at_ms / 1000)
+    now = datetime.fromtimestamp((now_ms if now_ms is not None else time.time() * 1000) / 1000)
+    clock = f"{at.hour:02d}:{at.minute:02d}"
+    if at.date() == now.date():
+        return clock
+    day = f"{at.day} {at.strftime('%b')}"
+    return f"{day} {clock}" if at.year == now.year else f"{day} {at.year} {clock}"

@@ -63,6 +63,7 @@ class Row:
     live_output: str = ""  # the last lines a running command printed (until its result)
     started_ms: int = 0  # when the call was made (a running card counts from it)
     answered: str = ""  # who answered its approval, how and when ("" when none was asked)
+    at_ms: int = 0  # when it was said (messages) or ended (turn footers); 0: unknown
     # notices and footers
     level: str = ""  # failed | interrupted | cancelled
     action: str = ""  # retry | resume
@@ -348,6 +349,7 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
                     entry.content,
                     entry.work_id,
                     steer=bool(entry.data.get("steer")),
+                    at_ms=entry.created_at_ms,
                 )
             )
         elif entry.kind == EntryKind.ASSISTANT:
@@ -360,6 +362,7 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
                         entry.content,
                         entry.work_id,
                         data=entry.data,
+                        at_ms=entry.created_at_ms,
                     )
                 )
         elif entry.kind in (EntryKind.TOOL_CALL, EntryKind.TOOL_RESULT):
@@ -371,7 +374,15 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
                 rows.append(row)
         elif entry.kind == EntryKind.TURN_END:
             rows.append(
-                Row(f"e{entry.id}", RowKind.TURN, entry.seq, "", entry.work_id, data=entry.data)
+                Row(
+                    f"e{entry.id}",
+                    RowKind.TURN,
+                    entry.seq,
+                    "",
+                    entry.work_id,
+                    data=entry.data,
+                    at_ms=entry.created_at_ms,
+                )
             )
     return rows
 

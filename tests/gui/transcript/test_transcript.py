@@ -28,6 +28,7 @@ from fxdesk.gui.transcript.model import (
     RowKind,
     ToolState,
     TranscriptModel,
+    build_rows,
     tool_state,
 )
 from fxdesk.gui.transcript.view import TranscriptView
@@ -790,3 +791,38 @@ async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
     view.resize(700, 900)
     await until(lambda: view.viewport().width() <= 700)
     assert view.delegate._width() == view.viewport().width() - 28  # narrower: the margins only
+
+
+def test_messages_and_turn_footers_say_when() -> None:
+    """Issue 18 item 6: per-message timestamps in the transcript."""
+    from datetime import datetime
+
+    from fxdesk.gui.transcript.delegate import _turn_summary, clock_text
+
+    now = datetime(2026, 12, 2, 15, 30).timestamp() * 1000
+    assert clock_text(int(datetime(2026, 12, 2, 9, 5).timestamp() * 1000), int(now)) == "09:05"
+    assert clock_text(int(datetime(2026, 11, 3, 14, 2).timestamp() * 1000), int(now)) == (
+        "3 Nov 14:02"
+    )
+    assert clock_text(int(datetime(2025, 11, 3, 14, 2).timestamp() * 1000), int(now)) == (
+        "3 Nov 2025 14:02"
+    )
+    at = int(datetime.now().replace(hour=14, minute=2).timestamp() * 1000)
+    turn = Row("t", RowKind.TURN, data={"model_calls": 1, "usage": [10, 2]}, at_ms=at)
+    assert _turn_summary(turn) == "14:02 · 1 model call · 10 in / 2 out"
+    rows = build_rows(
+        [entry(1, EntryKind.USER, "Hi", work_id="w1", created_at_ms=at)]
+    )  # from the history as stored
+    assert rows[0].at_ms == at
+
+
+async def test_the_person_s_message_header_shows_its_time(qtbot: Any) -> None:
+    from datetime import datetime
+
+    at = int(datetime.now().replace(hour=8, minute=41).timestamp() * 1000)
+    model = TranscriptModel(FakeHistory([entry(1, EntryKind.USER, "Hi", created_at_ms=at)]))
+    await model.load_latest("s1")
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(600, 300)
+    assert view.delegate.layout(model.row_at(0)).header == "You · 08:41"

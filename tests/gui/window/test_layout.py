@@ -102,3 +102,33 @@ def test_the_message_box_is_as_tall_as_its_text_between_two_and_ten_lines(qtbot:
     assert edit.verticalScrollBar().maximum() > 0
     edit.clear()
     assert edit.height() == empty
+
+
+def test_up_and_down_in_an_empty_message_box_bring_back_what_was_sent(qtbot: QtBot) -> None:
+    """Issue 18 item 6: a prompt history. Up in an empty box recalls the last message sent,
+    again the one before; Down goes forward and back to an empty box; an edited recall is a
+    draft of its own (Up then moves the cursor, as in any text)."""
+    composer = Composer()
+    qtbot.addWidget(composer)
+    composer.show()
+    edit = composer.edit
+    edit.history_source = lambda: ["first question", "second\nquestion"]
+    edit.setFocus()
+    QTest.keyClick(edit, Qt.Key.Key_Up)
+    assert edit.toPlainText() == "second\nquestion"
+    assert edit.height() == edit.height_for(2)
+    QTest.keyClick(edit, Qt.Key.Key_Up)
+    assert edit.toPlainText() == "first question"
+    QTest.keyClick(edit, Qt.Key.Key_Up)  # nothing older: stays
+    assert edit.toPlainText() == "first question"
+    QTest.keyClick(edit, Qt.Key.Key_Down)
+    QTest.keyClick(edit, Qt.Key.Key_Down)
+    assert edit.toPlainText() == ""
+    QTest.keyClick(edit, Qt.Key.Key_Up)
+    QTest.keyClicks(edit, " again")  # edited: a draft now
+    QTest.keyClick(edit, Qt.Key.Key_Up)
+    assert edit.toPlainText() == "second\nquestion again"
+    sent: list[str] = []
+    composer.submitted.connect(lambda text, _steer: sent.append(text))
+    QTest.keyClick(edit, Qt.Key.Key_Return)
+    assert sent == ["second\nquestion again"]
