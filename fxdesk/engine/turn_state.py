@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fxdesk import messages
 from fxdesk.domain import reasons
 from fxdesk.domain.authority import AdmissionSnapshot
 from fxdesk.domain.live import LivePresentation
@@ -73,7 +74,13 @@ class StaleAuthority(Exception):
 
 
 def paused(exc: StoreError) -> TurnStop:
-    """The stop for a store failure: the item pauses (interrupted) and resume continues."""
+    """The stop for a store failure: the item pauses (interrupted) and resume continues.
+
+    The person is told why, in the store's words ("The disk holding ... is full; nothing was
+    saved. Free some space and try again."): the paused item itself can only say "paused",
+    since the failure that paused it may be what keeps its reason from being saved (found by
+    tests/reliability/test_store_faults.py: a full disk stopped a session in silence)."""
+    messages.error(exc.user_message, key=f"store:{type(exc).__name__}")
     return TurnStop(
         TurnEnd.PAUSED, reasons.diagnostic(reasons.TURN_NOT_COMMITTED, exc.user_message)
     )
