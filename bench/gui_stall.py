@@ -43,7 +43,12 @@ from fxdesk.app import App
 from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.events import HistoryAppended
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
+from fxdesk.gui.application import (
+    GuiController,
+    MainThreadGarbageCollector,
+    Outcome,
+    create_qapplication,
+)
 from fxdesk.gui.sessions.composer import MessageEdit
 from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
@@ -167,8 +172,8 @@ async def once(root: Path) -> Result:
     finally:
         controller.request_quit()
         code = await asyncio.wait_for(main, 30)
-    if code != 0:
-        raise RuntimeError(f"the window quit with exit code {code}")
+    if code is not Outcome.CLOSED:
+        raise RuntimeError(f"the window ended with {code}")
     return result
 
 

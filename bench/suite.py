@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -625,6 +626,7 @@ def main() -> int:
     began = time.time()
     load_before = os.getloadavg()
     rows: list[Row] = []
+    failed: list[str] = []
     with tempfile.TemporaryDirectory(prefix="fxdesk-bench-") as tmp:
         folder = Path(tmp)
         steps: list[tuple[str, Callable[[], list[Row]]]] = [
@@ -649,7 +651,12 @@ def main() -> int:
                 continue
             step_began = time.perf_counter()
             print(f"== {name} ...", file=sys.stderr, flush=True)
-            new = step()
+            try:
+                new = step()
+            except Exception:  # one broken benchmark must not lose the others' numbers
+                traceback.print_exc()
+                failed.append(name)
+                continue
             print(
                 f"   {name}: {time.perf_counter() - step_began:.0f} s", file=sys.stderr, flush=True
             )
@@ -663,6 +670,8 @@ def main() -> int:
         f"after {info['load_average'][0]:.2f} (2-minute-ish figures of the shared machine)\n"
     )  # type: ignore[index]
     print(table(rows))
+    if failed:
+        print(f"\nFAILED (see above): {', '.join(failed)}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / time.strftime("%Y%m%d-%H%M%S.json", time.localtime(began))
     out.write_text(
@@ -672,6 +681,7 @@ def main() -> int:
                 "started": began,
                 "seconds": time.time() - began,
                 "rounds": rounds,
+                "failed": failed,
                 "machine": info,
                 "rows": [
                     {**asdict(r), "ratio": r.ratio, "met": r.met, "target_text": r.target_text()}
