@@ -52,7 +52,7 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine import agent_lookup, health, transfer
+from fxdesk.engine import agent_lookup, health, mentions, transfer
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
 from fxdesk.engine.background import listing
@@ -447,6 +447,24 @@ class Engine(AgentRunsPart):
         """Messages and answers in every session that contain every word of ``text`` (each
         as the start of a word; "a phrase" in quotes), best first, with marked snippets."""
         return await self._store.read(lambda: history.search(text, limit))
+
+    async def workspace_files(self, session_id: str) -> list[str]:
+        """The files of the session's workspace, relative (the composer completes ``@`` with
+        them)."""
+        folder = await self._folder_of(session_id)
+        return await asyncio.to_thread(mentions.list_files, folder)
+
+    async def with_attachments(self, session_id: str, text: str) -> str:
+        """``text`` with the workspace files it mentions (``@path``, ``@path:10-40``) attached
+        for the model."""
+        folder = await self._folder_of(session_id)
+        return await asyncio.to_thread(mentions.attach, folder, text)
+
+    async def _folder_of(self, session_id: str) -> Path:
+        session = await self.session(session_id)
+        if session is None:
+            raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+        return await self._workspace_folder(session.workspace_id)
 
     async def export(self, session_id: str, *, whole_tree: bool = False) -> dict[str, Any]:
         """The session (``whole_tree``: its whole tree) as an export document, every known

@@ -29,6 +29,10 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.model import PermissionMode
 from fxdesk.gui.sessions import modes
 
+_COMPLETER_KEYS = frozenset(
+    {Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Backtab, Qt.Key.Key_Escape}
+)
+
 
 class MessageEdit(QPlainTextEdit):
     """Multi-line input where Enter (or Ctrl+Enter) sends and Shift+Enter breaks the line.
@@ -48,6 +52,7 @@ class MessageEdit(QPlainTextEdit):
         # messages, newest first), Down goes forward again and back to an empty box; typing
         # keeps the recalled text as a new draft.
         self.history_source: Callable[[], list[str]] = list
+        self.completing: Callable[[], bool] = lambda: False  # the @ list is open
         self._recalled: int | None = None  # how far back (1 = the last message sent)
         self.textChanged.connect(self._on_text_changed)
 
@@ -86,6 +91,9 @@ class MessageEdit(QPlainTextEdit):
             self._fit_height()
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        if self.completing() and event.key() in _COMPLETER_KEYS:
+            event.ignore()  # the @ completion's list takes them (Enter picks, Escape closes)
+            return
         plain = event.modifiers() == Qt.KeyboardModifier.NoModifier
         browsing = self._recalled is not None or not self.toPlainText()
         arrow = event.key() in (Qt.Key.Key_Up, Qt.Key.Key_Down)

@@ -16,6 +16,7 @@ from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatu
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
+from fxdesk.gui.sessions.mention_completer import MentionCompleter
 from fxdesk.gui.sessions.model import ROLE_UNREAD
 from fxdesk.gui.sessions.text_filter import ConversationFilter
 from fxdesk.gui.tasks import TaskGroup, run_dialog
@@ -69,7 +70,10 @@ class SessionController(QObject):
             lambda: self._spawn(self._load_older(), "load-older")
         )
         self.conversations = ConversationFilter(window, engine, tasks)
-        window.panel.composer.edit.history_source = self.sent_messages
+        edit = window.panel.composer.edit
+        edit.history_source = self.sent_messages
+        self.mentions = MentionCompleter(edit, engine.workspace_files, tasks)
+        edit.completing = self.mentions.is_open
         self._reveal: tuple[str, int] | None = None  # a message a search result asked to show
         self.conversations.results.open_requested.connect(self.open_at)
         self.usage_action = QAction("&Usage…", window)
@@ -137,6 +141,7 @@ class SessionController(QObject):
 
     async def open(self, session_id: str) -> None:
         model = self.window.transcript_model
+        self.mentions.follow(session_id)
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
         self.window.model.set_mark(session_id, ROLE_UNREAD, False)
         await model.load_latest(session_id)
@@ -223,6 +228,7 @@ class SessionController(QObject):
             self._spawn(self.submit(session.id, text, steer), "send")
 
     async def submit(self, session_id: str, text: str, steer: bool = False) -> None:
+        text = await self.engine.with_attachments(session_id, text)  # @path mentions
         if steer:
             await self.engine.steer(session_id, text)
         else:

@@ -837,3 +837,39 @@ async def test_the_filter_lists_messages_and_one_opens_its_session_at_that_messa
         await until(lambda: view.delegate.highlighted is None, within=10)  # for a moment
     finally:
         assert await run.stop() == Outcome.CLOSED
+
+
+async def test_at_completes_a_workspace_file_and_its_text_goes_to_the_model(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Issue 18 item 6: typing @ and a few letters lists the workspace's files (fuzzy); Enter
+    takes the first without sending; the message sent carries the file's text for the model."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "tokenizer.py").write_text("def tokenize(text):\n    return text.split()\n")
+    (project / "README.md").write_text("readme\n")
+    provider = ScriptedProvider([Reply("Read it.")])
+    run = await Window(data_paths, provider).started()
+    try:
+        await run.app.sessions.create_root(project, name="Mentions")
+        await until(lambda: run.panel.session is not None)
+        window = run.controller.window
+        window.activateWindow()
+        await until(window.isActiveWindow)
+        edit = run.panel.composer.edit
+        edit.setFocus()
+        QTest.keyClicks(edit, "Explain @tokpy")
+        mentions = run.controller.sessions.mentions  # type: ignore[union-attr]
+        await until(mentions.is_open)
+        popup = mentions.completer.popup()
+        assert popup.model().index(0, 0).data() == "src/tokenizer.py"
+        QTest.keyClick(popup, Qt.Key.Key_Return)
+        await until(lambda: edit.toPlainText() == "Explain @src/tokenizer.py ")
+        assert provider.calls == 0  # Enter took the file; it did not send
+        QTest.keyClick(edit, Qt.Key.Key_Return)
+        await until(lambda: provider.calls == 1)
+        (said,) = [m.content for m in provider.requests[0].messages if m.role == "user"]
+        assert said.startswith("Explain @src/tokenizer.py")
+        assert '<attached file="src/tokenizer.py">\ndef tokenize(text):' in said
+    finally:
+        assert await run.stop() == Outcome.CLOSED
