@@ -3,9 +3,10 @@
 ``python -m tests.reliability.crash_host PHASE DATA WORKSPACE MARKER``
 
 - ``run``: on a fresh folder, start the scenario (a root session that runs commands, writes a
-  file, starts a durable server, delegates a foreground and a background task, gets a steer and a
-  queued message); on a folder that has it, resume every session with interrupted work. Then wait
-  until nothing runs and nothing is owed, print ``DONE`` and quit in order.
+  file, starts a durable server, delegates a foreground and a background task, gets a steer and
+  a queued message; a second session whose command waits for an approval nobody gives); on a
+  folder that has it, resume every session with interrupted work. Then wait until nothing runs
+  and nothing is owed, print ``DONE`` and quit in order.
 - ``recover``: start (start-up recovery runs), look for a moment, quit in order. It must make no
   model call and run no tool.
 
@@ -43,6 +44,7 @@ from fxdesk.store.faults import Fault, FaultInjector
 PHASE_ENV = "FXDESK_CRASH_PHASE"
 KILL_AT_COMMIT_ENV = "FXDESK_CRASH_AT_COMMIT"
 ROOT_NAME = "crash-root"
+ASKING_NAME = "crash-asks"  # a session in ask mode: its command waits for an approval
 TAGS = "tags.txt"
 # A server sleeps with the marker in its command line, so the harness finds (and ends) it.
 SERVER = "python3 -c 'import sys, time; print(\"up\", flush=True); time.sleep(900)' {marker}"
@@ -123,6 +125,9 @@ class Resolver(ProviderResolver):
         self.calls = calls
 
     async def resolve(self, session: Session) -> Resolved:
+        if session.name == ASKING_NAME:
+            steps = [Reply("", (run(tag_command("unapproved")),)), Reply("Asked.")]
+            return Resolved(ByProgress(steps, "asks", self.calls), "scripted")
         for name in ("fg", "bg"):
             if f"{name} task" in session.name:
                 return Resolved(ByProgress(child_steps(name), name, self.calls), "scripted")
@@ -157,9 +162,12 @@ async def busy(app: App) -> str:
     no run is active, no inbox event waits)."""
     engine = app.engine
     for session in await all_sessions(app):
-        if engine.is_running(session.id):
+        items = await engine.items(session.id)
+        # A turn that waits for an approval nobody will give is as far as it goes.
+        asking = any(i.status.value == "awaiting_approval" for i in items)
+        if engine.is_running(session.id) and not asking:
             return f"{session.name} runs"
-        for item in await engine.items(session.id):
+        for item in items:
             if item.status.value in ("pending", "running"):
                 return f"{session.name}: item {item.id} {item.kind.value} is {item.status.value}"
         if session.parent_id is None:
@@ -193,6 +201,13 @@ async def scenario(app: App, workspace: str) -> None:
         ack("session", session.id)
         for item in await engine.items(session.id):
             ack("work_item", item.id)
+        asking = await engine.create_session(
+            workspace,
+            name=ASKING_NAME,
+            permission_mode=PermissionMode.ASK,
+            first_message="Run something that needs my approval.",
+        )
+        ack("session", asking.id)
         await asyncio.sleep(0.05)
         steered = await engine.steer(session.id, "Also keep notes short.")
         ack("work_item", steered.id)

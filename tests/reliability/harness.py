@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.helpers import child_env
+from tests.helpers import child_env, fxdesk_command
 from tests.reliability import invariants
 from tests.reliability.crash_host import KILL_AT_COMMIT_ENV
 from tests.reliability.invariants import Observed
@@ -54,6 +55,10 @@ class Figures:
     in_commit: int = 0
     in_recovery: int = 0
     checks: int = 0
+    cli_sends: int = 0  # `fxdesk send --no-wait` run beside a running fxdesk
+    cli_acknowledged: int = 0  # ... that said "queued message <id>" (checked ever after)
+    cli_killed: int = 0
+    cli_refused: list[str] = field(default_factory=list)  # non-zero exits, with their words
     violations: list[str] = field(default_factory=list)
 
 
@@ -111,6 +116,8 @@ def run_phase(
         parts = line.split()
         if len(parts) == 3 and parts[0] == "ACK":
             obs.acks.add((parts[1], parts[2]))
+            if parts[1] == "session" and parts[2] not in obs.sessions:
+                obs.sessions.append(parts[2])
     return Outcome(lines, killed, process.returncode, "\n".join(errors))
 
 
@@ -163,7 +170,10 @@ def trial(base: Path, name: str, seed: int, ref: Reference, figures: Figures) ->
         _killed_run(obs, rng, ref.run_s, ref.commits, figures, name)
         _recover(obs, rng, ref, figures, name)
         if rng.random() < 0.5:  # the resumed run is shorter: kill it sooner
+            beside = _cli_beside(obs, rng, figures)
             _killed_run(obs, rng, ref.run_s / 2, ref.commits // 2, figures, name)
+            if beside is not None:
+                beside.join(PHASE_TIMEOUT_S)
             _recover(obs, rng, ref, figures, name)
         final = spawn(obs, "run")
         _expect_clean_or_killed(final, figures, name)
@@ -189,6 +199,45 @@ def _killed_run(
         figures.by_time += by_time
         figures.in_commit += not by_time
     _expect_clean_or_killed(outcome, figures, name)
+
+
+def _cli_beside(obs: Observed, rng: random.Random, figures: Figures) -> threading.Thread | None:
+    """``fxdesk send --no-wait`` to the root session while the next phase runs, killed half
+    the time; a message it acknowledged must survive everything after."""
+    if not obs.sessions:
+        return None
+    delay = rng.uniform(0, 1.0)
+    kill_after = rng.uniform(0, 0.8) if rng.random() < 0.5 else None
+
+    def send() -> None:
+        time.sleep(delay)
+        figures.cli_sends += 1
+        process = subprocess.Popen(
+            fxdesk_command(
+                "--data-dir", str(obs.data), "send", obs.sessions[0], "From the CLI.", "--no-wait"
+            ),
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            out, err = process.communicate(timeout=kill_after or PHASE_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            figures.cli_killed += 1
+            return
+        queued = re.search(r"queued message (\w+)", out)
+        if process.returncode == 0 and queued:
+            obs.acks.add(("work_item", queued[1]))
+            figures.cli_acknowledged += 1
+        else:
+            figures.cli_refused.append(f"exit {process.returncode}: {err.strip()[-300:]}")
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    return thread
 
 
 def _recover(

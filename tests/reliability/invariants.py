@@ -31,6 +31,7 @@ class Observed:
     acks: set[tuple[str, str]] = field(default_factory=set)
     # Item id -> the terminal status it was once seen in: it must never change again.
     finished: dict[str, str] = field(default_factory=dict)
+    sessions: list[str] = field(default_factory=list)  # acknowledged, in order (root first)
 
     @property
     def database(self) -> Path:
@@ -90,6 +91,23 @@ def no_tool_ran(obs: Observed, tags_before: int) -> list[str]:
     """Recovery alone ran no tool: no tag was added while it ran."""
     after = tag_count(obs)
     return [] if after == tags_before else [f"recovery ran {after - tags_before} tool calls"]
+
+
+def approvals_hold(obs: Observed) -> list[str]:
+    """A command that waits for an approval never runs without one, and no approval is left
+    pending for work that no longer waits for it."""
+    problems = []
+    if obs.tags.exists() and "unapproved" in obs.tags.read_text().split():
+        problems.append("a command ran without its approval")
+    problems += [
+        f"approval {ident} is pending but its work item is {status}"
+        for ident, status in _rows(
+            obs,
+            "SELECT a.id, w.status FROM approval a JOIN work_item w ON w.id = a.work_id "
+            "WHERE a.status = 'pending' AND w.status != 'awaiting_approval'",
+        )
+    ]
+    return problems
 
 
 def deliveries_once(obs: Observed) -> list[str]:
@@ -186,6 +204,7 @@ def after_recovery(obs: Observed) -> list[str]:
         *acknowledged(obs),
         *tags_once(obs),
         *deliveries_once(obs),
+        *approvals_hold(obs),
         *completions_once(obs),
         *no_model_call_in(obs, "recover"),
         *nothing_runs(obs),

@@ -136,3 +136,22 @@ def test_a_tool_run_by_recovery_is_caught(obs: Observed) -> None:
     with obs.tags.open("a") as tags:
         tags.write("root-9\n")
     assert invariants.no_tool_ran(obs, before) == ["recovery ran 1 tool calls"]
+
+
+def test_a_command_run_without_its_approval_is_caught(obs: Observed) -> None:
+    with obs.tags.open("a") as tags:
+        tags.write("unapproved\n")
+    assert invariants.approvals_hold(obs) == ["a command ran without its approval"]
+
+
+def test_an_approval_left_pending_for_finished_work_is_caught(obs: Observed) -> None:
+    with sqlite3.connect(obs.database) as db:
+        (ident,) = db.execute("SELECT id FROM approval LIMIT 1").fetchone()
+    sql(obs, f"UPDATE approval SET status = 'pending' WHERE id = '{ident}'")
+    sql(
+        obs,
+        "UPDATE work_item SET status = 'interrupted' WHERE id = "
+        f"(SELECT work_id FROM approval WHERE id = '{ident}')",
+    )
+    (problem,) = invariants.approvals_hold(obs)
+    assert f"approval {ident} is pending but its work item is interrupted" == problem
