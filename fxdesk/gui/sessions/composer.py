@@ -13,8 +13,9 @@ Signals:
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
-from PySide6.QtCore import QEvent, Qt, Signal, Slot
+from PySide6.QtCore import QEvent, QMimeData, Qt, Signal, Slot
 from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -53,6 +54,7 @@ class MessageEdit(QPlainTextEdit):
         # keeps the recalled text as a new draft.
         self.history_source: Callable[[], list[str]] = list
         self.completing: Callable[[], bool] = lambda: False  # the @ list is open
+        self.workspace: Path | None = None  # the open session's folder (dropped files)
         self._recalled: int | None = None  # how far back (1 = the last message sent)
         self.textChanged.connect(self._on_text_changed)
 
@@ -68,6 +70,32 @@ class MessageEdit(QPlainTextEdit):
         self._fit_height()
         self.moveCursor(QTextCursor.MoveOperation.End)
         return True
+
+    def canInsertFromMimeData(self, source: QMimeData) -> bool:
+        if source.hasUrls():
+            return any(url.isLocalFile() for url in source.urls())
+        return super().canInsertFromMimeData(source)
+
+    def insertFromMimeData(self, source: QMimeData) -> None:
+        """Files dropped (or pasted) from the file manager become mentions: ``@src/app.py``
+        for a workspace file (its text goes to the model with the message), the full path
+        for anything else."""
+        if not source.hasUrls():
+            super().insertFromMimeData(source)
+            return
+        words = [self.mention_for(Path(url.toLocalFile())) for url in source.urls()]
+        self.insertPlainText(" ".join(w for w in words if w) + " ")
+
+    def mention_for(self, path: Path) -> str:
+        if not str(path):
+            return ""
+        root = self.workspace
+        if root is not None and path.is_file():
+            try:
+                return "@" + path.resolve().relative_to(root.resolve()).as_posix()
+            except ValueError:
+                pass
+        return str(path)
 
     @Slot()
     def _on_text_changed(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
+from pathlib import Path
 
 from PySide6.QtCore import QObject, Qt, Signal, Slot
 from PySide6.QtGui import QAction
@@ -17,7 +18,7 @@ from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.mention_completer import MentionCompleter
-from fxdesk.gui.sessions.model import ROLE_UNREAD
+from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, ROLE_UNREAD
 from fxdesk.gui.sessions.text_filter import ConversationFilter
 from fxdesk.gui.tasks import TaskGroup, run_dialog
 from fxdesk.gui.transcript.model import Row, RowKind, answers_by_call
@@ -142,6 +143,11 @@ class SessionController(QObject):
     async def open(self, session_id: str) -> None:
         model = self.window.transcript_model
         self.mentions.follow(session_id)
+        session = self.window.model.session_index(session_id).data(ROLE_SNAPSHOT)
+        if isinstance(session, Session):
+            place = self.window.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+            path = getattr(place, "path", None)
+            self.window.panel.composer.edit.workspace = Path(path) if path else None
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
         self.window.model.set_mark(session_id, ROLE_UNREAD, False)
         await model.load_latest(session_id)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication
 from pytestqt.qtbot import QtBot
 
 from fxdesk.domain.model import PermissionMode
@@ -132,3 +133,37 @@ def test_up_and_down_in_an_empty_message_box_bring_back_what_was_sent(qtbot: QtB
     composer.submitted.connect(lambda text, _steer: sent.append(text))
     QTest.keyClick(edit, Qt.Key.Key_Return)
     assert sent == ["second\nquestion again"]
+
+
+def test_files_dropped_on_the_message_box_become_mentions(qtbot: QtBot, tmp_path: Path) -> None:
+    """Issue 18 item 6: a workspace file dropped from the file manager becomes ``@path`` (its
+    text goes to the model with the message); a file elsewhere, its full path."""
+    from PySide6.QtCore import QMimeData, QPointF, QUrl
+    from PySide6.QtGui import QDragEnterEvent, QDragMoveEvent, QDropEvent
+
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "app.py").write_text("x")
+    (tmp_path / "notes.txt").write_text("n")
+    composer = Composer()
+    qtbot.addWidget(composer)
+    composer.show()
+    edit = composer.edit
+    edit.workspace = workspace
+    data = QMimeData()
+    data.setUrls(
+        [
+            QUrl.fromLocalFile(str(workspace / "src" / "app.py")),
+            QUrl.fromLocalFile(str(tmp_path / "notes.txt")),
+        ]
+    )
+    at, action = QPointF(10, 10), Qt.DropAction.CopyAction
+    buttons, keys = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier
+    assert edit.canInsertFromMimeData(data)
+    for event in (  # what a drag from the file manager delivers
+        QDragEnterEvent(at.toPoint(), action, data, buttons, keys),
+        QDragMoveEvent(at.toPoint(), action, data, buttons, keys),
+        QDropEvent(at, action, data, buttons, keys),
+    ):
+        QApplication.sendEvent(edit.viewport(), event)
+    assert edit.toPlainText() == f"@src/app.py {tmp_path / 'notes.txt'} "
