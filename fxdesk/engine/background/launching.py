@@ -99,9 +99,12 @@ async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutc
         )
     task = _task(ctx, request, prepared, wrapper.pid, token)
     ctx.table.add(task)
-    if request.policy is LaunchPolicy.SAVED_HEADLESS and not await records.save(
-        ctx, task, "initial record"
-    ):
+    # A durable task's record is written before its command may run, as a saved-headless
+    # one's: killed between the two, fxdesk would leave a server running that no record names
+    # and no later fxdesk finds (found by the crash harness, tests/reliability). A record whose
+    # command never ran names a wrapper that is gone: the next start marks it stale.
+    saved = await records.save(ctx, task, "initial record") if request.policy.durable else False
+    if request.policy is LaunchPolicy.SAVED_HEADLESS and not saved:
         ctx.table.remove(task)
         raise await _fail_blocked(
             ctx,
@@ -116,7 +119,7 @@ async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutc
     try:
         task.owned = await asyncio.to_thread(wrapper.release, request.command)
     except LaunchFailed as exc:
-        if request.policy is LaunchPolicy.SAVED_HEADLESS:
+        if saved:
             await records.delete(ctx, task)
         ctx.table.remove(task)
         raise await _fail_blocked(
@@ -129,9 +132,7 @@ async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutc
         ) from exc
     if not request.policy.durable:
         return task, LaunchOutcome.PROCESS_LOCAL_STARTED
-    if request.policy is LaunchPolicy.DURABLE and not await records.save(
-        ctx, task, "initial record"
-    ):
+    if not saved:  # durable: the command runs all the same, its record to be retried
         log.warning(
             "record persistence degraded policy=%s display_id=%d outcome=%s",
             task.policy.value,

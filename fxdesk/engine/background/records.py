@@ -118,7 +118,7 @@ async def retry_degraded(ctx: Context) -> None:
 
 
 async def delete(ctx: Context, task: Task) -> None:
-    """Remove the record of a saved-headless launch whose release failed (best effort)."""
+    """Remove the record of a durable launch whose release failed (best effort)."""
     try:
         await ctx.store.write(
             lambda: background.delete(task.session_id, task.stable_id, ctx.instance_id),

@@ -57,6 +57,24 @@ async def test_scenario_01_saved_headless_waits_for_the_initial_record(bg: Harne
     assert calls.index("capture") < calls.index("release")
 
 
+async def test_a_durable_record_is_saved_before_its_command_runs(bg: Harness) -> None:
+    """Killed between the release and the record, fxdesk would leave a durable server running
+    that no record names and no later fxdesk finds (found by the crash harness,
+    tests/reliability): the record comes first, as a saved-headless one's does."""
+    marker = bg.root / "marker"
+    seen = _marker_on_release(bg, marker)
+    task = await bg.launch(f"printf released > '{marker}'", policy=LaunchPolicy.DURABLE)
+    assert marker.exists() and task.persistence is not Persistence.INITIAL_RECORD_DEGRADED
+    assert seen == [[(task.stable_id,)]]  # the record was there when the command was released
+
+
+async def test_a_durable_record_is_removed_when_its_release_fails(bg: Harness) -> None:
+    bg.fake.release_error = LaunchFailed("the wrapper went away")
+    with pytest.raises(LaunchRefused, match="Failed to start"):
+        await bg.launch("true", policy=LaunchPolicy.DURABLE)
+    assert await bg.records() == []
+
+
 async def test_scenario_02_identity_retried_while_unavailable(bg: Harness) -> None:
     """Scenario 2: capture fails twice ("unavailable"), the third try succeeds."""
     marker = bg.root / "marker"
