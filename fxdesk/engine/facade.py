@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import functools
+import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -52,7 +53,7 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine import agent_lookup, health, mentions, transfer
+from fxdesk.engine import agent_lookup, changes, health, mentions, transfer
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
 from fxdesk.engine.background import listing
@@ -129,6 +130,7 @@ __all__ = [
 ]
 
 E = TypeVar("E")
+log = logging.getLogger(__name__)
 
 PERSON_SESSION_NAME = "Commands"  # the session of the person's own commands in a workspace
 
@@ -459,6 +461,27 @@ class Engine(AgentRunsPart):
         for the model."""
         folder = await self._folder_of(session_id)
         return await asyncio.to_thread(mentions.attach, folder, text)
+
+    async def changes(self, session_id: str) -> changes.Changes:
+        """What the session changed in its workspace, and (in git) what else changed there
+        since the last commit (``engine/changes.py``)."""
+        folder = await self._folder_of(session_id)
+        tools = sorted(changes.FILE_TOOLS)
+        entries = await self._store.read(lambda: history.tool_entries(session_id, tools))
+        touched = changes.touched_by(entries, folder)
+        return await asyncio.to_thread(changes.changes, folder, touched)
+
+    async def revert_change(self, session_id: str, path: str) -> str:
+        """Put one changed file back as the last commit has it (git only); what was done.
+        ``ChangesError`` says why not."""
+        folder = await self._folder_of(session_id)
+        found = await self.changes(session_id)
+        change = next((c for c in found.files if c.path == path), None)
+        if change is None:
+            raise changes.ChangesError(f"{path} has no change to revert")
+        done = await asyncio.to_thread(changes.revert, folder, change)
+        log.info("session %s: the person reverted %s (%s)", session_id, path, done)
+        return done
 
     async def _folder_of(self, session_id: str) -> Path:
         session = await self.session(session_id)

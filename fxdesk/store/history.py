@@ -244,3 +244,17 @@ def search(text: str, limit: int = 50) -> list[SearchHit]:
         )
         for row in rows
     ]
+
+
+def tool_entries(session_id: str, tools: Sequence[str]) -> list[HistoryEntry]:
+    """The session's calls to ``tools`` and their results, oldest first (what its file tools
+    were asked and did)."""
+    if not tools:
+        return []
+    rows = db.execute_sql(
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? "
+        "AND kind IN ('tool_call', 'tool_result') "
+        f"AND tool_name IN ({', '.join('?' * len(tools))}) ORDER BY seq",
+        (session_id, *tools),
+    ).fetchall()
+    return [_entry(row) for row in rows]

@@ -1,0 +1,177 @@
+"""What a session changed in its workspace (issue 18 item 1): the Changes panel and
+``fxdesk changes``.
+
+Two sources, merged per file:
+
+* the session's own history: every file its ``write_file``/``edit_file`` calls changed (marked
+  "by this session"), with the diffs ``edit_file`` reported;
+* in a git repository, the workspace against ``HEAD``: every modified, added, deleted or new
+  file, whoever changed it (a command the agent ran, the person, another session), with git's
+  diff; new files are diffed against nothing.
+
+Reverting a file (git only: back to ``HEAD``; a new file is removed) and a patch of every change
+(``git diff HEAD`` plus the new files) are here too. Every git call is an argv list with
+``-C folder`` and a timeout; git's own words are passed on when it refuses.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.model import EntryKind
+
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+GIT_TIMEOUT_S = 20
+
+
+class ChangesError(Exception):
+    """A change that cannot be listed or reverted here, and why."""
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # relative to the workspace, with "/"
+    status: str  # modified | added | deleted | renamed | edited (no git: from the history)
+    added: int
+    removed: int
+    by_session: bool  # the session's own file tools changed it
+    diff: str  # unified diff ("" when none is known)
+
+
+@dataclass(frozen=True)
+class Changes:
+    folder: str
+    git: bool
+    files: tuple[FileChange, ...]
+    note: str = ""  # why the list may be incomplete
+
+    def patch(self) -> str:
+        """Every known diff, one after another (``git apply`` takes it in a repository)."""
+        diffs = [c.diff if c.diff.endswith("\n") else c.diff + "\n" for c in self.files if c.diff]
+        return "".join(diffs)
+
+
+def _git(folder: Path, *args: str, ok: Iterable[int] = (0,)) -> str:
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ChangesError(f"git could not be run: {exc}") from exc
+    if done.returncode not in ok:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ChangesError(said[-1] if said else f"git {args[0]} failed ({done.returncode})")
+    return done.stdout.decode("utf-8", "replace")
+
+
+def is_repository(folder: Path) -> bool:
+    try:
+        return _git(folder, "rev-parse", "--is-inside-work-tree").strip() == "true"
+    except ChangesError:
+        return False
+
+
+def _counts(diff: str) -> tuple[int, int]:
+    lines = diff.splitlines()
+    added = sum(1 for line in lines if line.startswith("+") and not line.startswith("+++"))
+    removed = sum(1 for line in lines if line.startswith("-") and not line.startswith("---"))
+    return added, removed
+
+
+def touched_by(entries: Iterable[HistoryEntry], folder: Path) -> dict[str, str]:
+    """The files the session's file tools changed (relative path → the diffs ``edit_file``
+    reported, joined), from its history: each call's ``path`` argument, if its result says it
+    succeeded."""
+    asked: dict[str, str] = {}
+    touched: dict[str, str] = {}
+    root = folder.resolve()
+    for entry in entries:
+        if entry.tool_name not in FILE_TOOLS or not entry.call_id:
+            continue
+        if entry.kind == EntryKind.TOOL_CALL:
+            try:
+                arguments = json.loads(entry.content or "{}")
+            except json.JSONDecodeError:
+                continue
+            if isinstance(arguments, dict) and isinstance(arguments.get("path"), str):
+                asked[entry.call_id] = arguments["path"]
+            continue
+        name = asked.get(entry.call_id)
+        if entry.kind != EntryKind.TOOL_RESULT or not entry.data.get("ok") or not name:
+            continue
+        path = Path(name)
+        try:
+            full = (path if path.is_absolute() else root / path).resolve()
+            key = full.relative_to(root).as_posix()
+        except (OSError, ValueError):
+            continue  # outside the workspace: not this panel's business
+        text = entry.full_text or entry.content
+        reported = text if entry.tool_name == "edit_file" and text.startswith("---") else ""
+        touched[key] = touched.get(key, "") + reported
+
+    return touched
+
+
+def changes(folder: Path, touched: dict[str, str]) -> Changes:
+    """The workspace's changes (see the module docstring); blocking."""
+    if not is_repository(folder):
+        files = []
+        for path, diff in sorted(touched.items()):
+            added, removed = _counts(diff)
+            files.append(FileChange(path, "edited", added, removed, True, diff))
+        note = "Not a git repository: only the files this session's tools changed are listed."
+        return Changes(str(folder), False, tuple(files), note)
+    has_head = True
+    try:
+        _git(folder, "rev-parse", "--verify", "-q", "HEAD")
+    except ChangesError:
+        has_head = False
+    status = _git(folder, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+    found: dict[str, FileChange] = {}
+    parts = iter(status.split("\0"))
+    for part in parts:
+        if len(part) < 4:
+            continue
+        code, path = part[:2], part[3:]
+        if code.startswith("R"):
+            next(parts, None)  # the old name follows a rename
+        if code == "??" or not has_head:
+            diff = _git(folder, "diff", "--no-color", "--no-index", "--", "/dev/null", path,
+                        ok=(0, 1))  # fmt: skip
+            state = "added"
+        else:
+            diff = _git(folder, "diff", "--no-color", "--no-ext-diff", "HEAD", "--", path)
+            state = {"D": "deleted", "A": "added", "R": "renamed"}.get(code.strip()[:1], "modified")
+        added, removed = _counts(diff)
+        found[path] = FileChange(path, state, added, removed, path in touched, diff)
+    for path, diff in touched.items():  # changed by the session, then committed or undone
+        if path not in found:
+            found[path] = FileChange(path, "edited", *_counts(diff), True, diff)
+    note = "" if has_head else "The repository has no commit yet: every file shows as new."
+    ordered = sorted(found.values(), key=lambda c: (not c.by_session, c.path))
+    return Changes(str(folder), True, tuple(ordered), note)
+
+
+def revert(folder: Path, change: FileChange) -> str:
+    """Put ``change``'s file back as ``HEAD`` has it (a new file is removed); what was done."""
+    if not is_repository(folder):
+        raise ChangesError("only files in a git repository can be reverted (nothing to go back to)")
+    target = (folder / change.path).resolve()
+    if not target.is_relative_to(folder.resolve()):
+        raise ChangesError(f"{change.path} is outside the workspace")
+    if change.status == "added":
+        tracked = _git(folder, "ls-files", "--", change.path).strip()
+        if tracked:
+            _git(folder, "rm", "-q", "--cached", "--", change.path)
+        target.unlink(missing_ok=True)
+        return f"removed the new file {change.path}"
+    _git(folder, "checkout", "HEAD", "--", change.path)
+    return f"put {change.path} back as the last commit has it"

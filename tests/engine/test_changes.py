@@ -1,0 +1,134 @@
+"""What a session changed (issue 18 item 1), against real git repositories and a real App whose
+scripted agent edits files through the real tools."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fxdesk.app import App
+from fxdesk.domain.model import PermissionMode
+from fxdesk.engine.changes import ChangesError
+from fxdesk.engine.providers import FixedResolver
+from fxdesk.paths import DataPaths
+from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git(folder: Path, *args: str) -> str:
+    import os
+
+    done = subprocess.run(
+        ["git", "-C", str(folder), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **GIT_ENV},
+        check=True,
+    )
+    return done.stdout
+
+
+def repository(folder: Path) -> Path:
+    folder.mkdir()
+    git(folder, "init", "-q")
+    (folder / "parser.py").write_text("def parse(s):\n    return int(s[:-1])\n")
+    (folder / "README.md").write_text("readme\n")
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "start")
+    return folder
+
+
+def agent() -> ScriptedProvider:
+    fix = ScriptedCall(
+        "edit_file",
+        {"path": "parser.py", "old_text": "int(s[:-1])", "new_text": "int(s)"},
+    )
+    new = ScriptedCall("write_file", {"path": "tests/test_parser.py", "content": "assert 1\n"})
+    return ScriptedProvider([Reply("Fixing.", tool_calls=(fix, new)), Reply("Done.")])
+
+
+async def run_agent(data_paths: DataPaths, folder: Path) -> tuple[App, str]:
+    app = App(data_paths, providers=FixedResolver(agent()))
+    await app.start()
+    session = await app.engine.create_session(
+        folder, first_message="Fix the parser", permission_mode=PermissionMode.YOLO
+    )
+    await asyncio.wait_for(app.engine.join(session.id), 60)
+    return app, session.id
+
+
+async def test_in_git_the_session_s_changes_and_the_others_revert_and_patch(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    folder = repository(tmp_path / "repo")
+    app, session_id = await run_agent(data_paths, folder)
+    try:
+        (folder / "README.md").write_text("readme, edited by the person\n")  # not the session
+        found = await app.engine.changes(session_id)
+        assert found.git and found.note == ""
+        by_path = {c.path: c for c in found.files}
+        assert list(by_path) == ["parser.py", "tests/test_parser.py", "README.md"]  # its own first
+        fix, new, readme = (
+            by_path["parser.py"],
+            by_path["tests/test_parser.py"],
+            by_path["README.md"],
+        )
+        assert (fix.status, fix.by_session, fix.added, fix.removed) == ("modified", True, 1, 1)
+        assert "-    return int(s[:-1])" in fix.diff and "+    return int(s)" in fix.diff
+        assert (new.status, new.by_session, new.added) == ("added", True, 1)
+        assert (readme.status, readme.by_session) == ("modified", False)
+
+        # The patch applies to a clean copy of the repository.
+        copy = tmp_path / "copy"
+        await asyncio.to_thread(git, tmp_path, "clone", "-q", str(folder), str(copy))
+        patch = tmp_path / "all.patch"
+        patch.write_text(found.patch())
+        git(copy, "apply", "--check", str(patch))
+
+        said = await app.engine.revert_change(session_id, "parser.py")
+        assert "back as the last commit has it" in said
+        assert "int(s[:-1])" in (folder / "parser.py").read_text()
+        said = await app.engine.revert_change(session_id, "tests/test_parser.py")
+        assert said.startswith("removed the new file")
+        assert not (folder / "tests" / "test_parser.py").exists()
+        left = await app.engine.changes(session_id)
+        # The session's edit is undone in the files; its history still says it happened.
+        assert {c.path: c.status for c in left.files} == {
+            "README.md": "modified",
+            "parser.py": "edited",
+            "tests/test_parser.py": "edited",
+        }
+        with pytest.raises(ChangesError, match="no change to revert"):
+            await app.engine.revert_change(session_id, "nothing.py")
+    finally:
+        await app.stop()
+
+
+async def test_outside_git_the_session_s_own_edits_from_its_history(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "parser.py").write_text("def parse(s):\n    return int(s[:-1])\n")
+    app, session_id = await run_agent(data_paths, folder)
+    try:
+        found = await app.engine.changes(session_id)
+        assert not found.git and "Not a git repository" in found.note
+        by_path = {c.path: c for c in found.files}
+        assert set(by_path) == {"parser.py", "tests/test_parser.py"}
+        assert "+    return int(s)" in by_path["parser.py"].diff  # as edit_file reported it
+        assert by_path["parser.py"].status == "edited"
+        with pytest.raises(ChangesError, match="only files in a git repository"):
+            await app.engine.revert_change(session_id, "parser.py")
+        assert "int(s)" in (folder / "parser.py").read_text()  # nothing touched
+    finally:
+        await app.stop()
