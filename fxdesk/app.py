@@ -423,6 +423,7 @@ class App:
             user_agents=self.paths.user_agents,
             agents=self._agents,
             mcp=self._mcp,
+            data_dir=self.paths.root,
         )
 
     async def stop(self) -> None:

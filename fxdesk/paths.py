@@ -21,6 +21,8 @@ ENV_HOME = "FXDESK_HOME"
 DATABASE_NAME = "fxdesk.sqlite3"
 # Under the data folder: one folder per session, which its sandboxed commands see as /tmp.
 SANDBOX_TEMP = "sandbox-tmp"
+# Under the data folder: one git worktree per session that asked for one (docs/worktrees.md).
+WORKTREES = "worktrees"
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class DataPaths:
     @property
     def sandbox_temp(self) -> Path:
         return self.root / SANDBOX_TEMP
+
+    @property
+    def worktrees(self) -> Path:
+        return self.root / WORKTREES
 
     @property
     def config(self) -> Path:

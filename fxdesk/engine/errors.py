@@ -48,6 +48,15 @@ class InvalidWorkspace(EngineError, ValueError):
     code = ErrorCode.INVALID_ARGUMENT
 
 
+class WorktreeError(SessionError):
+    """A worktree action that cannot be done (not a git repository, no commits, a merge that
+    cannot fast-forward...), with what git said."""
+
+
+class WorktreeDirty(WorktreeError):
+    """Closing a session whose worktree holds uncommitted changes, without ``force``."""
+
+
 class OperationConflict(SessionError):
     """The operation id was already used by another actor or for another command."""
 

@@ -217,7 +217,7 @@ class ItemRunner:
             log.warning("session %s: capture failed: %s", session_id, exc)
             snapshot, problem = None, f"capture failed: {exc}"
         policy = ReportPolicy.from_data(session.config.get("notifications"))
-        workspace = await self.workspaces.get(session.workspace_id)
+        workspace = await self.workspaces.for_session(session)
         now = self.clock.now_ms()
 
         def write() -> _AdmissionCommit:

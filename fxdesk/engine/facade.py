@@ -53,6 +53,7 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
+from fxdesk.domain.worktrees import WORKTREE_KEY
 from fxdesk.engine import agent_lookup, changes, health, mentions, transfer
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
@@ -66,6 +67,8 @@ from fxdesk.engine.errors import (
     ErrorCode,
     RegistryClosed,
     UnknownAgent,
+    WorktreeDirty,
+    WorktreeError,
 )
 from fxdesk.engine.events import RecoveryReport, SessionChanged, WorkspaceAdded
 from fxdesk.engine.mcp import McpService
@@ -78,8 +81,10 @@ from fxdesk.engine.sessions import (
     InvalidWorkspace,
     SessionError,
     SessionService,
+    new_id,
     validate_workspace,
 )
+from fxdesk.engine.worktrees import WorktreePart, WorktreeService
 from fxdesk.store import Store, control, history, repo, usage
 from fxdesk.store import approvals as approvals_store
 from fxdesk.store.errors import StoreError
@@ -126,6 +131,8 @@ __all__ = [
     "UnknownAgent",
     "UsageTotals",
     "WorkspaceSandbox",
+    "WorktreeDirty",
+    "WorktreeError",
     "suggested_rules",
 ]
 
@@ -145,7 +152,7 @@ class Transcript:
     entries: list[HistoryEntry]
 
 
-class Engine(AgentRunsPart):
+class Engine(AgentRunsPart, WorktreePart):
     """What the window and the command line can do and read.
 
     Built by ``App`` once its services run. ``owner`` is None for clients that only read or
@@ -173,8 +180,11 @@ class Engine(AgentRunsPart):
         user_agents: Path | None = None,
         agents: AgentCoordinator | None = None,
         mcp: McpService | None = None,
+        data_dir: Path | None = None,
     ) -> None:
         self._agents = agents
+        # Sessions' git worktrees, under the data folder (the lock folder's parent by default).
+        self._worktrees = WorktreeService(store, bus, data_dir or lock_dir.parent)
         # MCP tool servers (Settings → Tools, ``fxdesk mcp``); None where this process runs none.
         self.mcp = mcp
         self._store = store
@@ -245,18 +255,38 @@ class Engine(AgentRunsPart):
         model: str | None = None,
         first_message: str | None = None,
         start: bool = True,
+        worktree: bool | None = None,
     ) -> Session:
         """A root session in ``workspace``; its first message, if any, starts running unless
-        ``start`` is False (a client that must listen first starts it itself)."""
+        ``start`` is False (a client that must listen first starts it itself).
+
+        ``worktree``: run it in a git worktree of its own, on a new branch from HEAD
+        (docs/worktrees.md); None takes the workspace's default. ``WorktreeError`` says why
+        not (not a git repository, no commit yet) and nothing is created then."""
         owner = self._running() if first_message and start else None  # refuse before writing
-        session = await self._sessions.create_root(
-            workspace,
-            name=name,
-            permission_mode=permission_mode,
-            profile=profile,
-            model=model,
-            first_message=first_message,
-        )
+        folder = await asyncio.to_thread(validate_workspace, workspace)
+        if worktree is None:
+            known = [
+                w for w in (await self._sessions.catalog()).workspaces if w.path == str(folder)
+            ]
+            worktree = bool(known) and await self.worktree_default(known[0].id)
+        session_id = new_id()
+        made = await self._worktrees.make(folder, session_id) if worktree else None
+        try:
+            session = await self._sessions.create_root(
+                folder,
+                name=name,
+                permission_mode=permission_mode,
+                profile=profile,
+                model=model,
+                first_message=first_message,
+                session_id=session_id,
+                config={WORKTREE_KEY: made.to_value()} if made is not None else None,
+            )
+        except BaseException:
+            if made is not None:
+                await self._worktrees.unmake(made)
+            raise
         if owner is not None:
             owner.start(session.id)
         return session
@@ -342,9 +372,19 @@ class Engine(AgentRunsPart):
     async def rename(self, session_id: str, name: str) -> Session:
         return await self._sessions.rename(session_id, name)
 
-    async def close(self, session_id: str) -> None:
-        """Archive the session and its sub-agents; their live work stops."""
+    async def close(self, session_id: str, *, force: bool = False, keep_branch: bool = True) -> str:
+        """Archive the session and its sub-agents; their live work stops. A root session's
+        worktree is removed with it (its branch too unless it holds unmerged commits and
+        ``keep_branch``); one holding uncommitted changes is refused with ``WorktreeDirty``
+        unless ``force``. What was done with the worktree, as a sentence ('' when none)."""
+        worktree = await self._worktrees.check_close(session_id, force=force)
         await self._sessions.close(session_id)
+        if worktree is None:
+            return ""
+        try:
+            return await self._worktrees.remove(session_id, worktree, delete_branch=not keep_branch)
+        except WorktreeError as exc:  # the session is closed anyway; say what is left
+            return f"the session is closed, but its worktree {worktree.path} is left: {exc}"
 
     async def configure(
         self,

@@ -190,10 +190,13 @@ class SessionService:
         profile: str | None = None,
         model: str | None = None,
         first_message: str | None = None,
+        session_id: str | None = None,
+        config: dict[str, Any] | None = None,
     ) -> Session:
-        """Create a root session (and its workspace, if new) in one transaction."""
+        """Create a root session (and its workspace, if new) in one transaction; ``session_id``
+        and ``config`` when the caller prepared for it (a worktree made for that id)."""
         folder = await asyncio.to_thread(validate_workspace, workspace_path)
-        session_id = new_id()
+        session_id = session_id or new_id()
         title = name.strip() or _title_from(first_message) or UNNAMED
         at = self._clock.now_ms()
 
@@ -209,6 +212,7 @@ class SessionService:
                 profile=profile,
                 model=model,
                 at_ms=at,
+                config=config,
             )
             change = None
             if first_message:

@@ -1,9 +1,13 @@
-"""Workspace folders by id, read once from the store and kept (a workspace never moves)."""
+"""Workspace folders by id, read once from the store and kept (a workspace never moves), and
+the folder a session works in: its tree's worktree when its root session has one
+(docs/worktrees.md), else its workspace."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from fxdesk.domain.model import Session
+from fxdesk.domain.worktrees import folder_from_config_json
 from fxdesk.store import Store, repo
 
 
@@ -22,3 +26,14 @@ class WorkspacePaths:
             self._paths.update({w.id: Path(w.path) for w in workspaces})
             path = self._paths.get(workspace_id, Path.cwd())
         return path
+
+    async def for_session(self, session: Session) -> Path:
+        """Where ``session``'s tools and commands work: the worktree its root session runs in
+        (read from the store for a sub-agent), else the workspace's folder."""
+        config = session.config
+        if session.root_id != session.id:
+            root_id = session.root_id
+            root = await self.store.read(lambda: repo.get_session(root_id))
+            config = root.config if root is not None else {}
+        folder = folder_from_config_json(config)
+        return Path(folder) if folder else await self.get(session.workspace_id)

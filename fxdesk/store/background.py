@@ -9,9 +9,11 @@ row (Appendix A 10).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fxdesk.domain.background import BackgroundRecord, LaunchPolicy, Origin, TaskState
+from fxdesk.domain.worktrees import folder_from_config_json
 from fxdesk.store.schema import database_proxy as db
 
 _COLUMNS = (
@@ -181,10 +183,20 @@ def highest_number(session_id: str) -> int:
 
 
 def session_place(session_id: str) -> tuple[int, str, str] | None:
-    """(workspace id, workspace folder, permission mode) of a session, or None."""
+    """(workspace id, working folder, permission mode) of a session, or None. The working
+    folder is its tree's worktree when the root session has one, else the workspace."""
     row = db.execute_sql(
-        "SELECT s.workspace_id, w.path, s.permission_mode FROM session s "
-        "JOIN workspace w ON w.id = s.workspace_id WHERE s.id = ?",
+        "SELECT s.workspace_id, w.path, s.permission_mode, r.config_json FROM session s "
+        "JOIN workspace w ON w.id = s.workspace_id LEFT JOIN session r ON r.id = s.root_id "
+        "WHERE s.id = ?",
         (session_id,),
     ).fetchone()
-    return None if row is None else (int(row[0]), str(row[1]), str(row[2]))
+    if row is None:
+        return None
+    folder = folder_from_config_json(_config(row[3])) or str(row[1])
+    return int(row[0]), folder, str(row[2])
+
+
+def _config(raw: str | None) -> dict[str, Any]:
+    value = json.loads(raw or "{}")
+    return value if isinstance(value, dict) else {}

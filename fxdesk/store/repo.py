@@ -132,6 +132,24 @@ def get_session(session_id: str) -> Session | None:
     return _session(row) if row is not None else None
 
 
+def set_session_config(session_id: str, key: str, value: Any) -> Session | None:
+    """Set (or, with None, remove) one key of a session's config; the session after."""
+    session = get_session(session_id)
+    if session is None:
+        return None
+    config = session.config
+    if value is None:
+        config.pop(key, None)
+    else:
+        config[key] = value
+    (
+        SessionRow.update(config_json=json.dumps(config, sort_keys=True), updated_at_ms=now_ms())
+        .where(SessionRow.id == session_id)
+        .execute()
+    )
+    return get_session(session_id)
+
+
 def get_setting(key: str, default: Any = None) -> Any:
     row = SettingRow.get_or_none(SettingRow.key == key)
     return json.loads(row.value_json) if row is not None else default

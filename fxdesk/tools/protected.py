@@ -278,8 +278,20 @@ class PathPolicy:
         )
 
     def hidden(self, path: Path | str) -> Guarded | None:
-        """The hidden path the resolved ``path`` is in, or None."""
-        return hidden_in(self.hidden_list, path)
+        """The hidden path the resolved ``path`` is in, or None.
+
+        A workspace inside fxdesk's data folder is a session's own git worktree
+        (docs/worktrees.md): what lies inside it is not hidden by the data folder around it
+        (the sandbox binds it back the same way); the rest of the data folder stays hidden."""
+        found = hidden_in(self.hidden_list, path)
+        if (
+            found is not None
+            and found.label == DATA_FOLDER
+            and is_inside(self.workspace, found.path)
+            and is_inside(path, self.workspace)
+        ):
+            return hidden_in((e for e in self.hidden_list if e.label != DATA_FOLDER), path)
+        return found
 
     def below(self, folder: Path | str) -> PathPolicy:
         """This policy for paths found below ``folder`` (resolved, not itself hidden) without
