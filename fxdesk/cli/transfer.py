@@ -1,4 +1,5 @@
-"""``fxdesk export SESSION`` and ``fxdesk import FILE`` (issue 18 item 5).
+"""``fxdesk export SESSION`` and ``fxdesk import FILE`` (issue 18 item 5), and
+``fxdesk changes SESSION`` (item 1: what a session changed; ``--patch`` for every diff).
 
 An export is JSON (complete: import reads it back) or Markdown (``--markdown``, to read), of one
 session or its whole tree (``--tree``), to standard output or a file (``-o``). API keys are never
@@ -35,6 +36,42 @@ def register(commands: Any) -> None:
     imported.add_argument("file", help="a JSON export (- for standard input)")
     imported.add_argument("--workspace", metavar="DIR", help="the folder the sessions belong to")
     imported.set_defaults(handler=cmd_import)
+    changed = commands.add_parser("changes", help="what a session changed in its workspace")
+    changed.add_argument("session", help="a session id (or unique prefix)")
+    changed.add_argument("--patch", action="store_true", help="print every diff (git apply)")
+    changed.add_argument("--json", action="store_true", help="print JSON")
+    changed.set_defaults(handler=cmd_changes)
+
+
+def cmd_changes(args: argparse.Namespace, paths: DataPaths) -> int:
+    async def body(engine: Engine) -> int:
+        session = await engine.find_session(args.session)
+        found = await engine.changes(session.id)
+        if args.patch:
+            sys.stdout.write(found.patch())
+        elif args.json:
+            files = [
+                {
+                    "path": c.path,
+                    "status": c.status,
+                    "added": c.added,
+                    "removed": c.removed,
+                    "by_session": c.by_session,
+                }
+                for c in found.files
+            ]
+            print(json.dumps({"git": found.git, "note": found.note, "files": files}, indent=2))
+        else:
+            if found.note:
+                print(found.note)
+            for c in found.files:
+                by = "  (this session)" if c.by_session else ""
+                print(f"{c.status:<9} +{c.added:<5} -{c.removed:<5} {c.path}{by}")
+            if not found.files:
+                print("no changes")
+        return ExitCode.OK
+
+    return execute(paths, body, with_engine=False)
 
 
 def cmd_export(args: argparse.Namespace, paths: DataPaths) -> int:

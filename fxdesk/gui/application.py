@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from fxdesk.gui.approvals.dock import ApprovalsDock
     from fxdesk.gui.approvals.inbox import ApprovalsInbox
     from fxdesk.gui.bridge import EngineBridge
+    from fxdesk.gui.changes import ChangesController
     from fxdesk.gui.desktop.integration import DesktopIntegration
     from fxdesk.gui.desktop.notifications import NotificationCenter
     from fxdesk.gui.desktop.notifiers import Notifier
@@ -153,6 +154,7 @@ class GuiController(QObject):
         self.sessions: SessionController | None = None
         self.approvals: ApprovalsInbox | None = None
         self.processes: ProcessesController | None = None
+        self.changes: ChangesController | None = None
         self.agents: AgentsController | None = None
         self.quit_box: QMessageBox | None = None  # the quit question while it is open
         self.settings_window: SettingsWindow | None = None
@@ -347,6 +349,7 @@ class GuiController(QObject):
         from fxdesk.gui.agents.controller import AgentsController
         from fxdesk.gui.approvals.inbox import ApprovalsInbox
         from fxdesk.gui.bridge import EngineBridge
+        from fxdesk.gui.changes import ChangesController
         from fxdesk.gui.processes.controller import ProcessesController
         from fxdesk.gui.sessions.controller import SessionController
         from fxdesk.gui.settings.setup_dialog import FirstRun
@@ -367,8 +370,16 @@ class GuiController(QObject):
         self.agents = AgentsController(
             engine, bridge, self.window, self.model, self.tasks, self._confirm, self
         )
+        self.changes = ChangesController(
+            engine, bridge, self.window, self.tasks, self._confirm, self.window.selected_session
+        )
+        changes = self.changes
+        self.window.view_menu.addAction(changes.toggle_action)
+        self.window.addAction(changes.toggle_action)
+        self.window.session_selected.connect(changes.follow)
         # Docks that share a side are tabs: opening one never squeezes another.
         self.window.tabifyDockWidget(self.processes.dock, self.agents.runs_dock)
+        self.window.tabifyDockWidget(self.processes.dock, changes.dock)
         self.window.tabifyDockWidget(approvals.dock, self.agents.inbox_dock)
         self.settings_window = SettingsWindow(
             engine.profiles,

@@ -132,3 +132,27 @@ async def test_outside_git_the_session_s_own_edits_from_its_history(
         assert "int(s)" in (folder / "parser.py").read_text()  # nothing touched
     finally:
         await app.stop()
+
+
+def test_fxdesk_changes_lists_and_patches(tmp_path: Path) -> None:
+    """The same through the command line, in real processes."""
+    import json
+
+    from tests.cli.test_sessions import Setup
+
+    s = Setup(tmp_path)
+    folder = repository(tmp_path / "repo")
+    fix = {"path": "parser.py", "old_text": "int(s[:-1])", "new_text": "int(s)"}
+    s.write_script({"text": "Fixing.", "tool_calls": [{"name": "edit_file", "arguments": fix}]},
+                   {"text": "Done."})  # fmt: skip
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    ran = s.fx("run", "-w", str(folder), "--mode", "yolo", "Fix the parser")
+    assert ran.returncode == 0, ran.stderr
+    session_id = s.only_session()
+    listed = json.loads(s.fx("changes", session_id, "--json").stdout)
+    assert listed["git"] is True
+    assert listed["files"] == [
+        {"path": "parser.py", "status": "modified", "added": 1, "removed": 1, "by_session": True}
+    ]
+    patch = s.fx("changes", session_id[:8], "--patch").stdout
+    assert patch.startswith("diff --git a/parser.py b/parser.py") and "+    return int(s)" in patch
