@@ -35,6 +35,7 @@ def groups() -> tuple[ModuleType, ...]:
         sessions,
         tasks_start,
         transfer,
+        worktree,
     )
 
     return (
@@ -51,6 +52,7 @@ def groups() -> tuple[ModuleType, ...]:
         mcp,
         search,
         transfer,
+        worktree,
         window,
     )
 

@@ -44,6 +44,18 @@ def register(commands: Any) -> None:
         help="permission mode (default: auto; unrestricted runs commands without the sandbox, "
         "once turned on in Settings → General)",
     )
+    place = run.add_mutually_exclusive_group()
+    place.add_argument(
+        "--worktree",
+        dest="worktree",
+        action="store_const",
+        const=True,
+        help="run in a git worktree of its own, on a new branch from HEAD (docs/worktrees.md); "
+        "default: the workspace's setting (fxdesk worktree default)",
+    )
+    place.add_argument(
+        "--no-worktree", dest="worktree", action="store_const", const=False, help="run in DIR"
+    )
     run.add_argument("prompt", help="what the agent should do")
     run.add_argument(
         "--no-input",
@@ -111,10 +123,14 @@ def cmd_run(args: argparse.Namespace, paths: DataPaths) -> int:
                 profile=profile.name,
                 first_message=args.prompt,
                 start=False,  # follow() listens first, then starts it
+                worktree=args.worktree,
             )
         except InvalidWorkspace as exc:
             raise CommandError(f"cannot use that workspace: {exc}") from exc
         print(f"fxdesk: session {session.id} in {args.workspace}", file=sys.stderr)
+        tree = session.config.get("worktree")
+        if isinstance(tree, dict):
+            print(f"fxdesk: on branch {tree['branch']} in {tree['path']}", file=sys.stderr)
         return await follow(engine, session, retry=False, no_input=args.no_input)
 
     return execute(paths, body)

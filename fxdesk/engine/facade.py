@@ -524,10 +524,15 @@ class Engine(AgentRunsPart, WorktreePart):
         return done
 
     async def _folder_of(self, session_id: str) -> Path:
+        """The folder the session works in: its tree's worktree, else its workspace."""
         session = await self.session(session_id)
         if session is None:
             raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
-        return await self._workspace_folder(session.workspace_id)
+        try:
+            _, worktree = await self._worktrees.of(session_id)
+        except WorktreeError:
+            return await self._workspace_folder(session.workspace_id)
+        return Path(worktree.folder)
 
     async def export(self, session_id: str, *, whole_tree: bool = False) -> dict[str, Any]:
         """The session (``whole_tree``: its whole tree) as an export document, every known
