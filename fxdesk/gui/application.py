@@ -352,6 +352,7 @@ class GuiController(QObject):
         from fxdesk.gui.changes import ChangesController
         from fxdesk.gui.processes.controller import ProcessesController
         from fxdesk.gui.sessions.controller import SessionController
+        from fxdesk.gui.sessions.worktree_actions import WorktreeActions
         from fxdesk.gui.settings.setup_dialog import FirstRun
         from fxdesk.gui.settings.window import SettingsWindow
 
@@ -364,6 +365,7 @@ class GuiController(QObject):
         bridge.session_added.connect(self.window.select_session)
         bridge.session_changed.connect(self.notifications.session_changed)
         self.sessions = SessionController(self.window, bridge, engine, self.tasks)
+        self.worktrees = WorktreeActions(self.window, engine, self.sessions)
         self.processes = ProcessesController(
             engine, bridge, self.window, self.model, self.notifications, self
         )

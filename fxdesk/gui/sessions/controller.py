@@ -15,7 +15,7 @@ from fxdesk import messages
 from fxdesk.domain import reasons
 from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.domain.work import WorkItem
-from fxdesk.engine.facade import Engine, SessionError, StoreError
+from fxdesk.engine.facade import Engine, SessionError, StoreError, WorktreeDirty
 from fxdesk.gui.bridge import EngineBridge
 from fxdesk.gui.sessions.mention_completer import MentionCompleter
 from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, ROLE_UNREAD
@@ -353,7 +353,24 @@ class SessionController(QObject):
             "Close session",
             "Keep open",
         ):
-            await self.engine.close(session.id)
+            await self.close_asking(session.id)
+
+    async def close_asking(self, session_id: str) -> None:
+        """Close the session; when its worktree holds uncommitted work, ask first whether to
+        throw it away."""
+        try:
+            said = await self.engine.close(session_id)
+        except WorktreeDirty as exc:
+            if not await self.confirm(
+                "Uncommitted work in the worktree",
+                _sentence(str(exc)),
+                "Discard changes and close",
+                "Keep open",
+            ):
+                return
+            said = await self.engine.close(session_id, force=True)
+        if said:
+            messages.info(_sentence(said), key="worktree")
 
     async def _new_child(self) -> None:
         parent = self.session
@@ -380,3 +397,8 @@ class SessionController(QObject):
             return box.clickedButton() is yes
         finally:
             box.deleteLater()
+
+
+def _sentence(text: str) -> str:
+    """``text`` with a capital first letter and a full stop."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")

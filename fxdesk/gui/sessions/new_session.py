@@ -1,5 +1,6 @@
-"""The "New session" dialog (a workspace folder, a name, a model profile and a permission mode)
-and ``ask_new_session``, the flow that creates the session from it."""
+"""The "New session" dialog (a workspace folder, a name, a model profile, a permission mode and
+whether it runs in a git worktree of its own) and ``ask_new_session``, the flow that creates the
+session from it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QCompleter,
     QDialog,
@@ -22,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk import messages
 from fxdesk.domain.model import PermissionMode
-from fxdesk.engine.facade import Engine, InvalidWorkspace, StoreError
+from fxdesk.engine.facade import Engine, InvalidWorkspace, StoreError, WorktreeError
 from fxdesk.gui.sessions import modes
 from fxdesk.gui.tasks import run_dialog
 
@@ -40,6 +42,7 @@ class NewSessionDialog(QDialog):
         profiles: list[str] | None = None,
         default_profile: str | None = None,
         unrestricted: bool = False,
+        worktree_defaults: dict[str, bool] | None = None,
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("New session")
@@ -87,6 +90,18 @@ class NewSessionDialog(QDialog):
         modes.colour(self.mode_combo)
         self.mode_combo.currentIndexChanged.connect(self._on_mode_combo_changed)
         form.addRow("&Permissions:", self.mode_combo)
+        # Per workspace folder: whether its sessions get a worktree unless told (a setting).
+        self.worktree_defaults = dict(worktree_defaults or {})
+        self.worktree_box = QCheckBox("Run in its own git &worktree (a new branch from HEAD)")
+        self.worktree_box.setToolTip(
+            "The agent works on a branch in a separate folder; your checkout stays as it is "
+            "until you merge (Session → Worktree). Needs a git repository with a commit."
+        )
+        self.remember_box = QCheckBox("Make this the default for this &folder")
+        form.addRow(self.worktree_box)
+        form.addRow(self.remember_box)
+        self.folder_edit.textChanged.connect(self._on_folder_edit_changed)
+        self._on_folder_edit_changed()
         self.problem = QLabel()
         self.problem.setWordWrap(True)
         form.addRow(self.problem)
@@ -108,6 +123,15 @@ class NewSessionDialog(QDialog):
             PermissionMode(self.mode_combo.currentData()),
             self.profile_combo.currentData() or None,
         )
+
+    def worktree(self) -> tuple[bool, bool]:
+        """(run in a worktree, make that the folder's default)."""
+        return self.worktree_box.isChecked(), self.remember_box.isChecked()
+
+    @Slot()
+    def _on_folder_edit_changed(self) -> None:
+        folder = self.folder_edit.text().strip()
+        self.worktree_box.setChecked(self.worktree_defaults.get(folder, False))
 
     def show_problem(self, text: str) -> None:
         self.problem.setText(text)
@@ -153,15 +177,20 @@ async def ask_new_session(
         profiles=[p.name for p in await profiles.list()],
         default_profile=await profiles.default_name(),
         unrestricted=await profiles.unrestricted_enabled(),
+        worktree_defaults={w.path: await engine.worktree_default(w.id) for w in catalog.workspaces},
     )
     try:
         while await run_dialog(dialog) == NewSessionDialog.DialogCode.Accepted:
             folder, name, mode, profile = dialog.values()
+            worktree, remember = dialog.worktree()
             try:
+                if remember:
+                    workspace = await engine.ensure_workspace(folder)
+                    await engine.set_worktree_default(workspace.id, worktree)
                 created = await engine.create_session(
-                    folder, name=name, permission_mode=mode, profile=profile
+                    folder, name=name, permission_mode=mode, profile=profile, worktree=worktree
                 )
-            except InvalidWorkspace as exc:
+            except (InvalidWorkspace, WorktreeError) as exc:
                 dialog.show_problem(str(exc))
                 continue
             except StoreError as exc:

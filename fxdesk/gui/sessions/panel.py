@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.model import Session, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.usage import UsageSummary, UsageTotals, money, tokens
 from fxdesk.domain.work import WorkItem
+from fxdesk.domain.worktrees import Worktree
 from fxdesk.gui.sessions.composer import Composer
 from fxdesk.gui.sessions.model import STATE_LABELS
 from fxdesk.gui.theme import Role, css
@@ -105,8 +106,13 @@ class SessionPanel(QWidget):
         state = STATE_LABELS[session.state]
         quiet = css(Role.QUIET_TEXT)
         where = f" <span style='color: {quiet}'>· {_escape(workspace)}</span>" if workspace else ""
-        self.title.setText(f"<b>{_escape(session.name)}</b> — {state}{where}")
-        self.title.setToolTip(f"{session.name} — {state}" + (f"\n{workspace}" if workspace else ""))
+        tree = Worktree.from_config(session.config)
+        branch = f" · <b>⎇ {_escape(tree.branch)}</b>" if tree is not None else ""
+        self.title.setText(f"<b>{_escape(session.name)}</b> — {state}{branch}{where}")
+        tip = f"{session.name} — {state}" + (f"\n{workspace}" if workspace else "")
+        if tree is not None:
+            tip += f"\nworktree: {tree.folder}\nbranch {tree.branch} from {tree.base[:12]}"
+        self.title.setToolTip(tip)
         self.resume.setVisible(session.state == SessionState.INTERRUPTED)
         running = session.state in RUNNING_STATES or session.state == SessionState.QUEUED
         self.cancel.setVisible(running)

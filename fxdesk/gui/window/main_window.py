@@ -177,7 +177,7 @@ class MainWindow(QMainWindow):
             item.setShortcut(QKeySequence(SESSION_SHORTCUTS[action]))
             item.triggered.connect(lambda _=False, a=action: self._emit_action(a))
             self.session_actions[action] = item
-        session_menu = self.menuBar().addMenu("&Session")
+        self.session_menu = session_menu = self.menuBar().addMenu("&Session")
         session_menu.addAction(self.new_action)
         for action, _label in SESSION_ACTIONS:
             session_menu.addAction(self.session_actions[action])
