@@ -44,7 +44,14 @@ from PySide6.QtWidgets import (
 
 from fxdesk.gui.diff import color_diff
 from fxdesk.gui.theme import Role, color, is_dark
-from fxdesk.gui.transcript.markdown import code_blocks, plain, render, stream_segments
+from fxdesk.gui.transcript.markdown import (
+    code_blocks,
+    has_plain_code,
+    highlight_code,
+    plain,
+    render,
+    stream_segments,
+)
 from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind, ToolState, tool_state
 from fxdesk.gui.widgets import monospace
 
@@ -128,10 +135,12 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._live = None
         self._segments.clear()
 
-    def height(self, row: Row) -> int:
+    def height(self, row: Row, width: int | None = None) -> int:
+        """The row's height at the view's width (``width``, if the caller has it already: the
+        view asks for every loaded row's size whenever rows are inserted)."""
         if row.kind == RowKind.LIVE:
             return self.layout(row).height
-        key = (row, self._width())
+        key = (row, self._width() if width is None else width)
         height = self._heights.get(key)
         if height is None:
             height = self._heights[key] = self.layout(row).height
@@ -199,7 +208,8 @@ class TranscriptDelegate(QStyledItemDelegate):
         small = QFontMetrics(font).height()
         if row.kind in (RowKind.USER, RowKind.ASSISTANT):
             inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
-            doc = render(row.text or " ", inner, dark=dark, font=font)
+            # Uncoloured: most rows are built only for their height; _paint colours them.
+            doc = render(row.text or " ", inner, dark=dark, font=font, highlight=False)
             top = small + 4 if row.kind == RowKind.USER else 0
             left = PAD if row.kind == RowKind.USER else 0
             rect = QRectF(
@@ -283,7 +293,8 @@ class TranscriptDelegate(QStyledItemDelegate):
         if not isinstance(row, Row):
             return QSize(0, 0)
         try:
-            return QSize(self._width(), self.height(row))
+            width = self._width()
+            return QSize(width, self.height(row, width))
         except Exception:
             log.exception("could not lay out transcript row %s", row.key)
             return QSize(self._width(), QFontMetrics(self._view.font()).height() + GAP)
@@ -301,6 +312,9 @@ class TranscriptDelegate(QStyledItemDelegate):
         layout = self.layout(row)
         palette = option.palette
         dark = is_dark(palette)
+        for doc, _rect in layout.docs:
+            if has_plain_code(doc):
+                highlight_code(doc, dark)
         origin = option.rect.topLeft() + QPoint(self.left(), 0)
         width = self._width()
         painter.save()

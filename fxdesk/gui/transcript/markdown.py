@@ -100,8 +100,14 @@ class CodeBlock:
     text: str
 
 
-def render(text: str, width: float, *, dark: bool, font: QFont | None = None) -> QTextDocument:
-    """A laid-out document for Markdown ``text`` at ``width`` pixels."""
+def render(
+    text: str, width: float, *, dark: bool, font: QFont | None = None, highlight: bool = True
+) -> QTextDocument:
+    """A laid-out document for Markdown ``text`` at ``width`` pixels.
+
+    With ``highlight`` False its code blocks are left uncoloured until ``highlight_code`` is
+    called: colouring (pygments) is half the cost of a document, and a row's height, which the
+    transcript needs for every row it loads, does not depend on it (code lines do not wrap)."""
     document = QTextDocument()
     # The layout first: created later (by size()), it would re-highlight the whole document.
     document.documentLayout()
@@ -109,12 +115,25 @@ def render(text: str, width: float, *, dark: bool, font: QFont | None = None) ->
         document.setDefaultFont(font)
     document.setDocumentMargin(2)
     document.setMarkdown(text)
-    _style_code(document, dark)
+    has_code = _style_code(document, dark)
+    if highlight and has_code:
+        highlight_code(document, dark)
+    document.setTextWidth(max(width, 40.0))
+    return document
+
+
+def has_plain_code(document: QTextDocument) -> bool:
+    """Whether ``document`` has code blocks ``highlight_code`` has not coloured yet."""
+    return bool(document.property(_CODE)) and getattr(document, "_highlighter", None) is None
+
+
+def highlight_code(document: QTextDocument, dark: bool) -> None:
+    """Colour the code blocks of a rendered document (once)."""
+    if getattr(document, "_highlighter", None) is not None:
+        return
     highlighter = CodeHighlighter(document, dark)
     highlighter.rehighlight()  # now: Qt would do it on a later event, after the first paint
     document._highlighter = highlighter  # type: ignore[attr-defined]
-    document.setTextWidth(max(width, 40.0))
-    return document
 
 
 def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocument:
@@ -127,12 +146,18 @@ def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocumen
     return document
 
 
-def _style_code(document: QTextDocument, dark: bool) -> None:
+_CODE = "fxdesk_has_code"  # document property: it has fenced code blocks
+
+
+def _style_code(document: QTextDocument, dark: bool) -> bool:
+    """Give fenced code blocks their background and font; whether there were any."""
     background = color(Role.CODE_BACKGROUND, dark=dark)
     mono = monospace()
+    found = False
     block = document.begin()
     while block.isValid():
         if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+            found = True
             cursor = QTextCursor(block)
             fmt = QTextBlockFormat(block.blockFormat())
             fmt.setBackground(background)
@@ -144,6 +169,8 @@ def _style_code(document: QTextDocument, dark: bool) -> None:
             cursor.select(QTextCursor.SelectionType.BlockUnderCursor)
             cursor.mergeCharFormat(char)
         block = block.next()
+    document.setProperty(_CODE, found)
+    return found
 
 
 def code_blocks(document: QTextDocument) -> list[CodeBlock]:

@@ -11,16 +11,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PySide6.QtCore import QModelIndex, QPoint, Qt
-from PySide6.QtGui import QGuiApplication, QTextCursor
+from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
+from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QStyleOptionViewItem
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.gui.transcript.delegate import STATUS_MARK, card_words
-from fxdesk.gui.transcript.markdown import stream_segments
+from fxdesk.gui.transcript.markdown import has_plain_code, render, stream_segments
 from fxdesk.gui.transcript.model import (
     PAGE_SIZE,
     ROLE_ROW,
@@ -826,3 +827,35 @@ async def test_the_person_s_message_header_shows_its_time(qtbot: Any) -> None:
     qtbot.addWidget(view)
     view.resize(600, 300)
     assert view.delegate.layout(model.row_at(0)).header == "You · 08:41"
+
+
+def test_code_is_coloured_when_painted_and_a_measured_row_keeps_its_height(qtbot: Any) -> None:
+    """Rows are built for their height without colouring their code (issue 17: pygments was
+    half the cost of a page of older rows); painting colours it, and the height stays."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(500, 600)
+    text = "Here:\n\n```python\ndef parse(lines):  # a comment\n    return lines\n```\n"
+    row = Row(key="a1", kind=RowKind.ASSISTANT, seq=1, text=text)
+    measured = view.delegate.height(row)
+    doc = view.delegate.layout(row).docs[0][0]
+    assert has_plain_code(doc)  # measured only: not coloured yet
+
+    image = QImage(600, 800, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    option = QStyleOptionViewItem()
+    option.rect = QRect(0, 0, 500, measured)
+    option.palette = view.palette()
+    view.delegate._paint(painter, option, row)
+    painter.end()
+
+    assert not has_plain_code(doc)
+    block = doc.begin()
+    while not block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+        block = block.next()
+    colours = {r.format.foreground().color().name() for r in block.layout().formats()}
+    assert len(colours) > 1  # keyword, name, comment... in their colours
+    assert view.delegate.height(row) == measured == view.delegate.layout(row).height
+    plain_doc = render("no code here", 400, dark=False, highlight=True)
+    assert not has_plain_code(plain_doc) and getattr(plain_doc, "_highlighter", None) is None
