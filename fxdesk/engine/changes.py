@@ -120,8 +120,9 @@ def touched_by(entries: Iterable[HistoryEntry], folder: Path) -> dict[str, str]:
     return touched
 
 
-def changes(folder: Path, touched: dict[str, str]) -> Changes:
-    """The workspace's changes (see the module docstring); blocking."""
+def changes(folder: Path, touched: dict[str, str], base: str = "HEAD") -> Changes:
+    """The workspace's changes against ``base`` (a worktree session's: the commit its branch
+    started from, so what it committed shows too); blocking."""
     if not is_repository(folder):
         files = []
         for path, diff in sorted(touched.items()):
@@ -129,33 +130,38 @@ def changes(folder: Path, touched: dict[str, str]) -> Changes:
             files.append(FileChange(path, "edited", added, removed, True, diff))
         note = "Not a git repository: only the files this session's tools changed are listed."
         return Changes(str(folder), False, tuple(files), note)
-    has_head = True
+    has_base = True
     try:
-        _git(folder, "rev-parse", "--verify", "-q", "HEAD")
+        _git(folder, "rev-parse", "--verify", "-q", f"{base}^{{commit}}")
     except ChangesError:
-        has_head = False
-    status = _git(folder, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+        has_base = False
+    listed: list[tuple[str, str]] = []  # (git's letter, path) relative to the folder
+    if has_base:
+        names = _git(folder, "diff", "--name-status", "-z", "--no-renames", "--relative", base)
+        parts = [p for p in names.split("\0") if p]
+        listed += [(parts[k][:1], parts[k + 1]) for k in range(0, len(parts) - 1, 2)]
+    others = "--others" if has_base else "--cached"
+    new_files = _git(folder, "ls-files", others, "--others", "--exclude-standard", "-z")
+    listed += [("?", p) for p in new_files.split("\0") if p]
     found: dict[str, FileChange] = {}
-    parts = iter(status.split("\0"))
-    for part in parts:
-        if len(part) < 4:
+    for letter, path in listed:
+        if path in found:
             continue
-        code, path = part[:2], part[3:]
-        if code.startswith("R"):
-            next(parts, None)  # the old name follows a rename
-        if code == "??" or not has_head:
+        if letter == "?":
             diff = _git(folder, "diff", "--no-color", "--no-index", "--", "/dev/null", path,
                         ok=(0, 1))  # fmt: skip
             state = "added"
         else:
-            diff = _git(folder, "diff", "--no-color", "--no-ext-diff", "HEAD", "--", path)
-            state = {"D": "deleted", "A": "added", "R": "renamed"}.get(code.strip()[:1], "modified")
+            diff = _git(folder, "diff", "--no-color", "--no-ext-diff", base, "--", path)
+            state = {"D": "deleted", "A": "added"}.get(letter, "modified")
         added, removed = _counts(diff)
         found[path] = FileChange(path, state, added, removed, path in touched, diff)
     for path, diff in touched.items():  # changed by the session, then committed or undone
         if path not in found:
             found[path] = FileChange(path, "edited", *_counts(diff), True, diff)
-    note = "" if has_head else "The repository has no commit yet: every file shows as new."
+    note = "" if has_base else "The repository has no commit yet: every file shows as new."
+    if has_base and base != "HEAD":
+        note = f"Against {base[:10]}, where this session's worktree branch started."
     ordered = sorted(found.values(), key=lambda c: (not c.by_session, c.path))
     return Changes(str(folder), True, tuple(ordered), note)
 

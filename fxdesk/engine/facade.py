@@ -53,7 +53,7 @@ from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, Works
 from fxdesk.domain.search import SearchHit
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
-from fxdesk.domain.worktrees import WORKTREE_KEY
+from fxdesk.domain.worktrees import WORKTREE_KEY, Worktree
 from fxdesk.engine import agent_lookup, changes, health, mentions, transfer
 from fxdesk.engine.agents.coordinator import AgentCoordinator
 from fxdesk.engine.agents.facade_part import AgentRunsPart, InboxView
@@ -509,7 +509,11 @@ class Engine(AgentRunsPart, WorktreePart):
         tools = sorted(changes.FILE_TOOLS)
         entries = await self._store.read(lambda: history.tool_entries(session_id, tools))
         touched = changes.touched_by(entries, folder)
-        return await asyncio.to_thread(changes.changes, folder, touched)
+        session = await self.session(session_id)
+        root = await self.session(session.root_id) if session is not None else None
+        worktree = Worktree.from_config(root.config) if root is not None else None
+        base = worktree.base if worktree is not None else "HEAD"
+        return await asyncio.to_thread(changes.changes, folder, touched, base)
 
     async def revert_change(self, session_id: str, path: str) -> str:
         """Put one changed file back as the last commit has it (git only); what was done.

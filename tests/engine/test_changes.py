@@ -156,3 +156,31 @@ def test_fxdesk_changes_lists_and_patches(tmp_path: Path) -> None:
     ]
     patch = s.fx("changes", session_id[:8], "--patch").stdout
     assert patch.startswith("diff --git a/parser.py b/parser.py") and "+    return int(s)" in patch
+
+
+async def test_a_worktree_session_s_changes_are_against_its_base_committed_ones_too(
+    data_paths: DataPaths, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in GIT_ENV.items():
+        monkeypatch.setenv(name, value)  # the worktree's commit needs an identity
+    folder = repository(tmp_path / "repo")
+    app = App(data_paths, providers=FixedResolver(agent()))
+    await app.start()
+    try:
+        session = await app.engine.create_session(
+            folder,
+            first_message="Fix the parser",
+            permission_mode=PermissionMode.YOLO,
+            worktree=True,
+        )
+        await asyncio.wait_for(app.engine.join(session.id), 60)
+        await app.engine.worktree_commit(session.id, "Fix the parser")
+        found = await app.engine.changes(session.id)
+        assert found.note.startswith("Against ")  # the branch's base, not its HEAD
+        assert {c.path: (c.status, c.by_session) for c in found.files} == {
+            "parser.py": ("modified", True),
+            "tests/test_parser.py": ("added", True),
+        }
+        assert (folder / "parser.py").read_text().endswith("int(s[:-1])\n")  # main untouched
+    finally:
+        await app.stop()
