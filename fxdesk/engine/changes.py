@@ -16,6 +16,7 @@ Reverting a file (git only: back to ``HEAD``; a new file is removed) and a patch
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 from collections.abc import Iterable
@@ -181,3 +182,75 @@ def revert(folder: Path, change: FileChange) -> str:
         return f"removed the new file {change.path}"
     _git(folder, "checkout", "HEAD", "--", change.path)
     return f"put {change.path} back as the last commit has it"
+
+
+def hunks(diff: str) -> tuple[str, list[str]]:
+    """A one-file unified diff split into its header (up to the first ``@@``) and its hunks."""
+    lines = diff.splitlines(keepends=True)
+    starts = [k for k, line in enumerate(lines) if line.startswith("@@")]
+    if not starts:
+        return diff, []
+    header = "".join(lines[: starts[0]])
+    bounds = [*starts, len(lines)]
+    return header, ["".join(lines[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+def revert_hunk(folder: Path, change: FileChange, index: int) -> str:
+    """Undo one hunk of ``change`` in the working tree (git only); what was done."""
+    if not is_repository(folder):
+        raise ChangesError("only changes in a git repository can be reverted in part")
+    header, parts = hunks(change.diff)
+    if not 0 <= index < len(parts):
+        raise ChangesError(f"{change.path} has no hunk {index + 1}")
+    patch = header + parts[index]
+    if not patch.endswith("\n"):
+        patch += "\n"
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(folder), "apply", "-R", "--recount", "--whitespace=nowarn", "-"],
+            input=patch.encode("utf-8"),
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ChangesError(f"git could not be run: {exc}") from exc
+    if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise ChangesError(said[-1] if said else "the hunk no longer matches the file")
+    return f"undid hunk {index + 1} of {len(parts)} in {change.path}"
+
+
+def side_by_side(diff: str) -> tuple[list[str], list[str]]:
+    """The diff's hunks as two columns of equal length, each line marked as ``DiffView``
+    colours it: the old text (``-`` removed, `` `` kept or a blank pad) and the new (``+``
+    added). Headers are left out; each hunk starts with its ``@@`` line on both sides."""
+    left: list[str] = []
+    right: list[str] = []
+    removed: list[str] = []
+    added: list[str] = []
+
+    def flush() -> None:
+        for k in range(max(len(removed), len(added))):
+            left.append(removed[k] if k < len(removed) else " ")
+            right.append(added[k] if k < len(added) else " ")
+        removed.clear()
+        added.clear()
+
+    _header, parts = hunks(diff)
+    for hunk in parts:
+        for line in hunk.splitlines():
+            if line.startswith("@@"):
+                flush()
+                left.append(line)
+                right.append(line)
+            elif line.startswith("-"):
+                removed.append(line)
+            elif line.startswith("+"):
+                added.append(line)
+            elif not line.startswith("\\"):
+                flush()
+                left.append(line or " ")
+                right.append(line or " ")
+    flush()
+    return left, right

@@ -527,6 +527,17 @@ class Engine(AgentRunsPart, WorktreePart):
         log.info("session %s: the person reverted %s (%s)", session_id, path, done)
         return done
 
+    async def revert_hunk(self, session_id: str, path: str, index: int) -> str:
+        """Undo one hunk (``index`` from 0) of a changed file (git only); what was done."""
+        folder = await self._folder_of(session_id)
+        found = await self.changes(session_id)
+        change = next((c for c in found.files if c.path == path), None)
+        if change is None:
+            raise changes.ChangesError(f"{path} has no change to revert")
+        done = await asyncio.to_thread(changes.revert_hunk, folder, change, index)
+        log.info("session %s: the person reverted a hunk (%s)", session_id, done)
+        return done
+
     async def _folder_of(self, session_id: str) -> Path:
         """The folder the session works in: its tree's worktree, else its workspace."""
         session = await self.session(session_id)

@@ -2,7 +2,8 @@
 
 A list of files (the session's own first, marked; in git, also what else changed since the last
 commit), each with its state and +/− counts; below, the selected file's diff in colour. Actions:
-Revert… (git: back to the last commit; asks, with verbs, and the engine logs it), Open (the
+Revert… (git: back to the last commit; asks, with verbs, and the engine logs it), Revert hunk…
+(the hunk under the cursor only), Side by side (old and new text in two columns), Open (the
 person's ``$VISUAL`` editor, else the desktop's), Copy patch (every diff, ``git apply``-able),
 Refresh. View → Changes (Ctrl+Shift+G); it follows the open session and refreshes when it is
 shown and whenever a turn of that session ends.
@@ -24,7 +25,9 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QMainWindow,
+    QPushButton,
     QSplitter,
+    QStackedWidget,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -32,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk.domain.model import Session, SessionState
-from fxdesk.engine.changes import Changes, ChangesError, FileChange
+from fxdesk.engine.changes import Changes, ChangesError, FileChange, hunks, side_by_side
 from fxdesk.engine.facade import Engine, StoreError
 from fxdesk.gui.approvals.code_box import DiffView
 from fxdesk.gui.bridge import EngineBridge
@@ -61,9 +64,18 @@ class ChangesDock(QDockWidget):
         self.revert_button = push_button("&Revert…", "Revert the selected file", lambda: None)
         self.open_button = push_button("&Open", "Open the selected file", lambda: None)
         self.patch_button = push_button("Copy &patch", "Copy every change as a patch", lambda: None)
-        for button in (self.refresh_button, self.revert_button, self.open_button):
+        self.hunk_button = push_button(
+            "Revert &hunk…", "Revert the hunk under the cursor in the diff", lambda: None
+        )
+        self.side_button = QPushButton("&Side by side")
+        self.side_button.setAccessibleName("Show the diff side by side")
+        self.side_button.setCheckable(True)
+        self.side_button.setAutoDefault(False)
+        self.side_button.toggled.connect(lambda _on: self._update())
+        for button in (self.refresh_button, self.revert_button, self.hunk_button):
             row.addWidget(button)
-        row.addWidget(self.patch_button)
+        for button in (self.open_button, self.patch_button, self.side_button):
+            row.addWidget(button)
         column.addLayout(row)
         self.note = hint_label("", wrap=True)
         self.note.hide()
@@ -82,9 +94,23 @@ class ChangesDock(QDockWidget):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         self.diff = DiffView("Diff of the selected file", max_lines=10_000)
         self.diff.setMinimumHeight(80)
+        # Side by side: the old text on the left, the new on the right, scrolled together.
+        self.old_side = DiffView("The file before", max_lines=10_000)
+        self.new_side = DiffView("The file after", max_lines=10_000)
+        pair = QSplitter(Qt.Orientation.Horizontal)
+        pair.addWidget(self.old_side)
+        pair.addWidget(self.new_side)
+        for one, other in ((self.old_side, self.new_side), (self.new_side, self.old_side)):
+            bar, twin = one.verticalScrollBar(), other.verticalScrollBar()
+            if bar is not None and twin is not None:
+                bar.valueChanged.connect(twin.setValue)
+        self.views = QStackedWidget()
+        self.views.addWidget(self.diff)
+        self.views.addWidget(pair)
+        self.pair = pair
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.files)
-        split.addWidget(self.diff)
+        split.addWidget(self.views)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
         column.addWidget(split, 1)
@@ -130,6 +156,13 @@ class ChangesDock(QDockWidget):
             self.files.setCurrentItem(first)
         self._update()
 
+    def hunk_at_cursor(self) -> int:
+        """Which hunk of the selected file's diff the cursor is in (0 before the first)."""
+        view = self.old_side if self.side_button.isChecked() else self.diff
+        line = view.textCursor().blockNumber()
+        text = view.toPlainText().splitlines()[: line + 1]
+        return max(0, sum(1 for row in text if row.startswith("@@")) - 1)
+
     def selected(self) -> FileChange | None:
         item = self.files.currentItem()
         if item is None or self.changes is None:
@@ -139,9 +172,17 @@ class ChangesDock(QDockWidget):
 
     def _update(self) -> None:
         change = self.selected()
-        self.diff.set_diff(change.diff if change is not None else "")
+        text = change.diff if change is not None else ""
+        self.diff.set_diff(text)
+        side = self.side_button.isChecked()
+        self.views.setCurrentWidget(self.pair if side else self.diff)
+        if side:
+            old, new = side_by_side(text)
+            self.old_side.set_diff("\n".join(old))
+            self.new_side.set_diff("\n".join(new))
         git = self.changes is not None and self.changes.git
         self.revert_button.setEnabled(change is not None and git)
+        self.hunk_button.setEnabled(change is not None and git and bool(hunks(text)[1]))
         self.open_button.setEnabled(change is not None and change.status != "deleted")
         self.patch_button.setEnabled(self.changes is not None and bool(self.changes.patch()))
 
@@ -176,6 +217,7 @@ class ChangesController(QObject):
         self.dock.revert_button.clicked.connect(self._on_revert_clicked)
         self.dock.open_button.clicked.connect(self._on_open_clicked)
         self.dock.patch_button.clicked.connect(self._on_patch_clicked)
+        self.dock.hunk_button.clicked.connect(self._on_hunk_clicked)
         bridge.session_changed.connect(self._on_bridge_session_changed)
         self._last_state: dict[str, SessionState] = {}
 
@@ -235,6 +277,32 @@ class ChangesController(QObject):
             return
         try:
             done = await self.engine.revert_change(session_id, change.path)
+        except ChangesError as exc:
+            done = f"Not reverted: {exc}"
+        if alive(self.dock):
+            self.dock.note.setText(done[:1].upper() + done[1:] + ".")
+            self.dock.note.show()
+        await self.load()
+
+    def _on_hunk_clicked(self) -> None:
+        change, session = self.dock.selected(), self.session_of()
+        if change is not None and session is not None:
+            index = self.dock.hunk_at_cursor()
+            self.tasks.spawn(self._revert_hunk(session.id, change, index), "revert-hunk")
+
+    async def _revert_hunk(self, session_id: str, change: FileChange, index: int) -> None:
+        count = len(hunks(change.diff)[1])
+        asked = await self.confirm(
+            "Revert this hunk?",
+            f"Hunk {index + 1} of {count} in {change.path} will be undone; the rest of the file "
+            "stays as it is.",
+            "Revert hunk",
+            "Keep it",
+        )
+        if not asked:
+            return
+        try:
+            done = await self.engine.revert_hunk(session_id, change.path, index)
         except ChangesError as exc:
             done = f"Not reverted: {exc}"
         if alive(self.dock):

@@ -184,3 +184,42 @@ async def test_a_worktree_session_s_changes_are_against_its_base_committed_ones_
         assert (folder / "parser.py").read_text().endswith("int(s[:-1])\n")  # main untouched
     finally:
         await app.stop()
+
+
+def test_side_by_side_pairs_removed_and_added_lines() -> None:
+    from fxdesk.engine.changes import hunks, side_by_side
+
+    diff = (
+        "diff --git a/f b/f\n--- a/f\n+++ b/f\n"
+        "@@ -1,3 +1,3 @@\n keep\n-old one\n-old two\n+new one\n tail\n"
+        "@@ -9,1 +9,2 @@\n nine\n+ten\n"
+    )
+    header, parts = hunks(diff)
+    assert header.endswith("+++ b/f\n") and len(parts) == 2
+    left, right = side_by_side(diff)
+    assert left == ["@@ -1,3 +1,3 @@", " keep", "-old one", "-old two", " tail",
+                    "@@ -9,1 +9,2 @@", " nine", " "]  # fmt: skip
+    assert right == ["@@ -1,3 +1,3 @@", " keep", "+new one", " ", " tail",
+                     "@@ -9,1 +9,2 @@", " nine", "+ten"]  # fmt: skip
+
+
+def test_one_hunk_is_reverted_and_the_others_kept(tmp_path: Path) -> None:
+    from fxdesk.engine.changes import changes, revert_hunk
+
+    folder = tmp_path / "repo"
+    folder.mkdir()
+    git(folder, "init", "-q")
+    lines = [f"line {n}" for n in range(1, 41)]
+    (folder / "f.txt").write_text("\n".join(lines) + "\n")
+    git(folder, "add", ".")
+    git(folder, "commit", "-q", "-m", "start")
+    lines[1], lines[35] = "line 2 changed", "line 36 changed"
+    (folder / "f.txt").write_text("\n".join(lines) + "\n")
+    (change,) = changes(folder, {}).files
+    said = revert_hunk(folder, change, 1)
+    assert said == "undid hunk 2 of 2 in f.txt"
+    text = (folder / "f.txt").read_text()
+    assert "line 2 changed" in text and "line 36 changed" not in text
+    (left,) = changes(folder, {}).files
+    with pytest.raises(ChangesError, match="no hunk 2"):
+        revert_hunk(folder, left, 1)

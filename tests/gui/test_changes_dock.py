@@ -47,6 +47,14 @@ async def test_the_changes_dock_lists_diffs_reverts_and_copies_a_patch(
         assert dock.summary.text() == "2 changed files, 2 by this session"
         assert "+    return int(s)" in dock.diff.toPlainText()
 
+        dock.side_button.click()  # side by side: old on the left, new on the right
+        assert dock.views.currentWidget() is dock.pair
+        assert "-    return int(s[:-1])" in dock.old_side.toPlainText()
+        assert "+    return int(s)" in dock.new_side.toPlainText()
+        assert "+    return int(s)" not in dock.old_side.toPlainText()
+        assert dock.hunk_button.isEnabled()
+        dock.side_button.click()
+
         dock.patch_button.click()
         assert (
             QGuiApplication.clipboard().text() == (await run.app.engine.changes(session.id)).patch()
