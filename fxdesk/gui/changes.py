@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 from PySide6.QtCore import QObject, QProcess, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeySequence
@@ -267,16 +268,23 @@ class ChangesController(QObject):
 
     async def _revert(self, session_id: str, change: FileChange) -> None:
         undo = "removed" if change.status == "added" else "put back as the last commit has it"
-        asked = await self.confirm(
+        text = f"{change.path} will be {undo}. Its current changes are lost."
+        await self._after_asking(
             "Revert this file?",
-            f"{change.path} will be {undo}. Its current changes are lost.",
+            text,
             "Revert file",
-            "Keep it",
+            self.engine.revert_change(session_id, change.path),
         )
-        if not asked:
+
+    async def _after_asking(
+        self, title: str, text: str, verb: str, action: Coroutine[Any, Any, str]
+    ) -> None:
+        """Ask (``verb`` / "Keep it"), then do ``action`` and say what it did, or why not."""
+        if not await self.confirm(title, text, verb, "Keep it"):
+            action.close()
             return
         try:
-            done = await self.engine.revert_change(session_id, change.path)
+            done = await action
         except ChangesError as exc:
             done = f"Not reverted: {exc}"
         if alive(self.dock):
@@ -292,23 +300,12 @@ class ChangesController(QObject):
 
     async def _revert_hunk(self, session_id: str, change: FileChange, index: int) -> None:
         count = len(hunks(change.diff)[1])
-        asked = await self.confirm(
-            "Revert this hunk?",
+        text = (
             f"Hunk {index + 1} of {count} in {change.path} will be undone; the rest of the file "
-            "stays as it is.",
-            "Revert hunk",
-            "Keep it",
+            "stays as it is."
         )
-        if not asked:
-            return
-        try:
-            done = await self.engine.revert_hunk(session_id, change.path, index)
-        except ChangesError as exc:
-            done = f"Not reverted: {exc}"
-        if alive(self.dock):
-            self.dock.note.setText(done[:1].upper() + done[1:] + ".")
-            self.dock.note.show()
-        await self.load()
+        action = self.engine.revert_hunk(session_id, change.path, index)
+        await self._after_asking("Revert this hunk?", text, "Revert hunk", action)
 
     def _on_open_clicked(self) -> None:
         change = self.dock.selected()

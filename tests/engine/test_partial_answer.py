@@ -7,12 +7,19 @@ run. A real App, SQLite and shell; the model is scripted."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from fxdesk.app import App
-from fxdesk.domain.conversation import CANCELLED_BEFORE_RUN_RESULT, CUT_OFF_NOTE, STOPPED_RESULT
+from fxdesk.domain.conversation import (
+    CANCELLED_BEFORE_RUN_RESULT,
+    CUT_OFF_NOTE,
+    STOPPED_RESULT,
+    ChatMessage,
+)
 from fxdesk.domain.model import EntryKind, PermissionMode, WorkStatus
 from fxdesk.engine.events import TextStreamed
+from fxdesk.engine.facade import Engine
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider
@@ -64,77 +71,65 @@ async def test_a_cancelled_answer_is_kept_marked_and_the_next_answer_starts_afre
         await app.stop()
 
 
-async def _until(condition: object, within: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():  # type: ignore[operator]
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.02)
+async def told_after_a_cancel(
+    data_paths: DataPaths,
+    project: Path,
+    call: ScriptedCall,
+    mode: PermissionMode,
+    started: Callable[[Engine, str], Awaitable[bool]],
+) -> list[ChatMessage]:
+    """Run ``call`` in a turn, cancel it once ``started`` says so, then send another message;
+    the messages the model got for that next turn."""
+    provider = ScriptedProvider([Reply("On it.", tool_calls=(call,)), Reply("Noted.")])
+    app = App(data_paths, providers=FixedResolver(provider))
+    await app.start()
+    try:
+        engine = app.engine
+        session = await engine.create_session(project, first_message="Do it", permission_mode=mode)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not await started(engine, session.id):
+            assert loop.time() < deadline, "the call never got that far"
+            await asyncio.sleep(0.02)
+        await engine.cancel(session.id)
+        await asyncio.wait_for(engine.join(session.id), 30)
+        await engine.send(session.id, "What happened?")
+        await asyncio.wait_for(engine.join(session.id), 30)
+        items = await engine.items(session.id)
+        assert [i.status for i in items] == [WorkStatus.CANCELLED, WorkStatus.COMPLETED]
+        messages = provider.requests[-1].messages
+        assert [m.role for m in messages] == ["user", "assistant", "tool", "user"]
+        assert [messages[0].content, messages[3].content] == ["Do it", "What happened?"]
+        assert messages[1].tool_calls[0].name == call.name
+        return list(messages)
+    finally:
+        await app.stop()
 
 
 async def test_a_command_stopped_while_it_ran_is_told_to_the_model_as_started_then_stopped(
     data_paths: DataPaths, tmp_path: Path
 ) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
     run = ScriptedCall("run_command", {"command": "echo begun > begun.txt; sleep 60"})
-    provider = ScriptedProvider([Reply("Running it.", tool_calls=(run,)), Reply("It had begun.")])
-    app = App(data_paths, providers=FixedResolver(provider))
-    await app.start()
-    try:
-        engine = app.engine
-        project = tmp_path / "p"
-        project.mkdir()
-        session = await engine.create_session(
-            project, first_message="Run the slow job", permission_mode=PermissionMode.YOLO
-        )
-        await _until((project / "begun.txt").exists)  # the command has started
-        await engine.cancel(session.id)
-        await asyncio.wait_for(engine.join(session.id), 30)
 
-        await engine.send(session.id, "What happened?")
-        await asyncio.wait_for(engine.join(session.id), 30)
-        messages = provider.requests[-1].messages
-        assert [m.role for m in messages] == ["user", "assistant", "tool", "user"]
-        assert messages[0].content == "Run the slow job"
-        assert messages[1].tool_calls[0].name == "run_command"
-        assert messages[2].content == STOPPED_RESULT  # started, then stopped: never "not run"
-        assert messages[3].content == "What happened?"
-        items = await engine.items(session.id)
-        assert [i.status for i in items] == [WorkStatus.CANCELLED, WorkStatus.COMPLETED]
-    finally:
-        await app.stop()
+    async def begun(_engine: Engine, _session_id: str) -> bool:
+        return (project / "begun.txt").exists()  # the command has started
+
+    messages = await told_after_a_cancel(data_paths, project, run, PermissionMode.YOLO, begun)
+    assert messages[2].content == STOPPED_RESULT  # started, then stopped: never "not run"
 
 
 async def test_a_call_cancelled_while_it_waited_for_approval_is_told_as_not_run(
     data_paths: DataPaths, tmp_path: Path
 ) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
     write = ScriptedCall("write_file", {"path": "n.md", "content": "n"})
-    provider = ScriptedProvider([Reply("Writing.", tool_calls=(write,)), Reply("Fine.")])
-    app = App(data_paths, providers=FixedResolver(provider))
-    await app.start()
-    try:
-        engine = app.engine
-        project = tmp_path / "p"
-        project.mkdir()
-        session = await engine.create_session(
-            project, first_message="Write a note", permission_mode=PermissionMode.ASK
-        )
 
-        async def asked() -> bool:
-            return bool(await engine.pending_approvals(session.id))
+    async def asked(engine: Engine, session_id: str) -> bool:
+        return bool(await engine.pending_approvals(session_id))
 
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 30
-        while not await asked():
-            assert loop.time() < deadline
-            await asyncio.sleep(0.02)
-        await engine.cancel(session.id)
-        await asyncio.wait_for(engine.join(session.id), 30)
-
-        await engine.send(session.id, "Never mind")
-        await asyncio.wait_for(engine.join(session.id), 30)
-        messages = provider.requests[-1].messages
-        assert [m.role for m in messages] == ["user", "assistant", "tool", "user"]
-        assert messages[2].content == CANCELLED_BEFORE_RUN_RESULT
-        assert not (project / "n.md").exists()
-    finally:
-        await app.stop()
+    messages = await told_after_a_cancel(data_paths, project, write, PermissionMode.ASK, asked)
+    assert messages[2].content == CANCELLED_BEFORE_RUN_RESULT
+    assert not (project / "n.md").exists()
