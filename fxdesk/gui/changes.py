@@ -114,6 +114,7 @@ class ChangesDock(QDockWidget):
         split.addWidget(self.views)
         split.setStretchFactor(0, 2)
         split.setStretchFactor(1, 3)
+        split.setSizes([400, 600])  # the diff's hint is its whole text: share by these
         column.addWidget(split, 1)
         self.setWidget(body)
         self.changes: Changes | None = None
@@ -174,13 +175,15 @@ class ChangesDock(QDockWidget):
     def _update(self) -> None:
         change = self.selected()
         text = change.diff if change is not None else ""
-        self.diff.set_diff(text)
+        name = change.path if change is not None else ""
         side = self.side_button.isChecked()
         self.views.setCurrentWidget(self.pair if side else self.diff)
         if side:
             old, new = side_by_side(text)
-            self.old_side.set_diff("\n".join(old))
-            self.new_side.set_diff("\n".join(new))
+            self.old_side.set_diff("\n".join(old), name)
+            self.new_side.set_diff("\n".join(new), name)
+        else:
+            self.diff.set_diff(text, name)
         git = self.changes is not None and self.changes.git
         self.revert_button.setEnabled(change is not None and git)
         self.hunk_button.setEnabled(change is not None and git and bool(hunks(text)[1]))

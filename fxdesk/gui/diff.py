@@ -63,3 +63,28 @@ def _merge(
         cursor.mergeBlockFormat(block_format)
     cursor.setPosition(position + length, QTextCursor.MoveMode.KeepAnchor)
     cursor.mergeCharFormat(char)
+
+
+def color_code(document: QTextDocument, name: str, *, dark: bool) -> None:
+    """Colour the code of a coloured diff's lines as the file ``name``'s language (each line
+    on its own), over the added/removed line backgrounds; nothing for an unknown language."""
+    from fxdesk.gui.transcript.markdown import TokenFormats, lexer_for_file
+
+    lexer = lexer_for_file(name)
+    if lexer is None:
+        return
+    tokens = TokenFormats(dark)
+    cursor = QTextCursor(document)
+    cursor.beginEditBlock()
+    block = document.begin()
+    while block.isValid():
+        text = block.text()
+        if text[:1] in ("+", "-", " ") and not text.startswith(("+++", "---")):
+            position = block.position() + 1
+            for token, value in lexer.get_tokens(text[1:]):
+                chosen = tokens.format_for(token)
+                if chosen is not None and value:
+                    _merge(cursor, position, len(value), chosen, None)
+                position += len(value)
+        block = block.next()
+    cursor.endEditBlock()

@@ -11,6 +11,7 @@ from PySide6.QtGui import QGuiApplication
 
 from fxdesk.domain.model import PermissionMode
 from fxdesk.gui.application import Outcome
+from fxdesk.gui.theme import Role, color, is_dark
 from fxdesk.paths import DataPaths
 from tests.engine.test_changes import agent, repository
 from tests.gui.sessions.test_session_flow import Window
@@ -46,6 +47,11 @@ async def test_the_changes_dock_lists_diffs_reverts_and_copies_a_patch(
         ]
         assert dock.summary.text() == "2 changed files, 2 by this session"
         assert "+    return int(s)" in dock.diff.toPlainText()
+        # The code is coloured as Python over the added/removed line backgrounds.
+        found = dock.diff.document().find("return")
+        assert found.charFormat().foreground().color() == color(
+            Role.SYNTAX_KEYWORD, dark=is_dark(dock.diff.palette())
+        )
 
         dock.side_button.click()  # side by side: old on the left, new on the right
         assert dock.views.currentWidget() is dock.pair

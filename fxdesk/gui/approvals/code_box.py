@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent, QSize, Qt, Slot
 from PySide6.QtGui import QResizeEvent, QTextCursor, QTextOption
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-from fxdesk.gui.diff import color_diff
+from fxdesk.gui.diff import color_code, color_diff
 from fxdesk.gui.theme import is_dark
 from fxdesk.gui.widgets import monospace
 
@@ -69,9 +69,11 @@ class DiffView(CodeBox):
         super().__init__(name, max_lines, parent)
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)  # code keeps its shape
         self._diff = ""
+        self._name = ""
 
-    def set_diff(self, text: str) -> None:
-        self._diff = text
+    def set_diff(self, text: str, name: str = "") -> None:
+        """Show the diff ``text``; with the file's ``name``, its code coloured too."""
+        self._diff, self._name = text, name
         self._render()
 
     def changeEvent(self, event: QEvent) -> None:
@@ -83,5 +85,7 @@ class DiffView(CodeBox):
         # Lines, not the text: a final newline would add an empty last line.
         self.setPlainText("\n".join(self._diff.splitlines()))
         color_diff(self.document(), dark=is_dark(self.palette()))
+        if self._name:
+            color_code(self.document(), self._name, dark=is_dark(self.palette()))
         self.moveCursor(QTextCursor.MoveOperation.Start)
         self._fit()

@@ -59,11 +59,11 @@ def _lexer(language: str) -> Lexer:
         return TextLexer(stripnl=False, ensurenl=False)
 
 
-class CodeHighlighter(QSyntaxHighlighter):
-    """Colours the fenced code blocks of a Markdown document, line by line."""
+class TokenFormats:
+    """The character format of each kind of pygments token, in the theme's colours (code
+    blocks in the transcript, code lines in the Changes dock's diffs)."""
 
-    def __init__(self, document: QTextDocument, dark: bool) -> None:
-        super().__init__(document)
+    def __init__(self, dark: bool) -> None:
         self._formats: dict[object, QTextCharFormat] = {}
         for token, role in _token_roles().items():
             fmt = QTextCharFormat()
@@ -72,13 +72,32 @@ class CodeHighlighter(QSyntaxHighlighter):
                 fmt.setFontItalic(True)
             self._formats[token] = fmt
 
-    def _format_for(self, token: object) -> QTextCharFormat | None:
+    def format_for(self, token: object) -> QTextCharFormat | None:
         while token is not None:  # up to pygments' root Token, whose parent is None
             found = self._formats.get(token)
             if found is not None:
                 return found
             token = getattr(token, "parent", None)
         return None
+
+
+def lexer_for_file(name: str) -> Lexer | None:
+    """The pygments lexer for a file's name, or None for one pygments does not know."""
+    from pygments.lexers import get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_for_filename(name, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+class CodeHighlighter(QSyntaxHighlighter):
+    """Colours the fenced code blocks of a Markdown document, line by line."""
+
+    def __init__(self, document: QTextDocument, dark: bool) -> None:
+        super().__init__(document)
+        self._tokens = TokenFormats(dark)
 
     def highlightBlock(self, text: str) -> None:
         block = self.currentBlock()
@@ -88,7 +107,7 @@ class CodeHighlighter(QSyntaxHighlighter):
         language = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage)
         position = 0
         for token, value in _lexer(language.lower()).get_tokens(text):
-            chosen = self._format_for(token)
+            chosen = self._tokens.format_for(token)
             if chosen is not None and value:
                 self.setFormat(position, len(value), chosen)
             position += len(value)
