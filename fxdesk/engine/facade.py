@@ -502,12 +502,15 @@ class Engine(AgentRunsPart, WorktreePart):
         folder = await self._folder_of(session_id)
         return await asyncio.to_thread(mentions.attach, folder, text)
 
-    async def changes(self, session_id: str) -> changes.Changes:
-        """What the session changed in its workspace, and (in git) what else changed there
-        since the last commit (``engine/changes.py``)."""
+    async def changes(self, session_id: str, *, whole_tree: bool = False) -> changes.Changes:
+        """What the session (``whole_tree``: it and every session of its tree) changed in its
+        workspace, and (in git) what else changed there since the last commit
+        (``engine/changes.py``)."""
         folder = await self._folder_of(session_id)
         tools = sorted(changes.FILE_TOOLS)
-        entries = await self._store.read(lambda: history.tool_entries(session_id, tools))
+        entries = await self._store.read(
+            lambda: history.tool_entries(session_id, tools, whole_tree=whole_tree)
+        )
         touched = changes.touched_by(entries, folder)
         session = await self.session(session_id)
         root = await self.session(session.root_id) if session is not None else None

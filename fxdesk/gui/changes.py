@@ -21,6 +21,7 @@ from PySide6.QtCore import QObject, QProcess, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QDockWidget,
     QHBoxLayout,
     QHeaderView,
@@ -73,10 +74,13 @@ class ChangesDock(QDockWidget):
         self.side_button.setCheckable(True)
         self.side_button.setAutoDefault(False)
         self.side_button.toggled.connect(lambda _on: self._update())
+        self.tree_check = QCheckBox("&Whole tree")
+        self.tree_check.setToolTip("Also what the session's sub-agents (and its root) changed")
         for button in (self.refresh_button, self.revert_button, self.hunk_button):
             row.addWidget(button)
         for button in (self.open_button, self.patch_button, self.side_button):
             row.addWidget(button)
+        row.addWidget(self.tree_check)
         column.addLayout(row)
         self.note = hint_label("", wrap=True)
         self.note.hide()
@@ -131,9 +135,10 @@ class ChangesDock(QDockWidget):
             self._update()
             return
         own = sum(1 for c in found.files if c.by_session)
+        whose = "its tree" if self.tree_check.isChecked() else "this session"
         self.summary.setText(
             f"{len(found.files)} changed file{'s' if len(found.files) != 1 else ''}, "
-            f"{own} by this session"
+            f"{own} by {whose}"
             if found.files
             else "No changes."
         )
@@ -145,7 +150,7 @@ class ChangesDock(QDockWidget):
                     change.path,
                     change.status,
                     f"+{change.added} −{change.removed}",
-                    "this session" if change.by_session else "—",
+                    whose if change.by_session else "—",
                 ]
             )
             item.setData(0, Qt.ItemDataRole.UserRole, change.path)
@@ -222,6 +227,7 @@ class ChangesController(QObject):
         self.dock.open_button.clicked.connect(self._on_open_clicked)
         self.dock.patch_button.clicked.connect(self._on_patch_clicked)
         self.dock.hunk_button.clicked.connect(self._on_hunk_clicked)
+        self.dock.tree_check.toggled.connect(lambda _on: self.refresh())
         bridge.session_changed.connect(self._on_bridge_session_changed)
         self._last_state: dict[str, SessionState] = {}
 
@@ -236,7 +242,9 @@ class ChangesController(QObject):
             self.dock.show_changes(None)
             return
         try:
-            found = await self.engine.changes(session.id)
+            found = await self.engine.changes(
+                session.id, whole_tree=self.dock.tree_check.isChecked()
+            )
         except (ChangesError, StoreError) as exc:
             if alive(self.dock):
                 self.dock.show_changes(None, f"The changes cannot be read: {exc}")

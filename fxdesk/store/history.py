@@ -246,15 +246,24 @@ def search(text: str, limit: int = 50) -> list[SearchHit]:
     ]
 
 
-def tool_entries(session_id: str, tools: Sequence[str]) -> list[HistoryEntry]:
+def tool_entries(
+    session_id: str, tools: Sequence[str], *, whole_tree: bool = False
+) -> list[HistoryEntry]:
     """The session's calls to ``tools`` and their results, oldest first (what its file tools
-    were asked and did)."""
+    were asked and did); ``whole_tree``: those of every session of its tree (root and
+    sub-agents)."""
     if not tools:
         return []
+    sessions = "SELECT ?"
+    if whole_tree:
+        sessions = (
+            "WITH RECURSIVE tree(id) AS (SELECT root_id FROM session WHERE id = ? UNION ALL "
+            "SELECT s.id FROM session s JOIN tree t ON s.parent_id = t.id) SELECT id FROM tree"
+        )
     rows = db.execute_sql(
-        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id = ? "
+        f"SELECT {_ENTRY_COLUMNS} FROM history_entry WHERE session_id IN ({sessions}) "
         "AND kind IN ('tool_call', 'tool_result') "
-        f"AND tool_name IN ({', '.join('?' * len(tools))}) ORDER BY seq",
+        f"AND tool_name IN ({', '.join('?' * len(tools))}) ORDER BY session_id, seq",
         (session_id, *tools),
     ).fetchall()
     return [_entry(row) for row in rows]

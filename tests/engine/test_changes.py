@@ -223,3 +223,34 @@ def test_one_hunk_is_reverted_and_the_others_kept(tmp_path: Path) -> None:
     (left,) = changes(folder, {}).files
     with pytest.raises(ChangesError, match="no hunk 2"):
         revert_hunk(folder, left, 1)
+
+
+async def test_the_whole_tree_counts_a_sub_agent_s_edits(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """Outside git only the history knows: a sub-agent's edit shows for its tree, not for its
+    parent alone."""
+    from fxdesk.domain.conversation import HistoryEntry
+    from fxdesk.domain.model import EntryKind
+    from fxdesk.store import history
+
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    app = App(data_paths, providers=FixedResolver(agent()))
+    await app.start()
+    try:
+        root = await app.engine.create_session(folder, name="Root")
+        child = await app.sessions.create_child(root.id, name="Helper")
+        entries = [
+            HistoryEntry(child.id, 0, EntryKind.TOOL_CALL, call_id="c1", tool_name="write_file",
+                         content='{"path": "made.txt", "content": "x"}'),
+            HistoryEntry(child.id, 0, EntryKind.TOOL_RESULT, call_id="c1",
+                         tool_name="write_file", content="wrote", data={"ok": True}),
+        ]  # fmt: skip
+        await app.store.write(lambda: history.append_history(child.id, entries))
+        assert (await app.engine.changes(root.id)).files == ()
+        tree = await app.engine.changes(root.id, whole_tree=True)
+        assert [(c.path, c.by_session) for c in tree.files] == [("made.txt", True)]
+        assert [c.path for c in (await app.engine.changes(child.id)).files] == ["made.txt"]
+    finally:
+        await app.stop()
