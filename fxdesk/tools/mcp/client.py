@@ -24,13 +24,16 @@ from collections.abc import Callable, Coroutine
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 import anyio
-import mcp.types as mcp_types
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+if TYPE_CHECKING:
+    import mcp.types as mcp_types
+    from mcp import ClientSession
+
+# The mcp SDK (pydantic models for the whole protocol) takes ~470 ms and ~50 MiB to import: it is
+# imported when a server is connected or a result read, never at start-up (docs/performance.md).
 
 from fxdesk.domain.mcp import ServerConfig, ToolInfo, Transport, tool_name
 
@@ -154,6 +157,8 @@ class Connection:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> mcp_types.CallToolResult:
         """Call ``tool`` (its name on the server). ``ServerGone`` if the connection ends first."""
+        import mcp.types as mcp_types
+
         session, ended = self._session, self._ended
         if session is None or ended is None or ended.is_set():
             raise ServerGone("it is not connected")
@@ -190,6 +195,10 @@ class Connection:
         raise failure[0]
 
     async def _hold(self, errlog: TextIO, ready: Callable[[tuple[ToolInfo, ...]], None]) -> str:
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
         assert self._stop is not None
         async with AsyncExitStack() as stack:
             if self.config.transport is Transport.STDIO:
@@ -279,6 +288,8 @@ class Connection:
 
 
 async def _all_tools(session: ClientSession) -> list[mcp_types.Tool]:
+    import mcp.types as mcp_types
+
     tools: list[mcp_types.Tool] = []
     cursor: str | None = None
     for _ in range(100):  # a server that pages forever is cut off
@@ -314,6 +325,8 @@ def describe(exc: BaseException) -> str:
 def result_text(result: mcp_types.CallToolResult) -> str:
     """What a call returned, as text for the model: text blocks as they are, anything else
     named, structured content as JSON when there is no text."""
+    import mcp.types as mcp_types
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, mcp_types.TextContent):
