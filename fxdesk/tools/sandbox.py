@@ -118,6 +118,8 @@ class SandboxPolicy:
         temp_dir: The folder seen as ``/tmp`` (kept between commands); None for an empty one
             per command.
         refused: Write grants asked for and not given, with why (for the approval's text).
+        readable: Bound read-only after ``/tmp`` is made: what would otherwise be hidden by the
+            fresh ``/tmp`` yet must be read (an MCP server's own program living there).
     """
 
     workspace: Path
@@ -129,6 +131,7 @@ class SandboxPolicy:
     network: bool = False
     temp_dir: Path | None = None
     refused: tuple[str, ...] = ()
+    readable: tuple[Path, ...] = ()
 
     @property
     def writable(self) -> tuple[Path, ...]:
@@ -355,6 +358,8 @@ def bwrap_arguments(
         args += ["--tmpfs", "/tmp"]
     else:
         args += ["--bind", str(policy.temp_dir), "/tmp"]
+    for path in policy.readable:
+        args += ["--ro-bind", str(path), str(path)]
     writable = policy.writable
     hidden = [path for path in policy.hidden if _visible(path, writable)]
     # A hidden folder that holds a writable one (the workspace inside the data folder) is

@@ -18,6 +18,7 @@ server's status says so.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 from fxdesk.domain.mcp import ServerConfig, safe_name
@@ -63,6 +64,28 @@ def stdio_launch(
         data_dir=data_dir,
         temp_dir=data_dir / MCP_TEMP / key,
     )
-    policy = command_policy(context)
+    policy = replace(command_policy(context), readable=program_paths(argv))
     arguments = bwrap_arguments(policy, argv, cwd, disable_userns=status.disable_userns)
     return Launch((status.bwrap, *arguments), dict(policy.environment) | own, cwd, sandboxed=True)
+
+
+def program_paths(argv: tuple[str, ...]) -> tuple[Path, ...]:
+    """What of the server's own program lives under ``/tmp``, which the sandbox replaces with
+    a fresh folder: the command (a virtual environment's program: the whole environment) and
+    the files its arguments name. Bound read-only, so a server a person configured there still
+    starts; nothing else of the host's ``/tmp`` shows."""
+    found: list[Path] = []
+    for word in argv:
+        if not word.startswith("/tmp/"):
+            continue
+        path = Path(word)
+        if not path.exists():
+            continue
+        if path.parent.name == "bin" and (path.parent.parent / "pyvenv.cfg").is_file():
+            path = path.parent.parent  # a virtual environment: its packages too
+        elif path.is_file():
+            path = path.parent
+        resolved = path.resolve()
+        if resolved.is_relative_to("/tmp") and resolved not in found:
+            found.append(resolved)
+    return tuple(found)
