@@ -353,8 +353,12 @@ class Engine(AgentRunsPart, WorktreePart):
         return await self._running().cancel(session_id, reason)
 
     def resume(self, session_id: str) -> StartResult:
-        """Run the session again, interrupted and approval-held work first."""
-        return self._running().start(session_id, retry=True)
+        """Run the session again, interrupted and approval-held work first; a root session's
+        inbox events that wait to continue it are delivered too."""
+        result = self._running().start(session_id, retry=True)
+        if self._agents is not None:
+            self._agents.wake_inbox(session_id)
+        return result
 
     def start(self, session_id: str, *, retry: bool = False) -> StartResult:
         """Run what is queued (``retry``: interrupted work too)."""

@@ -218,7 +218,11 @@ async def scenario(app: App, workspace: str) -> None:
         # first, so a parent's resumed turn finds its sub-agents' results.
         for session in sorted(sessions, key=lambda s: s.parent_id is None):
             items = await engine.items(session.id)
-            if any(i.status.value in ("interrupted", "pending") for i in items):
+            waiting = session.parent_id is None and any(
+                e.requires_continuation and e.status.value == "pending"
+                for e in (await engine.inbox(session.id)).events
+            )
+            if waiting or any(i.status.value in ("interrupted", "pending") for i in items):
                 engine.resume(session.id)
         inbox_roots = [s for s in sessions if s.parent_id is None]
         for root in inbox_roots:

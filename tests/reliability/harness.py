@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 from tests.helpers import child_env, fxdesk_command
 from tests.reliability import invariants
 from tests.reliability.crash_host import KILL_AT_COMMIT_ENV
@@ -107,6 +109,8 @@ def run_phase(
     for reader in readers:
         reader.join(5)
     killed = killed or process.returncode == -signal.SIGKILL
+    if killed:
+        _settle(obs)
     if os.environ.get("FXDESK_CRASH_VERBOSE"):
         print(
             f"  {phase} kill_after={kill_after_s} commit={kill_at_commit} "
@@ -119,6 +123,25 @@ def run_phase(
             if parts[1] == "session" and parts[2] not in obs.sessions:
                 obs.sessions.append(parts[2])
     return Outcome(lines, killed, process.returncode, "\n".join(errors))
+
+
+def _settle(obs: Observed) -> None:
+    """Wait for the commands the killed process had running to end. They are not fxdesk:
+    bubblewrap's --die-with-parent ends them a moment after it, and a tag one writes in that
+    moment is its own side effect (once), not something the next recovery ran."""
+    workspaces = {str(obs.workspace), os.path.realpath(obs.workspace)}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        alive = False
+        for found in psutil.process_iter(["cmdline"]):
+            cmdline = found.info.get("cmdline") or []
+            if "--die-with-parent" in cmdline and workspaces & set(cmdline):
+                alive = True
+                break
+        if not alive:
+            break
+        time.sleep(0.02)
+    time.sleep(0.2)  # the sandbox's own children die right after it
 
 
 def _drain(stream: object, into: list[str]) -> None:

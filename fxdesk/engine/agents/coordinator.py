@@ -399,6 +399,21 @@ class AgentCoordinator:
             task.add_done_callback(self._task_done)
         return runs
 
+    def wake_inbox(self, root_session_id: str) -> None:
+        """The person resumed ``root_session_id``: deliver its inbox events that wait to
+        continue it. A background run can finish (its completion written, asking for a
+        continuation) just before fxdesk stops or is killed, before the wake that would have
+        delivered it; the next start must not run it by itself (recovery makes no model call),
+        so it waits for the person, and resume is the person saying go on (found by the crash
+        harness: such an event waited for ever)."""
+        if self.closing:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.delivery.wake(root_session_id), name=f"inbox-wake:{root_session_id}"
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
     def _task_done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:

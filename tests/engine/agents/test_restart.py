@@ -144,3 +144,59 @@ async def _child_done(engine: Engine, root_id: str) -> bool:
         return False
     items = await engine.items(runs[0].child_session_id)
     return bool(items) and items[0].status is WorkStatus.COMPLETED
+
+
+async def test_resume_delivers_a_completion_the_stop_kept_from_its_root(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    """A background run finishes and its completion asks to continue the root, but fxdesk
+    stops (here: the delivery's commit fails) before the root got it. The next start runs
+    nothing by itself; the person's resume delivers it and the root continues. It used to wait
+    for ever (found by the crash harness, tests/reliability)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    faults = FaultInjector()
+    faults.fail(1, Fault.DEFINITE, onward=True, label="inbox_delivery")
+    root = Script([delegate(("general", "bg task"), mode="background"), Reply("Started.")])
+    child = Script([Reply("The answer is 42.")])
+    app = App(data_paths, faults=faults, providers=ByName({"bg task": child}, root))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        session = await engine.create_session(
+            project, permission_mode=PermissionMode.YOLO, first_message="Go"
+        )
+
+        async def finished() -> bool:
+            runs = await engine.runs(session.id)
+            return bool(runs) and runs[0].status is RunStatus.COMPLETED
+
+        await eventually(finished)
+        await eventually(lambda: _idle(engine, session.id))
+    finally:
+        await app.stop()
+
+    model = Script([Reply("I read the result.")])
+    app = App(data_paths, providers=ByName({}, model))
+    await app.start(background=False)
+    try:
+        engine = app.engine
+        await asyncio.sleep(0.3)
+        assert model.requests == []  # nothing runs by itself at start
+        (event,) = (await engine.inbox(session.id)).events
+        assert event.requires_continuation and event.status is EventStatus.PENDING
+        engine.resume(session.id)
+        await eventually(lambda: _consumed(engine, session.id))
+        await asyncio.wait_for(engine.join(session.id), 60)
+        (request,) = model.requests
+        assert "The answer is 42." in "\n".join(m.content for m in request.messages)
+    finally:
+        await app.stop()
+
+
+async def _idle(engine: Engine, session_id: str) -> bool:
+    return not engine.is_running(session_id)
+
+
+async def _consumed(engine: Engine, root_id: str) -> bool:
+    return all(e.status is EventStatus.CONSUMED for e in (await engine.inbox(root_id)).events)
