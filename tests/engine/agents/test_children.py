@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from fxdesk.domain.model import PermissionMode, SessionMode, SessionState
 from fxdesk.engine.errors import WorkActive
 from fxdesk.engine.facade import Result
 from fxdesk.paths import DataPaths
-from fxdesk.providers.base import ModelRequest
+from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
 from fxdesk.providers.scripted import Reply, ScriptedCall, Step
 from tests.engine.agents.harness import (
     WAIT_S,
@@ -214,6 +215,24 @@ async def test_a_childs_approval_is_in_the_one_inbox_named_and_ask_never_gives_y
         assert detached is not None and detached.parent_id is None
 
 
+class AfterParentStep(Provider):
+    """``inner``, answering only once the parent made ``calls`` model calls: "the child
+    finishes while the parent works" must not depend on which task runs first (on a busy
+    machine the child sometimes answered before the parent's second call, and its result was
+    rightly injected there: these tests failed about one run in eight)."""
+
+    def __init__(self, inner: Provider, parent: Script, calls: int) -> None:
+        self.inner = inner
+        self.parent = parent
+        self.calls = calls
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        while len(self.parent.requests) < self.calls:  # noqa: ASYNC110 - Script has no event
+            await asyncio.sleep(0.01)
+        async for event in self.inner.stream(request):
+            yield event
+
+
 async def test_the_parent_sees_a_childs_terminal_result_once_also_after_a_restart(
     data_paths: DataPaths, project: Path
 ) -> None:
@@ -223,7 +242,7 @@ async def test_the_parent_sees_a_childs_terminal_result_once_also_after_a_restar
             Reply("Started a worker."),
         ]
     )
-    worker = Script([Reply("there is one note: alpha")])
+    worker = AfterParentStep(Script([Reply("there is one note: alpha")]), root, 2)
     async with desk(data_paths, root, {"worker": worker}) as app:
         engine = app.engine
         session = await engine.create_session(project, first_message="Count")
@@ -280,7 +299,7 @@ async def test_a_result_arriving_while_the_parent_works_is_seen_at_its_next_step
             Reply("Used its answer."),
         ]
     )
-    quick = Script([Reply("quick answer")])
+    quick = AfterParentStep(Script([Reply("quick answer")]), root, 2)
     async with desk(data_paths, root, {"quick": quick}) as app:
         engine = app.engine
         session = await engine.create_session(project, first_message="Go")
