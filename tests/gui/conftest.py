@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import pytestqt.plugin as pytestqt_plugin
 import qasync
 from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QApplication
@@ -19,8 +20,43 @@ def _qt_app() -> QApplication:
     return app if isinstance(app, QApplication) else QApplication([])
 
 
+_LOOPS: list[qasync.QEventLoop] = []  # the loops made for tests, newest last
+
+
+def _new_loop() -> qasync.QEventLoop:
+    loop = qasync.QEventLoop(_qt_app())
+    _LOOPS[:] = [*(old for old in _LOOPS if not old.is_closed()), loop]
+    return loop
+
+
 def pytest_asyncio_loop_factories(config: pytest.Config, item: pytest.Item) -> dict[str, Any]:
-    return {"qasync": lambda: qasync.QEventLoop(_qt_app())}
+    return {"qasync": _new_loop}
+
+
+def _process_events_on_the_loop() -> None:
+    """pytest-qt processes Qt's events between a test's phases (after an async fixture's
+    setup, say), outside any asyncio loop run: a qasync callback that fires then (a task
+    resuming after a thread's result) finds no running loop, and ``asyncio.to_thread`` in it
+    raises. Process them with the test's qasync loop marked as running, as the app always
+    runs them."""
+    app = QApplication.instance()
+    if app is None:
+        return
+    if asyncio.events._get_running_loop() is not None:
+        app.processEvents()
+        return
+    loop = next((each for each in reversed(_LOOPS) if not each.is_closed()), None)
+    if loop is None:
+        app.processEvents()
+        return
+    asyncio.events._set_running_loop(loop)
+    try:
+        app.processEvents()
+    finally:
+        asyncio.events._set_running_loop(None)
+
+
+pytestqt_plugin._process_events = _process_events_on_the_loop
 
 
 @pytest.fixture

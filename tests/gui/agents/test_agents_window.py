@@ -196,6 +196,7 @@ async def test_runs_dock_lists_the_runs_and_cancels_one_and_the_inbox_shows_the_
     await until(lambda: len(running_children(desk, session.id)) == 2)
     # Runs… from the keyboard: the dock shows with the keyboard in its table.
     window.activateWindow()
+    await until(window.isActiveWindow)  # shortcuts reach the active window only
     QTest.keyClick(window, Qt.Key.Key_R, CTRL_SHIFT)
     dock = desk.agents.runs_dock
     await until(lambda: dock.isVisible() and dock.model.rowCount() == 2)
