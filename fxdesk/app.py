@@ -251,7 +251,7 @@ class App:
             store,
             self.bus,
             lock_dir=self.paths.locks,
-            providers=self.providers or ProfileResolver(store),
+            providers=self.providers or ProfileResolver(store, log_dir=self.paths.logs),
             runner=runner,
             authority=self.authority,
             scheduler=scheduler,

@@ -39,7 +39,29 @@ def register(commands: Any) -> None:
         "(OpenAI, OpenRouter, Ollama, vLLM, LM Studio, llama.cpp) through --base-url.",
     )
     add.add_argument("name")
-    add.add_argument("--kind", choices=["scripted", "openai", "anthropic"], required=True)
+    add.add_argument("--kind", choices=["scripted", "openai", "anthropic", "acp"], required=True)
+    add.add_argument(
+        "--command",
+        dest="agent_command",  # "command" is the subcommand's own
+        metavar="PROGRAM",
+        help="acp: the program that starts the agent",
+    )
+    add.add_argument(
+        "--arg",
+        dest="agent_args",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="acp: an argument (repeatable)",
+    )
+    add.add_argument(
+        "--env",
+        dest="agent_env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="acp: extra environment (repeatable; stored in the database: no secrets here)",
+    )
     add.add_argument("--base-url", metavar="URL", help="the API's base URL")
     add.add_argument("--model", help="model name")
     add.add_argument(
@@ -81,11 +103,16 @@ def read_key(from_stdin: bool) -> str:
 
 
 def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
-    if args.kind != "scripted" and not args.model:
+    if args.kind not in ("scripted", "acp") and not args.model:
         raise CommandError(f"a profile of kind {args.kind} needs --model")
+    if args.kind == "acp" and not args.agent_command:
+        raise CommandError("a profile of kind acp needs --command")
+    pairs = [item.partition("=") for item in args.agent_env]
+    if any(not name or not eq for name, eq, _ in pairs):
+        raise CommandError("--env takes NAME=VALUE")
     if args.api_key_env:
         source, env = KeySource.ENV, args.api_key_env
-    elif args.no_key or args.kind == "scripted":
+    elif args.no_key or args.kind in ("scripted", "acp"):
         source, env = KeySource.NONE, None
     else:
         source, env = KeySource.KEYRING, None
@@ -104,6 +131,9 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
         price_out_per_mtok=args.price_out,
         key_source=source,
         key_env=env,
+        command=args.agent_command,
+        args=tuple(args.agent_args),
+        env=tuple((name, value) for name, _, value in pairs),
     )
 
 

@@ -152,11 +152,13 @@ class KeySource(enum.StrEnum):
 class Profile:
     """A model provider profile; its secret, if any, lives in the keyring, never here.
 
-    Prices are in US dollars per million tokens; None when unknown.
+    Prices are in US dollars per million tokens; None when unknown. An ``acp`` profile is an
+    external agent over the Agent Client Protocol: ``command`` with ``args`` and extra ``env``
+    start it (docs/acp.md); it has no model, key or prices of its own.
     """
 
     name: str
-    kind: str  # scripted | openai | anthropic
+    kind: str  # scripted | openai | anthropic | acp
     base_url: str | None = None
     model: str | None = None
     script_path: str | None = None
@@ -169,6 +171,9 @@ class Profile:
     price_out_per_mtok: float | None = None
     key_source: KeySource = KeySource.KEYRING
     key_env: str | None = None
+    command: str | None = None  # acp: the agent's program
+    args: tuple[str, ...] = ()  # acp: its arguments
+    env: tuple[tuple[str, str], ...] = ()  # acp: extra environment (NAME, value)
 
     def cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
         """What these tokens cost, or None when the profile has no prices."""

@@ -68,9 +68,11 @@ class ProfileService:
         """
         if not profile.name.strip():
             raise ProfileError("the profile needs a name")
-        if profile.kind not in ("scripted", "openai", "anthropic"):
+        if profile.kind not in ("scripted", "openai", "anthropic", "acp"):
             raise ProfileError(f"unknown kind {profile.kind!r}")
-        if profile.kind != "scripted" and not profile.model:
+        if profile.kind == "acp" and not profile.command:
+            raise ProfileError("an acp profile needs the command that starts the agent")
+        if profile.kind not in ("scripted", "acp") and not profile.model:
             raise ProfileError(f"a {profile.kind} profile needs a model name")
         if (
             profile.kind == "scripted"

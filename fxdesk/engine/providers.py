@@ -11,9 +11,11 @@ import abc
 import asyncio
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from fxdesk.domain.model import KeySource, Profile, Session
 from fxdesk.logs import register_secret, register_secret_variable
+from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.providers.base import Provider, ProviderError
 from fxdesk.providers.demo import DEMO_SCRIPT, DemoProvider
 from fxdesk.providers.retry import RetryingProvider
@@ -69,11 +71,21 @@ async def _find_key(profile: Profile) -> str | None:
     return key
 
 
-async def build_provider(profile: Profile, *, api_key: str | None = None) -> Provider:
+async def build_provider(
+    profile: Profile, *, api_key: str | None = None, log_dir: Path | None = None
+) -> Provider:
     """A fresh provider for ``profile`` (with retries for the network kinds).
 
     ``api_key`` stands in for the stored key: a key typed into a form, tested before saving.
+    ``log_dir``: where an ACP agent's stderr goes (none: discarded).
     """
+    if profile.kind == "acp":
+        if not profile.command:
+            raise ProviderError(
+                "unavailable", f"the ACP profile {profile.name!r} has no command to start"
+            )
+        launch = AcpLaunch(profile.command, profile.args, dict(profile.env))
+        return AcpAgentProvider(launch, log_dir=log_dir)
     if profile.kind == "scripted":
         if not profile.script_path or profile.script_path == DEMO_SCRIPT:
             return DemoProvider()  # a scripted profile without a script: the offline demo
@@ -114,8 +126,9 @@ async def build_provider(profile: Profile, *, api_key: str | None = None) -> Pro
 class ProfileResolver(ProviderResolver):
     """Looks the session's profile (or the default profile) up in the database."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, log_dir: Path | None = None) -> None:
         self.store = store
+        self.log_dir = log_dir  # ACP agents' stderr
         self._built: dict[str, tuple[Profile, Provider]] = {}
 
     async def resolve(self, session: Session) -> Resolved:
@@ -130,7 +143,7 @@ class ProfileResolver(ProviderResolver):
         built = self._built.get(name)
         if built is None or built[0] != profile or profile.kind == "scripted":
             # Scripts are re-read per session run, so each run plays its script from the start.
-            built = (profile, await build_provider(profile))
+            built = (profile, await build_provider(profile, log_dir=self.log_dir))
             self._built[name] = built
         return Resolved(built[1], session.model or profile.model or profile.kind, profile)
 

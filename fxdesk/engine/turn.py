@@ -38,6 +38,7 @@ from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
 from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.turn_acp import run_acp_turn
 from fxdesk.engine.turn_children import take_child_results
 from fxdesk.engine.turn_state import (
     StaleAuthority,
@@ -49,6 +50,7 @@ from fxdesk.engine.turn_state import (
     paused,
 )
 from fxdesk.engine.turn_tools import RESULT_RETRY_S, ToolCalls, UnsavedResults
+from fxdesk.providers.acp import AcpAgentProvider
 from fxdesk.providers.base import (
     ModelRequest,
     ModelResponse,
@@ -148,6 +150,8 @@ class TurnRunner:
     async def run(self, rt: TurnRuntime) -> TurnOutcome:
         turn = _Turn(self, rt)
         try:
+            if isinstance(rt.provider, AcpAgentProvider):  # an external agent runs its own loop
+                return await run_acp_turn(turn, rt.provider)
             return await turn.run()
         except TurnStop as stop:
             return TurnOutcome(stop.end, stop.diagnostic, turn.model_calls, turn.usage)

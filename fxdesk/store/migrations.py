@@ -530,7 +530,34 @@ V8 = Migration(
     ],
 )
 
-MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8)
+_PROFILE_COLUMNS = (
+    "name, kind, base_url, model, script_path, settings_json, created_at_ms, updated_at_ms"
+)
+
+V9 = Migration(
+    9,
+    "external agents (ACP) as profiles",
+    [
+        # As V2's profile table, with 'acp' allowed (an Agent Client Protocol agent; its
+        # command, arguments and environment live in settings_json). Nothing references it.
+        """
+    CREATE TABLE profile_new (
+        name TEXT PRIMARY KEY,
+        kind TEXT NOT NULL CHECK (kind IN ('scripted', 'openai', 'anthropic', 'acp')),
+        base_url TEXT,
+        model TEXT,
+        script_path TEXT,
+        settings_json TEXT NOT NULL DEFAULT '{}',
+        created_at_ms INTEGER NOT NULL,
+        updated_at_ms INTEGER NOT NULL
+    )""",
+        f"INSERT INTO profile_new ({_PROFILE_COLUMNS}) SELECT {_PROFILE_COLUMNS} FROM profile",
+        "DROP TABLE profile",
+        "ALTER TABLE profile_new RENAME TO profile",
+    ],
+)
+
+MIGRATIONS: tuple[Migration, ...] = (V1, V2, V3, V4, V5, V6, V7, V8, V9)
 LATEST_VERSION = MIGRATIONS[-1].version
 
 

@@ -277,6 +277,9 @@ _PROFILE_SETTINGS = (
     "price_out_per_mtok",
     "key_source",
     "key_env",
+    "command",
+    "args",
+    "env",
 )
 
 
@@ -285,6 +288,10 @@ def _profile(row: ProfileRow) -> Profile:
     extra = {key: settings[key] for key in _PROFILE_SETTINGS if key in settings}
     if "key_source" in extra:
         extra["key_source"] = KeySource(extra["key_source"])
+    if "args" in extra:  # JSON keeps them as lists; the snapshot is immutable
+        extra["args"] = tuple(str(a) for a in extra["args"])
+    if "env" in extra:
+        extra["env"] = tuple((str(k), str(v)) for k, v in extra["env"])
     return Profile(
         name=row.name,
         kind=row.kind,

@@ -221,3 +221,22 @@ def test_profile_add_checks_its_arguments(tmp_path: Path) -> None:
     assert unreachable.returncode == 0
     tested = cli("profiles", "test", "d")
     assert tested.returncode == 1 and "cannot reach the provider" in tested.stdout
+
+
+def test_an_acp_profile_keeps_its_command_arguments_and_environment(tmp_path: Path) -> None:
+    cli = CLI(tmp_path, keyring=False)
+    added = cli(
+        "profiles", "add", "agent", "--kind", "acp", "--command", "npx",
+        "--arg", "@zed-industries/claude-code-acp", "--env", "MODE=fast",
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    listed = json.loads(cli("profiles", "list", "--json").stdout)
+    (profile,) = listed
+    assert (profile["kind"], profile["command"], profile["args"], profile["env"]) == (
+        "acp",
+        "npx",
+        ["@zed-industries/claude-code-acp"],
+        [["MODE", "fast"]],
+    )
+    missing = cli("profiles", "add", "bad", "--kind", "acp")
+    assert missing.returncode != 0 and "needs --command" in missing.stderr

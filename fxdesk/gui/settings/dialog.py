@@ -55,6 +55,8 @@ def describe(profile: Profile) -> str:
     if profile.kind == "scripted":
         script = profile.script_path
         return "offline demo agent" if script in (None, DEMO_SCRIPT) else f"scripted: {script}"
+    if profile.kind == "acp":
+        return " ".join(["external agent (ACP):", profile.command or "?", *profile.args])
     kind = "Anthropic" if profile.kind == "anthropic" else "OpenAI-compatible"
     parts = [kind, profile.model or "no model"]
     if profile.base_url:

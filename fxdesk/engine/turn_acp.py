@@ -1,0 +1,343 @@
+"""One turn of a session whose profile is an external ACP agent (``fxdesk.providers.acp``).
+
+The agent runs its own loop, so the turn does not: it sends the work item's text as one ACP
+prompt and records what streams back as native history rows, so the transcript and the model
+of the session are the same as for a native turn:
+
+- the agent's message chunks stream live (``TextStreamed``) and are saved as ``assistant`` rows:
+  the text so far is saved when a tool call starts (with its ``tool_call`` row, one step), the
+  rest at the end with ``turn_end`` (the history commit);
+- each ACP tool call is a ``tool_call`` row (its title, its input as the content) and, once the
+  agent says it completed or failed, a ``tool_result`` row; one still open when the prompt ends
+  gets a result saying its last status, so no call is left "running" in the transcript;
+- ``session/request_permission`` is judged like a native tool call by ``PermissionService``
+  (the tool name is ``acp:<kind>``, so a rule answers without asking); otherwise it becomes an
+  approval in the one inbox, and the person's answer picks the agent's allow or reject option;
+- the turn ends when the prompt response arrives (its stop reason is kept as the finish
+  reason); a cancel sends ``session/cancel`` and waits a little for the agent to end the prompt.
+
+Updates arrive on the SDK's reader task; they are queued and handled here, one by one, on the
+turn's task, so rows land in the order the agent sent them.
+
+An ACP turn interrupted by a restart is not resumed (the agent process is gone, and
+``session/load`` is not wired yet): it fails with a reason that says to send the message again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fxdesk.domain import reasons
+from fxdesk.domain.approvals import ApprovalStatus
+from fxdesk.domain.conversation import HistoryEntry, open_tool_calls
+from fxdesk.domain.live import LiveEvent
+from fxdesk.domain.model import EntryKind
+from fxdesk.domain.rules import Verdict
+from fxdesk.engine.cancel import Cancelled
+from fxdesk.engine.events import TextStreamed
+from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnStop
+from fxdesk.providers.acp import (
+    AcpAgentProvider,
+    AgentText,
+    AgentToolCall,
+    AgentUpdate,
+    PermissionAsk,
+)
+from fxdesk.providers.base import ProviderError
+from fxdesk.store import history
+
+if TYPE_CHECKING:
+    from fxdesk.engine.turn import _Turn
+
+log = logging.getLogger(__name__)
+
+# After session/cancel, how long the agent gets to answer the prompt with "cancelled".
+CANCEL_GRACE_S = 10.0
+INTERRUPTED_NOT_RESUMABLE = (
+    "the external agent's turn was interrupted (fxdesk stopped while it ran); it cannot be "
+    "resumed yet: send the message again"
+)
+_DONE = object()  # the prompt response arrived (or the prompt failed)
+_CANCEL = object()  # the person cancelled
+_GIVE_UP = object()  # the agent did not end the prompt after session/cancel
+
+
+@dataclass
+class _Call:
+    row_id: str  # the call id in fxdesk's history (unique in the session)
+    title: str
+    status: str | None = None
+    text: str = ""
+    settled: bool = False
+
+
+@dataclass
+class _AcpTurn:
+    turn: _Turn
+    provider: AcpAgentProvider
+    queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue)
+    text: list[str] = field(default_factory=list)
+    calls: dict[str, _Call] = field(default_factory=dict)
+
+    async def run(self) -> TurnOutcome:
+        turn, rt = self.turn, self.turn.rt
+        work_id = rt.item.id
+        turn.entries = await turn.store.read(lambda: history.work_entries(work_id))
+        if any(e.kind == EntryKind.TURN_END for e in turn.entries):
+            return TurnOutcome(TurnEnd.COMPLETED, None, turn.model_calls, turn.usage)
+        if any(e.kind != EntryKind.USER for e in turn.entries):
+            # What the agent did before the restart is known only from its updates; a prompt
+            # that streamed nothing yet is sent again (see docs/acp.md).
+            await self._settle_interrupted()
+        if not any(e.kind == EntryKind.USER for e in turn.entries):
+            await turn.commit([turn.entry(EntryKind.USER, content=rt.item.content)], "user")
+        turn.check()
+        turn.model_calls = 1
+
+        def on_update(update: AgentUpdate) -> None:
+            self.queue.put_nowait(update)
+
+        async def on_permission(ask: PermissionAsk) -> str | None:
+            answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+            self.queue.put_nowait((ask, answer))
+            return await answer
+
+        try:
+            async with self.provider.open(rt.workspace, on_update, on_permission) as agent:
+                prompt = asyncio.create_task(agent.prompt(rt.item.content), name=f"acp:{work_id}")
+                prompt.add_done_callback(lambda _: self.queue.put_nowait(_DONE))
+                watch = asyncio.create_task(self._watch_cancel(), name=f"acp-cancel:{work_id}")
+                try:
+                    cancelled = await self._pump(agent.cancel)
+                finally:
+                    watch.cancel()
+                    if not prompt.done():
+                        prompt.cancel()
+                stop_reason = _stop_reason(prompt)
+        except ProviderError as exc:
+            turn.check()
+            raise TurnStop(
+                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
+            ) from None
+        if cancelled or stop_reason == "cancelled":
+            await self._finish_cancelled()
+        if stop_reason is None:
+            turn.check()
+            raise TurnStop(
+                TurnEnd.FAILED,
+                reasons.diagnostic(reasons.PROVIDER_FAILED, _failure(prompt)),
+            )
+        await self._settle_open("the agent ended its turn without saying how this call ended")
+        turn.step += 1
+        rows = [
+            turn.entry(
+                EntryKind.ASSISTANT,
+                content="".join(self.text),
+                data={
+                    "finish_reason": stop_reason,
+                    "model": rt.snapshot.model,
+                    "usage_reported": False,
+                    "usage": [0, 0],
+                },
+            ),
+            turn.entry(EntryKind.TURN_END, data=turn._turn_data()),
+        ]
+        await turn.commit(rows, "history_commit", final=True)
+        return TurnOutcome(TurnEnd.COMPLETED, None, turn.model_calls, turn.usage)
+
+    # --- the queue ---------------------------------------------------------------------------
+
+    async def _watch_cancel(self) -> None:
+        await self.turn.rt.cancel.wait()
+        self.queue.put_nowait(_CANCEL)
+
+    async def _pump(self, cancel_agent: Any) -> bool:
+        """Handle updates until the prompt ended; True when the person cancelled."""
+        cancelled = False
+        while True:
+            item = await self.queue.get()
+            if item is _DONE or item is _GIVE_UP:
+                return cancelled
+            if item is _CANCEL:
+                cancelled = True
+                await cancel_agent()
+                loop = asyncio.get_running_loop()
+                loop.call_later(CANCEL_GRACE_S, self.queue.put_nowait, _GIVE_UP)
+            elif isinstance(item, AgentText):
+                self._on_text(item.text)
+            elif isinstance(item, AgentToolCall):
+                await self._on_tool_call(item)
+            elif isinstance(item, tuple):
+                ask, answer = item
+                try:
+                    chosen = None if cancelled else await self._on_permission(ask)
+                except BaseException:
+                    if not answer.done():
+                        answer.set_result(None)
+                    raise
+                if not answer.done():
+                    answer.set_result(chosen)
+
+    def _on_text(self, text: str) -> None:
+        rt = self.turn.rt
+        self.text.append(text)
+        self.turn.runner.bus.publish(TextStreamed(rt.session.id, rt.item.id, text))
+        if rt.live is not None:
+            rt.live.append_text(text)
+
+    # --- tool calls ----------------------------------------------------------------------------
+
+    async def _on_tool_call(self, update: AgentToolCall) -> None:
+        call = self.calls.get(update.call_id)
+        if call is None:
+            call = await self._start(update)
+        if update.title:
+            call.title = update.title
+        if update.status:
+            call.status = update.status
+        if update.text:
+            call.text = update.text
+        if call.status in ("completed", "failed") and not call.settled:
+            await self._result(call, call.text or call.status, ok=call.status == "completed")
+
+    async def _start(self, update: AgentToolCall) -> _Call:
+        """The call's row, after the agent's text so far (one step, as a native turn)."""
+        turn, rt = self.turn, self.turn.rt
+        title = update.title or update.kind or "tool call"
+        call = _Call(f"acp-{rt.item.id[:12]}-{update.call_id}", title)
+        self.calls[update.call_id] = call
+        turn.step += 1
+        text, self.text = "".join(self.text), []
+        arguments = json.dumps(
+            update.raw_input if update.raw_input is not None else {}, default=str
+        )
+        rows = [
+            turn.entry(EntryKind.ASSISTANT, content=text, data={"acp": True}),
+            turn.entry(
+                EntryKind.TOOL_CALL,
+                call_id=call.row_id,
+                tool_name=title,
+                content=arguments,
+                data={"acp_kind": update.kind or "other"},
+            ),
+        ]
+        await turn.commit(rows, "model_response")
+        if rt.live is not None:
+            rt.live.append_event(LiveEvent("tool_started", title, call.row_id))
+        return call
+
+    async def _result(self, call: _Call, content: str, *, ok: bool, **data: object) -> None:
+        call.settled = True
+        row = self.turn.entry(
+            EntryKind.TOOL_RESULT,
+            call_id=call.row_id,
+            tool_name=call.title,
+            content=content,
+            data={"ok": ok, "status": call.status or "unknown", **data},
+        )
+        await self.turn.commit([row], "tool_result")
+
+    async def _settle_open(self, why: str, **data: object) -> None:
+        for call in self.calls.values():
+            if not call.settled:
+                await self._result(
+                    call, f"{why} (last status: {call.status or 'unknown'})", ok=False, **data
+                )
+
+    async def _settle_interrupted(self) -> None:
+        """A restart interrupted this turn: its open calls get "outcome unknown", and it fails."""
+        turn = self.turn
+        rows: list[HistoryEntry] = [
+            turn.entry(
+                EntryKind.TOOL_RESULT,
+                call_id=entry.call_id,
+                tool_name=entry.tool_name,
+                content="interrupted, outcome unknown: fxdesk stopped while the agent ran it",
+                data={"ok": False, "interrupted": True},
+            )
+            for entry in open_tool_calls(turn.entries)
+        ]
+        if rows:
+            await turn.commit(rows, "tool_result")
+        raise TurnStop(
+            TurnEnd.FAILED,
+            reasons.diagnostic(reasons.PROVIDER_FAILED, INTERRUPTED_NOT_RESUMABLE),
+        )
+
+    async def _finish_cancelled(self) -> None:
+        await self._settle_open("cancelled", cancelled=True)
+        await self.turn._keep_partial("".join(self.text))
+        self.turn.check()
+        raise TurnStop(TurnEnd.CANCELLED, self.turn.rt.cancel.reason or reasons.CANCELLED)
+
+    # --- permission ----------------------------------------------------------------------------
+
+    async def _on_permission(self, ask: PermissionAsk) -> str | None:
+        """The option to answer with: fxdesk's rules first, then the person; None: cancelled."""
+        turn, rt = self.turn, self.turn.rt
+        if ask.call.call_id not in self.calls:
+            await self._on_tool_call(ask.call)
+        service = turn.runner.permissions
+        if service is None:  # no permission checks in this runner (tests about other things)
+            return ask.option(allow=True)
+        tool = f"acp:{ask.call.kind or 'other'}"
+        call = self.calls[ask.call.call_id]
+        arguments = json.dumps(
+            {"title": call.title, "input": ask.call.raw_input}, default=str, sort_keys=True
+        )
+        check = await service.check(
+            rt.session,
+            rt.snapshot.permission_mode,
+            rt.workspace,
+            tool,
+            arguments,
+            tools=turn.runner.tools,
+        )
+        verdict = check.decision.verdict
+        if verdict is Verdict.ALLOW:
+            return ask.option(allow=True)
+        if verdict is Verdict.DENY:
+            return ask.option(allow=False)
+        approval = await service.ask(
+            rt.session,
+            rt.item.id,
+            call.row_id,
+            tool,
+            arguments,
+            check,
+            explanation="".join(self.text) or call.title,
+            stopping=rt.stopping,
+        )
+        if approval is None:  # the item was cancelled meanwhile
+            return None
+        answered = approval
+        if approval.pending:
+            try:
+                answered = await rt.cancel.race(service.wait(approval.id))
+            except Cancelled:
+                return None
+        if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
+            return None
+        await service.consume(answered.id, stopping=rt.stopping)
+        return ask.option(allow=answered.allowed)
+
+
+def _stop_reason(prompt: asyncio.Task[str]) -> str | None:
+    if not prompt.done() or prompt.cancelled() or prompt.exception() is not None:
+        return None
+    return prompt.result()
+
+
+def _failure(prompt: asyncio.Task[str]) -> str:
+    if prompt.done() and not prompt.cancelled() and prompt.exception() is not None:
+        return f"the agent's prompt failed: {prompt.exception()}"
+    return "the agent stopped without ending its turn"
+
+
+async def run_acp_turn(turn: _Turn, provider: AcpAgentProvider) -> TurnOutcome:
+    """Run ``turn`` against the external agent ``provider`` (see the module docstring)."""
+    return await _AcpTurn(turn, provider).run()

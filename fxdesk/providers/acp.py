@@ -1,0 +1,283 @@
+"""An external agent over the Agent Client Protocol (ACP), on the official SDK.
+
+An ACP agent (Claude Code through its adapter, Codex, Gemini CLI, ...) runs its own loop: it
+takes one prompt, streams ``session/update`` notifications (message chunks, tool calls and their
+status), may ask the client ``session/request_permission``, and answers the prompt with a stop
+reason. So it is not a model behind ``Provider.stream``: the engine drives it through
+``AcpAgentProvider.open`` (``fxdesk.engine.turn_acp``) and records what streams back.
+
+The agent is a child process in the session's workspace, in its own process group (stopped with
+SIGTERM to the group, then SIGKILL); its stderr goes to a log file, never to a pipe nobody reads.
+The SDK's ``spawn_agent_process`` is not used for that reason: it cannot start a new session
+group and pipes stderr. The SDK (pydantic models of the whole protocol) takes most of a second
+to import, so it is imported only when an agent starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from fxdesk.providers.base import ModelRequest, Provider, ProviderError, StreamEvent
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 5.0  # SIGTERM to the agent's group, then SIGKILL after this long
+
+
+@dataclass(frozen=True)
+class AgentText:
+    """A chunk of the agent's message (``agent_message_chunk``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class AgentToolCall:
+    """A tool call the agent started (``tool_call``) or moved on (``tool_call_update``).
+
+    ``status`` is ACP's: pending, in_progress, completed, failed (None: unchanged).
+    """
+
+    call_id: str
+    started: bool
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    raw_input: Any = None
+    text: str = ""  # the text parts of its content
+
+
+AgentUpdate = AgentText | AgentToolCall
+
+
+@dataclass(frozen=True)
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: str  # allow_once | allow_always | reject_once | reject_always
+
+
+@dataclass(frozen=True)
+class PermissionAsk:
+    """The agent's ``session/request_permission``: may it run this tool call?"""
+
+    call: AgentToolCall
+    options: tuple[PermissionOption, ...]
+
+    def option(self, allow: bool) -> str | None:
+        """The option that says allow (once first) or reject (once first); None if none does."""
+        wanted = ("allow_once", "allow_always") if allow else ("reject_once", "reject_always")
+        for kind in wanted:
+            for option in self.options:
+                if option.kind == kind:
+                    return option.option_id
+        return None
+
+
+# What the client answers: an option id, or None for "cancelled" (the prompt turn is ending).
+PermissionHandler = Callable[[PermissionAsk], Awaitable[str | None]]
+UpdateHandler = Callable[[AgentUpdate], None]
+
+
+def _text_of(content: Sequence[Any] | None) -> str:
+    parts: list[str] = []
+    for item in content or ():
+        block = getattr(item, "content", None)
+        text = getattr(block, "text", None)
+        if isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts)
+
+
+def _tool_call(update: Any, started: bool) -> AgentToolCall:
+    return AgentToolCall(
+        call_id=update.tool_call_id,
+        started=started,
+        title=update.title,
+        kind=update.kind,
+        status=update.status,
+        raw_input=update.raw_input,
+        text=_text_of(update.content),
+    )
+
+
+class _Client:
+    """The client side the SDK calls: updates to ``on_update``, permission to ``on_permission``.
+
+    Files and terminals are not offered (the capabilities say so), so the agent uses its own;
+    routing them through fxdesk's tools and sandbox is left (docs/acp.md)."""
+
+    def __init__(self, on_update: UpdateHandler, on_permission: PermissionHandler) -> None:
+        self.on_update = on_update
+        self.on_permission = on_permission
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        from acp import schema
+
+        if isinstance(update, schema.AgentMessageChunk):
+            text = getattr(update.content, "text", None)
+            if isinstance(text, str) and text:
+                self.on_update(AgentText(text))
+        elif isinstance(update, schema.ToolCallStart):
+            self.on_update(_tool_call(update, started=True))
+        elif isinstance(update, schema.ToolCallProgress):
+            self.on_update(_tool_call(update, started=False))
+        # Thoughts, plans, commands, modes, usage: not shown yet (docs/acp.md).
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> Any:
+        from acp import schema
+
+        ask = PermissionAsk(
+            _tool_call(tool_call, started=False),
+            tuple(PermissionOption(o.option_id, o.name, o.kind) for o in options),
+        )
+        chosen = await self.on_permission(ask)
+        if chosen is None:
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=chosen)
+        )
+
+
+@dataclass
+class AcpConnection:
+    """One running agent process and its ACP session."""
+
+    conn: Any  # acp.ClientSideConnection
+    process: asyncio.subprocess.Process
+    session_id: str = ""
+    agent_name: str = ""
+
+    async def prompt(self, text: str) -> str:
+        """Send one prompt; the agent's stop reason once the turn ended."""
+        import acp
+
+        response = await self.conn.prompt(session_id=self.session_id, prompt=[acp.text_block(text)])
+        return str(response.stop_reason)
+
+    async def cancel(self) -> None:
+        """``session/cancel``: the agent ends the prompt with stop reason ``cancelled``."""
+        with contextlib.suppress(Exception):  # the agent may be gone already
+            await self.conn.cancel(session_id=self.session_id)
+
+
+@dataclass(frozen=True)
+class AcpLaunch:
+    """How to start an agent: a command, its arguments and extra environment."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class AcpAgentProvider(Provider):
+    """An ACP agent as a profile's provider. ``stream`` is refused: the engine opens the agent
+    and runs it for a whole turn (``fxdesk.engine.turn_acp``)."""
+
+    name = "acp"
+
+    def __init__(self, launch: AcpLaunch, *, log_dir: Path | None = None) -> None:
+        self.launch = launch
+        self.log_dir = log_dir
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        raise ProviderError("unavailable", "an ACP agent runs its own loop; it takes whole turns")
+
+    @asynccontextmanager
+    async def open(
+        self, workspace: Path, on_update: UpdateHandler, on_permission: PermissionHandler
+    ) -> AsyncIterator[AcpConnection]:
+        """Start the agent in ``workspace``, initialize, create its session; stop it on exit.
+
+        Raises:
+            ProviderError: the command cannot start, or the agent fails to initialize or to
+                create a session.
+        """
+        import acp
+        from acp import schema
+
+        env = dict(os.environ)
+        env.update(self.launch.env)
+        stderr_path = (self.log_dir or workspace) / "acp-agent.stderr.log"
+        try:
+            stderr = stderr_path.open("ab") if self.log_dir else asyncio.subprocess.DEVNULL
+            process = await asyncio.create_subprocess_exec(
+                self.launch.command,
+                *self.launch.args,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                cwd=str(workspace),
+                env=env,
+                start_new_session=True,
+                limit=50 * 1024 * 1024,  # the SDK's default for images and large diffs
+            )
+        except OSError as exc:
+            raise ProviderError(
+                "unavailable",
+                f"the agent command {self.launch.command!r} could not start "
+                f"({exc.strerror or exc})",
+            ) from None
+        finally:
+            if self.log_dir and not isinstance(stderr, int):
+                stderr.close()  # the child holds its own copy
+        assert process.stdin is not None and process.stdout is not None
+        client = cast(Any, _Client(on_update, on_permission))  # the SDK's Protocol, by shape
+        conn = acp.connect_to_agent(client, process.stdin, process.stdout)
+        connection = AcpConnection(conn, process)
+        try:
+            try:
+                init = await conn.initialize(
+                    protocol_version=acp.PROTOCOL_VERSION,
+                    client_capabilities=schema.ClientCapabilities(
+                        fs=schema.FileSystemCapabilities(
+                            read_text_file=False, write_text_file=False
+                        ),
+                        terminal=False,
+                    ),
+                    client_info=schema.Implementation(name="fxdesk", version="0"),
+                )
+                info = init.agent_info
+                connection.agent_name = info.name if info is not None else ""
+                created = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+            except (acp.RequestError, ConnectionError, OSError, EOFError) as exc:
+                raise ProviderError(
+                    "unavailable",
+                    f"the agent {self.launch.command!r} did not start a session: {exc}",
+                ) from None
+            connection.session_id = created.session_id
+            yield connection
+        finally:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            await stop_process(process)
+
+
+async def stop_process(process: asyncio.subprocess.Process) -> None:
+    """Close its stdin, SIGTERM its group, wait, then SIGKILL the group."""
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+    if process.returncode is not None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, sig)
+        try:
+            await asyncio.wait_for(process.wait(), STOP_TIMEOUT_S)
+            return
+        except TimeoutError:
+            log.warning("ACP agent %s did not stop on %s", process.pid, sig.name)

@@ -1,0 +1,104 @@
+"""A tiny ACP agent for tests, on the SDK's agent side, run as a real child process.
+
+What it does with a prompt depends on the prompt's first word:
+
+- ``echo <text>``: streams "you said: " and <text> as two message chunks, ends the turn.
+- ``write <name>``: starts an ``edit`` tool call, asks permission; allowed, it writes <name>
+  in its working directory (the session's workspace) and completes the call; rejected, it fails
+  the call. Then it says what happened.
+- ``wait``: starts an ``execute`` tool call and waits until the client cancels, then ends the
+  turn with stop reason ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema
+
+
+class TestAgent:
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.cancelled: dict[str, asyncio.Event] = {}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
+        return schema.InitializeResponse(
+            protocol_version=acp.PROTOCOL_VERSION,
+            agent_info=schema.Implementation(name="fxdesk-test-agent", version="1"),
+        )
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
+        os.chdir(cwd)
+        return schema.NewSessionResponse(session_id=f"test-{os.getpid()}")
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        self.cancelled.setdefault(session_id, asyncio.Event()).set()
+
+    async def say(self, session_id: str, text: str) -> None:
+        await self.conn.session_update(session_id, acp.update_agent_message_text(text))
+
+    async def prompt(
+        self, prompt: list[Any], session_id: str, **kwargs: Any
+    ) -> schema.PromptResponse:
+        text = " ".join(getattr(block, "text", "") for block in prompt)
+        word, _, rest = text.partition(" ")
+        if word == "echo":
+            await self.say(session_id, "you said: ")
+            await self.say(session_id, rest)
+        elif word == "write":
+            await self.write(session_id, rest.strip())
+        elif word == "wait":
+            await self.conn.session_update(
+                session_id,
+                acp.start_tool_call(
+                    "t-wait", "Run sleep 1000", kind="execute", status="in_progress"
+                ),
+            )
+            await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
+            return schema.PromptResponse(stop_reason="cancelled")
+        return schema.PromptResponse(stop_reason="end_turn")
+
+    async def write(self, session_id: str, name: str) -> None:
+        await self.say(session_id, f"I will write {name}.")
+        call = acp.start_tool_call(
+            "t-write", f"Write {name}", kind="edit", status="pending", raw_input={"path": name}
+        )
+        await self.conn.session_update(session_id, call)
+        answer = await self.conn.request_permission(
+            session_id=session_id,
+            tool_call=schema.ToolCallUpdate(
+                tool_call_id="t-write", title=f"Write {name}", kind="edit"
+            ),
+            options=[
+                schema.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                schema.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id == "yes":
+            Path(name).write_text("written by the test agent\n")
+            update = acp.update_tool_call(
+                "t-write",
+                status="completed",
+                content=[acp.tool_content(acp.text_block(f"wrote {name}"))],
+            )
+            await self.conn.session_update(session_id, update)
+            await self.say(session_id, "Done.")
+        else:
+            chosen = getattr(outcome, "option_id", outcome.outcome)
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("t-write", status="failed")
+            )
+            await self.say(session_id, f"Not allowed ({chosen}).")
+
+
+if __name__ == "__main__":
+    asyncio.run(acp.run_agent(TestAgent()))

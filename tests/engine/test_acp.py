@@ -1,0 +1,200 @@
+"""External agents over ACP: a real child process (tests/acp_agent.py) driven through a turn."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sys
+from pathlib import Path
+
+from fxdesk.domain.approvals import ApprovalStatus, Choice
+from fxdesk.domain.model import EntryKind, PermissionMode, WorkStatus
+from fxdesk.domain.rules import PermissionRule, Scope, Verdict
+from fxdesk.engine.owner import Result
+from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
+from fxdesk.store import history
+from fxdesk.tools.base import ToolRegistry
+from fxdesk.tools.registry import all_tools
+from tests.engine.harness import Engine
+from tests.helpers import REPO, child_env
+
+AGENT = str(REPO / "tests" / "acp_agent.py")
+TIMEOUT = 60.0  # a generous bound on a child process starting Python and the SDK
+
+
+async def make(tmp_path: Path) -> Engine:
+    env = {"PYTHONPATH": child_env()["PYTHONPATH"]}
+    provider = AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
+    return await Engine.create(
+        tmp_path, provider=provider, permissions=True, tools=ToolRegistry(all_tools())
+    )
+
+
+async def start(engine: Engine, message: str, mode: PermissionMode) -> str:
+    created = await engine.sessions.create_root(
+        engine.workspace, name="acp", permission_mode=mode, first_message=message
+    )
+    engine.owner.start(created.id)
+    return created.id
+
+
+async def rows(engine: Engine, sid: str) -> list[tuple[str, str, str | None]]:
+    entries = await engine.store.read(lambda: history.page_history(sid, 0, 10_000))
+    return [(e.kind.value, e.content, e.tool_name) for e in entries]
+
+
+async def pending_approval(engine: Engine) -> object:
+    assert engine.permissions is not None
+    found: list[object] = []
+
+    async def look() -> bool:
+        found[:] = await engine.permissions.pending()  # type: ignore[union-attr]
+        return bool(found)
+
+    deadline = asyncio.get_running_loop().time() + TIMEOUT
+    while not await look():
+        assert asyncio.get_running_loop().time() < deadline, "no approval was raised"
+        await asyncio.sleep(0.05)
+    (approval,) = found
+    return approval
+
+
+async def test_a_prompt_streams_the_agents_text_into_the_history(tmp_path: Path) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "echo hello there", PermissionMode.ASK)
+        result = await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)
+        assert result == Result.IDLE, await _failure_reason(engine, sid)
+        assert await rows(engine, sid) == [
+            ("user", "echo hello there", None),
+            ("assistant", "you said: hello there", None),
+            ("turn_end", "", None),
+        ]
+        streamed = [e.text for e in engine.events if type(e).__name__ == "TextStreamed"]
+        assert streamed == ["you said: ", "hello there"]
+        (item,) = await engine.items(sid)
+        assert item.status == WorkStatus.COMPLETED
+    finally:
+        await engine.close()
+
+
+async def test_a_permission_request_is_an_approval_and_allowing_it_lets_the_agent_act(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "write notes.txt", PermissionMode.ASK)
+        approval = await pending_approval(engine)
+        assert approval.tool == "acp:edit"  # type: ignore[attr-defined]
+        (item,) = await engine.items(sid)
+        assert item.status == WorkStatus.AWAITING_APPROVAL
+        assert not (engine.workspace / "notes.txt").exists()
+        assert engine.permissions is not None
+        await engine.permissions.resolve(approval.id, Choice.ONCE)  # type: ignore[attr-defined]
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert (engine.workspace / "notes.txt").exists()
+        call_id = f"acp-{item.id[:12]}-t-write"
+        assert await rows(engine, sid) == [
+            ("user", "write notes.txt", None),
+            ("assistant", "I will write notes.txt.", None),
+            ("tool_call", '{"path": "notes.txt"}', "Write notes.txt"),
+            ("tool_result", "wrote notes.txt", "Write notes.txt"),
+            ("assistant", "Done.", None),
+            ("turn_end", "", None),
+        ]
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
+        assert {e.call_id for e in entries if e.kind == EntryKind.TOOL_RESULT} == {call_id}
+        assert (await engine.permissions.get(approval.id)).status == (  # type: ignore[union-attr,attr-defined]
+            ApprovalStatus.ALLOWED_ONCE
+        )
+    finally:
+        await engine.close()
+
+
+async def test_denying_the_approval_answers_the_agent_with_its_reject_option(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "write secret.txt", PermissionMode.ASK)
+        approval = await pending_approval(engine)
+        assert engine.permissions is not None
+        await engine.permissions.resolve(approval.id, Choice.DENY)  # type: ignore[attr-defined]
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert not (engine.workspace / "secret.txt").exists()
+        found = await rows(engine, sid)
+        assert ("assistant", "Not allowed (no).", None) in found
+        assert found[3][0] == "tool_result" and "failed" in found[3][1]
+    finally:
+        await engine.close()
+
+
+async def test_a_rule_answers_the_agent_without_asking(tmp_path: Path) -> None:
+    engine = await make(tmp_path)
+    try:
+        assert engine.permissions is not None
+        await engine.permissions.add_rule(
+            PermissionRule("acp:edit", "*", Verdict.ALLOW, Scope.GLOBAL)
+        )
+        sid = await start(engine, "write ruled.txt", PermissionMode.ASK)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert (engine.workspace / "ruled.txt").exists()
+        assert await engine.permissions.pending() == []
+    finally:
+        await engine.close()
+
+
+async def test_cancel_ends_the_turn_as_cancelled(tmp_path: Path) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "wait", PermissionMode.YOLO)
+
+        async def started() -> bool:
+            return ("tool_call", "{}", "Run sleep 1000") in await rows(engine, sid)
+
+        deadline = asyncio.get_running_loop().time() + TIMEOUT
+        while not await started():
+            assert asyncio.get_running_loop().time() < deadline, "the agent's tool call never came"
+            await asyncio.sleep(0.05)
+        await engine.owner.cancel(sid)
+        await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)
+        (item,) = await engine.items(sid)
+        assert item.status == WorkStatus.CANCELLED
+        found = await rows(engine, sid)
+        assert found[-1][0] == "tool_result" and found[-1][1].startswith("cancelled")
+    finally:
+        await engine.close()
+
+
+async def _failure_reason(engine: Engine, sid: str) -> str | None:
+    from fxdesk.store import control
+
+    (item,) = await engine.items(sid)
+    return await engine.store.read(lambda: control.failure_reason(item.id))
+
+
+async def test_an_acp_profile_resolves_to_the_agent_it_starts(tmp_path: Path) -> None:
+    from fxdesk.domain.model import Profile
+    from fxdesk.engine.providers import ProfileResolver
+    from fxdesk.store import repo
+
+    engine = await make(tmp_path)
+    try:
+        profile = Profile("agent", "acp", command=sys.executable, args=(AGENT,), env=(("A", "b"),))
+        await engine.store.write(lambda: repo.save_profile(profile), label="profile")
+        stored = await engine.store.read(lambda: repo.get_profile("agent"))
+        assert stored is not None and (stored.command, stored.args, stored.env) == (
+            sys.executable,
+            (AGENT,),
+            (("A", "b"),),
+        )
+        session = await engine.sessions.create_root(engine.workspace, name="x")
+        session = await engine.store.read(lambda: repo.get_session(session.id))
+        assert session is not None
+        resolved = await ProfileResolver(engine.store).resolve(
+            dataclasses.replace(session, profile="agent")
+        )
+        assert isinstance(resolved.provider, AcpAgentProvider)
+        assert resolved.provider.launch == AcpLaunch(sys.executable, (AGENT,), {"A": "b"})
+    finally:
+        await engine.close()
