@@ -6,6 +6,7 @@ What it does with a prompt depends on the prompt's first word:
 - ``write <name>``: starts an ``edit`` tool call, asks permission; allowed, it writes <name>
   in its working directory (the session's workspace) and completes the call; rejected, it fails
   the call. Then it says what happened.
+- ``crash``: says so, then exits without answering the prompt.
 - ``wait``: starts an ``execute`` tool call and waits until the client cancels, then ends the
   turn with stop reason ``cancelled``.
 """
@@ -55,6 +56,9 @@ class TestAgent:
             await self.say(session_id, rest)
         elif word == "write":
             await self.write(session_id, rest.strip())
+        elif word == "crash":
+            await self.say(session_id, "about to crash")
+            os._exit(3)
         elif word == "wait":
             await self.conn.session_update(
                 session_id,

@@ -26,6 +26,7 @@ An ACP turn interrupted by a restart is not resumed (the agent process is gone, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ log = logging.getLogger(__name__)
 
 # After session/cancel, how long the agent gets to answer the prompt with "cancelled".
 CANCEL_GRACE_S = 10.0
+EXIT_WAIT_S = 2.0  # a failed prompt: how long to wait for the agent's exit code
 INTERRUPTED_NOT_RESUMABLE = (
     "the external agent's turn was interrupted (fxdesk stopped while it ran); it cannot be "
     "resumed yet: send the message again"
@@ -118,6 +120,10 @@ class _AcpTurn:
                     if not prompt.done():
                         prompt.cancel()
                 stop_reason = _stop_reason(prompt)
+                exit_code = None
+                if stop_reason is None:  # did the agent die? (its pipe closed: it may have)
+                    with contextlib.suppress(TimeoutError):
+                        exit_code = await asyncio.wait_for(agent.process.wait(), EXIT_WAIT_S)
         except ProviderError as exc:
             turn.check()
             raise TurnStop(
@@ -129,7 +135,7 @@ class _AcpTurn:
             turn.check()
             raise TurnStop(
                 TurnEnd.FAILED,
-                reasons.diagnostic(reasons.PROVIDER_FAILED, _failure(prompt)),
+                reasons.diagnostic(reasons.PROVIDER_FAILED, _failure(prompt, exit_code)),
             )
         await self._settle_open("the agent ended its turn without saying how this call ended")
         turn.step += 1
@@ -332,7 +338,12 @@ def _stop_reason(prompt: asyncio.Task[str]) -> str | None:
     return prompt.result()
 
 
-def _failure(prompt: asyncio.Task[str]) -> str:
+def _failure(prompt: asyncio.Task[str], exit_code: int | None) -> str:
+    if exit_code is not None:
+        return (
+            f"the agent exited (code {exit_code}) before ending its turn; its error output is "
+            "in the log folder (acp-agent.stderr.log)"
+        )
     if prompt.done() and not prompt.cancelled() and prompt.exception() is not None:
         return f"the agent's prompt failed: {prompt.exception()}"
     return "the agent stopped without ending its turn"

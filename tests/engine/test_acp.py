@@ -198,3 +198,15 @@ async def test_an_acp_profile_resolves_to_the_agent_it_starts(tmp_path: Path) ->
         assert resolved.provider.launch == AcpLaunch(sys.executable, (AGENT,), {"A": "b"})
     finally:
         await engine.close()
+
+
+async def test_an_agent_that_dies_mid_turn_fails_the_item_with_a_reason(tmp_path: Path) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "crash", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
+        reason = await _failure_reason(engine, sid)
+        assert reason is not None and reason.startswith("provider_failed"), reason
+        assert "the agent exited (code 3) before ending its turn" in reason
+    finally:
+        await engine.close()
