@@ -2,7 +2,8 @@
 
 What it does with a prompt depends on the prompt's first word:
 
-- ``echo <text>``: streams "you said: " and <text> as two message chunks, ends the turn.
+- ``echo <text>``: streams "you said: " and <text> as two message chunks, ends the turn
+  reporting 12 input and 5 output tokens.
 - ``write <name>``: starts an ``edit`` tool call, asks permission; allowed, it writes <name>
   in its working directory (the session's workspace) and completes the call; rejected, it fails
   the call. Then it says what happened.
@@ -54,6 +55,8 @@ class TestAgent:
         if word == "echo":
             await self.say(session_id, "you said: ")
             await self.say(session_id, rest)
+            usage = schema.Usage(input_tokens=12, output_tokens=5, total_tokens=17)
+            return schema.PromptResponse(stop_reason="end_turn", usage=usage)
         elif word == "write":
             await self.write(session_id, rest.strip())
         elif word == "crash":

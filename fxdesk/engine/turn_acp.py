@@ -47,8 +47,9 @@ from fxdesk.providers.acp import (
     AgentToolCall,
     AgentUpdate,
     PermissionAsk,
+    PromptEnd,
 )
-from fxdesk.providers.base import ProviderError
+from fxdesk.providers.base import ProviderError, Usage
 from fxdesk.store import history
 
 if TYPE_CHECKING:
@@ -119,7 +120,8 @@ class _AcpTurn:
                     watch.cancel()
                     if not prompt.done():
                         prompt.cancel()
-                stop_reason = _stop_reason(prompt)
+                ended = _ended(prompt)
+                stop_reason = ended.stop_reason if ended is not None else None
                 exit_code = None
                 if stop_reason is None:  # did the agent die? (its pipe closed: it may have)
                     with contextlib.suppress(TimeoutError):
@@ -139,17 +141,15 @@ class _AcpTurn:
             )
         await self._settle_open("the agent ended its turn without saying how this call ended")
         turn.step += 1
+        data: dict[str, object] = {"finish_reason": stop_reason, "model": rt.snapshot.model}
+        if ended is not None and ended.tokens is not None:  # the agent said what the turn used
+            turn.usage = Usage(*ended.tokens)
+            turn.usage_reported = True
+            data["usage"] = list(ended.tokens)
+        else:
+            data.update(usage=[0, 0], usage_reported=False)
         rows = [
-            turn.entry(
-                EntryKind.ASSISTANT,
-                content="".join(self.text),
-                data={
-                    "finish_reason": stop_reason,
-                    "model": rt.snapshot.model,
-                    "usage_reported": False,
-                    "usage": [0, 0],
-                },
-            ),
+            turn.entry(EntryKind.ASSISTANT, content="".join(self.text), data=data),
             turn.entry(EntryKind.TURN_END, data=turn._turn_data()),
         ]
         await turn.commit(rows, "history_commit", final=True)
@@ -332,13 +332,13 @@ class _AcpTurn:
         return ask.option(allow=answered.allowed)
 
 
-def _stop_reason(prompt: asyncio.Task[str]) -> str | None:
+def _ended(prompt: asyncio.Task[PromptEnd]) -> PromptEnd | None:
     if not prompt.done() or prompt.cancelled() or prompt.exception() is not None:
         return None
     return prompt.result()
 
 
-def _failure(prompt: asyncio.Task[str], exit_code: int | None) -> str:
+def _failure(prompt: asyncio.Task[PromptEnd], exit_code: int | None) -> str:
     if exit_code is not None:
         return (
             f"the agent exited (code {exit_code}) before ending its turn; its error output is "

@@ -152,6 +152,15 @@ class _Client:
         )
 
 
+@dataclass(frozen=True)
+class PromptEnd:
+    """The prompt response: ACP's stop reason and, when the agent reports it, (input, output)
+    tokens of the turn."""
+
+    stop_reason: str
+    tokens: tuple[int, int] | None = None
+
+
 @dataclass
 class AcpConnection:
     """One running agent process and its ACP session."""
@@ -161,12 +170,14 @@ class AcpConnection:
     session_id: str = ""
     agent_name: str = ""
 
-    async def prompt(self, text: str) -> str:
-        """Send one prompt; the agent's stop reason once the turn ended."""
+    async def prompt(self, text: str) -> PromptEnd:
+        """Send one prompt; how the agent ended the turn (stop reason, tokens if it said)."""
         import acp
 
         response = await self.conn.prompt(session_id=self.session_id, prompt=[acp.text_block(text)])
-        return str(response.stop_reason)
+        used = response.usage
+        tokens = (used.input_tokens, used.output_tokens) if used is not None else None
+        return PromptEnd(str(response.stop_reason), tokens)
 
     async def cancel(self) -> None:
         """``session/cancel``: the agent ends the prompt with stop reason ``cancelled``."""

@@ -74,6 +74,9 @@ async def test_a_prompt_streams_the_agents_text_into_the_history(tmp_path: Path)
         assert streamed == ["you said: ", "hello there"]
         (item,) = await engine.items(sid)
         assert item.status == WorkStatus.COMPLETED
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
+        assert entries[1].data["usage"] == [12, 5]  # what the agent reported
+        assert entries[2].data["usage"] == [12, 5] and "usage_reported" not in entries[2].data
     finally:
         await engine.close()
 
