@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -226,6 +227,34 @@ def check_crash_logs(paths: DataPaths) -> Check:
     return Check("crash_logs", OK, "no crash logs", data=data)
 
 
+def check_acp_agents() -> Check:
+    """Whether the programs of the ACP presets (Claude Code, Codex, Gemini CLI) are found here.
+    A warning at most: external agents are optional. Only whether they can start is checked,
+    not that the adapter downloads or logs in (that needs the network)."""
+    from fxdesk.domain.acp_presets import PRESETS
+
+    found: dict[str, str | None] = {}
+    missing: list[str] = []
+    node = shutil.which("node")
+    for preset in PRESETS.values():
+        program = shutil.which(preset.command)
+        if preset.needs_node and node is None:
+            program = None
+        found[preset.name] = program
+        if program is None:
+            missing.append(f"{preset.title}: {preset.install}")
+    data = {"node": node, "presets": found}
+    ready = [PRESETS[name].title for name, program in found.items() if program]
+    if not missing:
+        return Check("acp_agents", OK, f"found the programs of {', '.join(ready)}", data=data)
+    summary = (
+        f"found the programs of {', '.join(ready)}"
+        if ready
+        else "found the program of no preset external agent"
+    )
+    return Check("acp_agents", WARN, summary, " ".join(missing), data)
+
+
 def run_checks(paths: DataPaths) -> list[Check]:
     checks = [check_environment(), check_data_dir(paths)]
     if checks[-1].status != FAIL:
@@ -234,6 +263,7 @@ def run_checks(paths: DataPaths) -> list[Check]:
     checks.append(check_qt())
     checks.append(check_keyring())
     checks.append(check_sandbox())
+    checks.append(check_acp_agents())
     return checks
 
 

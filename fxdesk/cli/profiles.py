@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.cli.runner import CommandError, execute
+from fxdesk.domain.acp_presets import PRESETS
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.paths import DataPaths
 from fxdesk.providers.demo import DEMO_SCRIPT
@@ -39,7 +40,12 @@ def register(commands: Any) -> None:
         "(OpenAI, OpenRouter, Ollama, vLLM, LM Studio, llama.cpp) through --base-url.",
     )
     add.add_argument("name")
-    add.add_argument("--kind", choices=["scripted", "openai", "anthropic", "acp"], required=True)
+    add.add_argument("--kind", choices=["scripted", "openai", "anthropic", "acp"])
+    add.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="an external agent over ACP, ready-made (kind acp; see `fxdesk doctor`)",
+    )
     add.add_argument(
         "--command",
         dest="agent_command",  # "command" is the subcommand's own
@@ -103,6 +109,16 @@ def read_key(from_stdin: bool) -> str:
 
 
 def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
+    if args.preset:
+        if args.kind not in (None, "acp"):
+            raise CommandError(f"--preset makes an acp profile, not {args.kind}")
+        preset = PRESETS[args.preset]
+        args.kind = "acp"
+        if not args.agent_command:
+            args.agent_command = preset.command
+            args.agent_args = [*preset.args, *args.agent_args]
+    if args.kind is None:
+        raise CommandError("say which kind of profile: --kind (or --preset for an ACP agent)")
     if args.kind not in ("scripted", "acp") and not args.model:
         raise CommandError(f"a profile of kind {args.kind} needs --model")
     if args.kind == "acp" and not args.agent_command:

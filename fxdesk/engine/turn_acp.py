@@ -30,7 +30,7 @@ import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import ApprovalStatus
@@ -38,9 +38,11 @@ from fxdesk.domain.conversation import HistoryEntry, open_tool_calls
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind
 from fxdesk.domain.rules import Verdict
+from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.events import TextStreamed
-from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnStop
+from fxdesk.engine.permissions import PermissionService
+from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnRuntime, TurnStop
 from fxdesk.providers.acp import (
     AcpAgentProvider,
     AgentText,
@@ -50,10 +52,49 @@ from fxdesk.providers.acp import (
     PromptEnd,
 )
 from fxdesk.providers.base import ProviderError, Usage
-from fxdesk.store import history
+from fxdesk.store import Store, history
+from fxdesk.tools.base import ToolRegistry
 
-if TYPE_CHECKING:
-    from fxdesk.engine.turn import _Turn
+
+class _Runner(Protocol):
+    @property
+    def permissions(self) -> PermissionService | None: ...
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
+    @property
+    def bus(self) -> EventBus: ...
+
+
+class _Turn(Protocol):
+    """What this path uses of the native turn (``fxdesk.engine.turn._Turn``, which imports this
+    module: a Protocol keeps the two out of an import circle)."""
+
+    rt: TurnRuntime
+    store: Store
+
+    @property
+    def runner(self) -> _Runner: ...
+
+    entries: list[HistoryEntry]
+    step: int
+    model_calls: int
+    usage: Usage
+    usage_reported: bool
+
+    def check(self) -> None: ...
+
+    def entry(self, kind: EntryKind, **fields: object) -> HistoryEntry: ...
+
+    async def commit(
+        self, rows: list[HistoryEntry], label: str, *, final: bool = False
+    ) -> None: ...
+
+    async def _keep_partial(self, text: str) -> None: ...
+
+    def _turn_data(self) -> dict[str, object]: ...
+
 
 log = logging.getLogger(__name__)
 

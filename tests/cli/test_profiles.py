@@ -240,3 +240,17 @@ def test_an_acp_profile_keeps_its_command_arguments_and_environment(tmp_path: Pa
     )
     missing = cli("profiles", "add", "bad", "--kind", "acp")
     assert missing.returncode != 0 and "needs --command" in missing.stderr
+
+
+def test_a_preset_fills_in_the_agents_command(tmp_path: Path) -> None:
+    cli = CLI(tmp_path, keyring=False)
+    added = cli("profiles", "add", "codex", "--preset", "codex")
+    assert added.returncode == 0, added.stderr
+    (profile,) = json.loads(cli("profiles", "list", "--json").stdout)
+    assert (profile["kind"], profile["command"], profile["args"]) == (
+        "acp",
+        "npx",
+        ["-y", "@zed-industries/codex-acp"],
+    )
+    clash = cli("profiles", "add", "x", "--preset", "codex", "--kind", "openai")
+    assert clash.returncode != 0 and "--preset makes an acp profile" in clash.stderr
