@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import sys
@@ -36,10 +37,13 @@ from pathlib import Path
 from fxdesk.app import App
 from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.engine.providers import ProviderResolver, Resolved
+from fxdesk.logs import setup_logging
 from fxdesk.paths import DataPaths
 from fxdesk.providers.base import ModelRequest, Provider, StreamEvent
 from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider
 from fxdesk.store.faults import Fault, FaultInjector
+
+log = logging.getLogger("tests.reliability.crash_host")
 
 PHASE_ENV = "FXDESK_CRASH_PHASE"
 KILL_AT_COMMIT_ENV = "FXDESK_CRASH_AT_COMMIT"
@@ -242,8 +246,12 @@ async def main(phase: str, data: str, workspace: str, marker: str) -> None:
     os.environ[PHASE_ENV] = phase
     kill_at = int(os.environ.get(KILL_AT_COMMIT_ENV, "0") or 0)
     calls = Path(data).parent / "calls.jsonl"
+    paths = DataPaths(Path(data), "--data-dir")
+    paths.ensure()
+    setup_logging(paths.log_file, verbose=False)  # what each phase did, for a failure's reader
+    log.info("crash host: %s phase, pid %d", phase, os.getpid())
     app = App(
-        DataPaths(Path(data), "--data-dir"),
+        paths,
         providers=Resolver(marker, calls),
         faults=KillAtCommit(kill_at),  # 0: never kills, only counts
     )
