@@ -10,24 +10,24 @@ Two sources, merged per file:
   diff; new files are diffed against nothing.
 
 Reverting a file (git only: back to ``HEAD``; a new file is removed) and a patch of every change
-(``git diff HEAD`` plus the new files) are here too. Every git call is an argv list with
-``-C folder`` and a timeout; git's own words are passed on when it refuses.
+(``git diff HEAD`` plus the new files) are here too. Git runs through ``git_worktree.git`` (an
+argv list, ``-C folder``, a timeout); git's own words are passed on when it refuses.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind
+from fxdesk.engine.errors import WorktreeError
+from fxdesk.engine.git_worktree import git
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
-GIT_TIMEOUT_S = 20
 
 
 class ChangesError(Exception):
@@ -57,20 +57,16 @@ class Changes:
         return "".join(diffs)
 
 
-def _git(folder: Path, *args: str, ok: Iterable[int] = (0,)) -> str:
+def _git(folder: Path, *args: str, ok: Iterable[int] = (0,), stdin: str | None = None) -> str:
+    """``git_worktree.git``, its refusal as a ``ChangesError`` (git's last line)."""
     try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), *args],
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ChangesError(f"git could not be run: {exc}") from exc
+        done = git(folder, *args, check=False, stdin=stdin)
+    except WorktreeError as exc:
+        raise ChangesError(str(exc)) from exc
     if done.returncode not in ok:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        said = done.stderr.strip().splitlines()
         raise ChangesError(said[-1] if said else f"git {args[0]} failed ({done.returncode})")
-    return done.stdout.decode("utf-8", "replace")
+    return done.stdout
 
 
 def is_repository(folder: Path) -> bool:
@@ -206,18 +202,9 @@ def revert_hunk(folder: Path, change: FileChange, index: int) -> str:
     if not patch.endswith("\n"):
         patch += "\n"
     try:
-        done = subprocess.run(
-            ["git", "-C", str(folder), "apply", "-R", "--recount", "--whitespace=nowarn", "-"],
-            input=patch.encode("utf-8"),
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ChangesError(f"git could not be run: {exc}") from exc
-    if done.returncode != 0:
-        said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise ChangesError(said[-1] if said else "the hunk no longer matches the file")
+        _git(folder, "apply", "-R", "--recount", "--whitespace=nowarn", "-", stdin=patch)
+    except ChangesError as exc:
+        raise ChangesError(f"the hunk no longer matches the file ({exc})") from exc
     return f"undid hunk {index + 1} of {len(parts)} in {change.path}"
 
 

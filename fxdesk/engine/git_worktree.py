@@ -30,9 +30,11 @@ def git(
     *args: str,
     env: Mapping[str, str] | None = None,
     check: bool = True,
+    stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``git -C folder args…``; raises ``WorktreeError`` with git's stderr when it fails and
-    ``check`` (or when git cannot be run at all)."""
+    """``git -C folder args…`` (``stdin``: text to feed it); raises ``WorktreeError`` with
+    git's stderr when it fails and ``check`` (or when git cannot be run at all). Output that
+    is not UTF-8 (a binary file's diff) is decoded with replacement characters."""
     argv = ["git", "-C", os.fspath(folder), *args]
     environ = {**os.environ, "GIT_TERMINAL_PROMPT": "0", **(env or {})}
     try:
@@ -40,8 +42,10 @@ def git(
             argv,
             capture_output=True,
             text=True,
+            errors="replace",
             env=environ,
-            stdin=subprocess.DEVNULL,
+            input=stdin,
+            stdin=subprocess.DEVNULL if stdin is None else None,
             timeout=GIT_TIMEOUT_S,
             check=False,
         )

@@ -14,12 +14,9 @@ import subprocess
 from pathlib import Path
 
 from fxdesk.domain.mentions import MAX_ATTACHED_BYTES, Mention, mentions
+from fxdesk.tools.protected import NOT_SEARCHED  # the folders of packages and build output
 
 MAX_FILES = 20_000
-SKIPPED = frozenset(
-    {".git", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".pytest_cache",
-     ".ruff_cache", "dist", "build", ".tox", ".idea", ".cache", "target"}
-)  # fmt: skip
 
 
 def list_files(folder: Path) -> list[str]:
@@ -38,7 +35,7 @@ def list_files(folder: Path) -> list[str]:
         pass
     found: list[str] = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d not in SKIPPED)
+        dirs[:] = sorted(d for d in dirs if d not in NOT_SEARCHED)
         base = Path(root).relative_to(folder)
         found += [str(base / name) if str(base) != "." else name for name in sorted(files)]
         if len(found) >= MAX_FILES:

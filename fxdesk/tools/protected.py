@@ -123,7 +123,7 @@ def protected_paths(workspace: Path, extra: Iterable[Path] = ()) -> list[Path]:
 # these folders, which hold installed packages or build output by the thousand.
 NESTED_DEPTH = 6
 NESTED_ENTRIES = 20_000
-_NOT_SEARCHED = frozenset(
+NOT_SEARCHED = frozenset(
     {".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache",
      ".pytest_cache", ".ruff_cache", "target", "dist", "build", ".gradle", ".next"}
 )  # fmt: skip
@@ -149,9 +149,7 @@ def nested_git_folders(workspace: Path) -> list[Path]:
                             return found
                         if entry.name == GIT and folder != workspace:
                             found.append(Path(entry.path))
-                        elif entry.name not in _NOT_SEARCHED and entry.is_dir(
-                            follow_symlinks=False
-                        ):
+                        elif entry.name not in NOT_SEARCHED and entry.is_dir(follow_symlinks=False):
                             below.append(Path(entry.path))
             except OSError:
                 continue
