@@ -10,49 +10,115 @@ What it does with a prompt depends on the prompt's first word:
 - ``crash``: says so, then exits without answering the prompt.
 - ``wait``: starts an ``execute`` tool call and waits until the client cancels, then ends the
   turn with stop reason ``cancelled``.
+- ``whoami``: says its session id, process id, how many prompts the session has had (across
+  loads) and whether this process loaded the session.
+- ``hang``: in a session this process created, starts an ``execute`` tool call and waits until
+  cancelled (fxdesk is killed meanwhile); in a session it loaded, says "picked up after reload"
+  and how many blocks the prompt had.
+
+The command is the last text block of the prompt (a resumed turn puts a note before it).
+Sessions are kept as JSON files in ``$ACP_TEST_STATE`` (else a temporary folder), so
+``session/load`` works across processes; a load replays what the agent said before as message
+chunks, as real agents do. With ``ACP_TEST_NO_LOAD=1`` the agent does not offer
+``loadSession``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
 import acp
 from acp import schema
 
+STATE = Path(os.environ.get("ACP_TEST_STATE") or tempfile.gettempdir()) / "fxdesk-acp-test"
+
+
+def _state(session_id: str) -> Path:
+    return STATE / f"{session_id}.json"
+
+
+def _load_state(session_id: str) -> dict[str, Any]:
+    path = _state(session_id)
+    return json.loads(path.read_text()) if path.exists() else {"prompts": 0, "said": []}
+
 
 class TestAgent:
     def __init__(self) -> None:
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
+        self.loaded: set[str] = set()
+        self.cwd = os.getcwd()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
+        load = os.environ.get("ACP_TEST_NO_LOAD") != "1"
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_info=schema.Implementation(name="fxdesk-test-agent", version="1"),
+            agent_capabilities=schema.AgentCapabilities(load_session=load),
         )
 
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
         os.chdir(cwd)
-        return schema.NewSessionResponse(session_id=f"test-{os.getpid()}")
+        session_id = f"test-{uuid.uuid4().hex[:12]}"
+        STATE.mkdir(parents=True, exist_ok=True)
+        _state(session_id).write_text(json.dumps({"prompts": 0, "said": []}))
+        return schema.NewSessionResponse(session_id=session_id)
+
+    async def load_session(
+        self, cwd: str, session_id: str, **kwargs: Any
+    ) -> schema.LoadSessionResponse:
+        if not _state(session_id).exists():
+            raise acp.RequestError.invalid_params({"sessionId": session_id})
+        os.chdir(cwd)
+        for text in _load_state(session_id)["said"]:  # the history, replayed
+            await self.conn.session_update(session_id, acp.update_agent_message_text(text))
+        self.loaded.add(session_id)
+        return schema.LoadSessionResponse()
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self.cancelled.setdefault(session_id, asyncio.Event()).set()
 
     async def say(self, session_id: str, text: str) -> None:
+        state = _load_state(session_id)
+        state["said"].append(text)
+        _state(session_id).write_text(json.dumps(state))
         await self.conn.session_update(session_id, acp.update_agent_message_text(text))
 
     async def prompt(
         self, prompt: list[Any], session_id: str, **kwargs: Any
     ) -> schema.PromptResponse:
-        text = " ".join(getattr(block, "text", "") for block in prompt)
-        word, _, rest = text.partition(" ")
-        if word == "echo":
+        texts = [getattr(block, "text", "") for block in prompt]
+        state = _load_state(session_id)
+        state["prompts"] += 1
+        _state(session_id).write_text(json.dumps(state))
+        word, _, rest = texts[-1].partition(" ")
+        if word == "whoami":
+            await self.say(
+                session_id,
+                f"session {session_id} pid {os.getpid()} prompt {state['prompts']} "
+                f"loaded {session_id in self.loaded}",
+            )
+        elif word == "hang":
+            if session_id in self.loaded:
+                await self.say(session_id, f"picked up after reload ({len(texts)} blocks)")
+                return schema.PromptResponse(stop_reason="end_turn")
+            await self.say(session_id, "working on it")
+            await self.conn.session_update(
+                session_id,
+                acp.start_tool_call("t-hang", "Run a long job", kind="execute", status="pending"),
+            )
+            await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
+            return schema.PromptResponse(stop_reason="cancelled")
+        elif word == "echo":
             await self.say(session_id, "you said: ")
             await self.say(session_id, rest)
             usage = schema.Usage(input_tokens=12, output_tokens=5, total_tokens=17)

@@ -347,10 +347,12 @@ class SessionOwner:
         slot = self._slots.get(session_id)
         self.waiters.signal(session_id)
         if slot is None or slot.task is None:
+            await self.runner.acp_agents.stop(session_id)
             return
         slot.shutdown = True
         slot.cancel.cancel(reason)
         await asyncio.gather(slot.task, return_exceptions=True)
+        await self.runner.acp_agents.stop(session_id)  # its external agent, if one runs
 
     # --- recovery ----------------------------------------------------------------------------
 
@@ -487,4 +489,5 @@ class SessionOwner:
         tasks = [slot.task for slot in slots if slot.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self.runner.acp_agents.stop_all()
         log.info("session owner stopped (%d running sessions left for recovery)", len(tasks))

@@ -32,6 +32,7 @@ from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, Session, WorkKind, WorkStatus
 from fxdesk.domain.work import Change, WorkItem, consume_steer
+from fxdesk.engine.acp_agents import AcpAgents
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock, SystemClock
@@ -140,6 +141,8 @@ class TurnRunner:
         self.agents: AgentsPort | None = None
         # Results of effects that happened but could not be saved: a resume here writes them.
         self.unsaved = UnsavedResults()
+        # External agents (ACP) kept per session across turns; the owner stops them.
+        self.acp_agents = AcpAgents(store)
 
     def close(self) -> None:
         """The owner is shutting down: release every turn waiting for an approval, and refuse

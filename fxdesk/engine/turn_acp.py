@@ -19,8 +19,11 @@ of the session are the same as for a native turn:
 Updates arrive on the SDK's reader task; they are queued and handled here, one by one, on the
 turn's task, so rows land in the order the agent sent them.
 
-An ACP turn interrupted by a restart is not resumed (the agent process is gone, and
-``session/load`` is not wired yet): it fails with a reason that says to send the message again.
+The agent and its ACP session are kept across the session's turns (``acp_agents``). A turn
+interrupted by a restart is resumed when its agent takes the session up again
+(``session/load``): its open calls get "outcome unknown", and the prompt is sent again after a
+note that says it was interrupted. An agent that cannot load its session fails the turn with a
+reason that says so plainly. A cancel another process committed is seen by polling.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from fxdesk.domain import reasons
 from fxdesk.domain.approvals import ApprovalStatus
 from fxdesk.domain.conversation import HistoryEntry, open_tool_calls
 from fxdesk.domain.live import LiveEvent
-from fxdesk.domain.model import EntryKind
+from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.rules import Verdict
+from fxdesk.engine.acp_agents import AcpAgents, Opened
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.events import TextStreamed
@@ -52,7 +56,7 @@ from fxdesk.providers.acp import (
     PromptEnd,
 )
 from fxdesk.providers.base import ProviderError, Usage
-from fxdesk.store import Store, history
+from fxdesk.store import Store, StoreError, control, history
 from fxdesk.tools.base import ToolRegistry
 
 
@@ -65,6 +69,9 @@ class _Runner(Protocol):
 
     @property
     def bus(self) -> EventBus: ...
+
+    @property
+    def acp_agents(self) -> AcpAgents: ...
 
 
 class _Turn(Protocol):
@@ -101,9 +108,12 @@ log = logging.getLogger(__name__)
 # After session/cancel, how long the agent gets to answer the prompt with "cancelled".
 CANCEL_GRACE_S = 10.0
 EXIT_WAIT_S = 2.0  # a failed prompt: how long to wait for the agent's exit code
-INTERRUPTED_NOT_RESUMABLE = (
-    "the external agent's turn was interrupted (fxdesk stopped while it ran); it cannot be "
-    "resumed yet: send the message again"
+CANCEL_POLL_S = 0.5  # how often a running prompt looks for a cancel another process committed
+# The first block of the prompt that resumes an interrupted turn (the request follows it).
+RESUME_NOTE = (
+    "fxdesk stopped while you worked on the request below, so your turn was interrupted; tool "
+    "calls you had started may or may not have finished. Check where the work stands, then "
+    "carry on with the request."
 )
 _DONE = object()  # the prompt response arrived (or the prompt failed)
 _CANCEL = object()  # the person cancelled
@@ -133,13 +143,30 @@ class _AcpTurn:
         turn.entries = await turn.store.read(lambda: history.work_entries(work_id))
         if any(e.kind == EntryKind.TURN_END for e in turn.entries):
             return TurnOutcome(TurnEnd.COMPLETED, None, turn.model_calls, turn.usage)
-        if any(e.kind != EntryKind.USER for e in turn.entries):
-            # What the agent did before the restart is known only from its updates; a prompt
-            # that streamed nothing yet is sent again (see docs/acp.md).
-            await self._settle_interrupted()
+        # Rows beyond the prompt: this turn ran before and was interrupted (a restart, a pause).
+        interrupted = any(e.kind != EntryKind.USER for e in turn.entries)
+        turn.step = max((e.step for e in turn.entries), default=0)
         if not any(e.kind == EntryKind.USER for e in turn.entries):
             await turn.commit([turn.entry(EntryKind.USER, content=rt.item.content)], "user")
         turn.check()
+        agents = turn.runner.acp_agents
+        try:
+            opened = await agents.open(rt.session.id, rt.workspace, self.provider)
+        except ProviderError as exc:
+            turn.check()
+            raise TurnStop(
+                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
+            ) from None
+        agent = opened.connection
+        prompt_texts: tuple[str, ...] = (rt.item.content,)
+        if interrupted:
+            await self._settle_interrupted()
+            if opened.fresh and not opened.loaded:
+                raise TurnStop(
+                    TurnEnd.FAILED,
+                    reasons.diagnostic(reasons.PROVIDER_FAILED, _cannot_resume(opened)),
+                )
+            prompt_texts = (RESUME_NOTE, rt.item.content)
         turn.model_calls = 1
 
         def on_update(update: AgentUpdate) -> None:
@@ -150,31 +177,29 @@ class _AcpTurn:
             self.queue.put_nowait((ask, answer))
             return await answer
 
+        agent.attach(on_update, on_permission)
+        prompt = asyncio.create_task(agent.prompt(*prompt_texts), name=f"acp:{work_id}")
+        prompt.add_done_callback(lambda _: self.queue.put_nowait(_DONE))
+        watch = asyncio.create_task(self._watch_cancel(), name=f"acp-cancel:{work_id}")
         try:
-            async with self.provider.open(rt.workspace, on_update, on_permission) as agent:
-                prompt = asyncio.create_task(agent.prompt(rt.item.content), name=f"acp:{work_id}")
-                prompt.add_done_callback(lambda _: self.queue.put_nowait(_DONE))
-                watch = asyncio.create_task(self._watch_cancel(), name=f"acp-cancel:{work_id}")
-                try:
-                    cancelled = await self._pump(agent.cancel)
-                finally:
-                    watch.cancel()
-                    if not prompt.done():
-                        prompt.cancel()
-                ended = _ended(prompt)
-                stop_reason = ended.stop_reason if ended is not None else None
-                exit_code = None
-                if stop_reason is None:  # did the agent die? (its pipe closed: it may have)
-                    with contextlib.suppress(TimeoutError):
-                        exit_code = await asyncio.wait_for(agent.process.wait(), EXIT_WAIT_S)
-        except ProviderError as exc:
-            turn.check()
-            raise TurnStop(
-                TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
-            ) from None
+            cancelled = await self._pump(agent.cancel)
+        finally:
+            watch.cancel()
+            agent.detach()
+            if not prompt.done():
+                # Stopping, a failed save, or an agent that ignored session/cancel: its state
+                # is unknown, so it is stopped; the next turn starts it again (session/load).
+                prompt.cancel()
+                await agents.stop(rt.session.id)
+        ended = _ended(prompt)
+        stop_reason = ended.stop_reason if ended is not None else None
         if cancelled or stop_reason == "cancelled":
             await self._finish_cancelled()
         if stop_reason is None:
+            exit_code = None  # did the agent die? (its pipe closed: it may have)
+            with contextlib.suppress(TimeoutError):
+                exit_code = await asyncio.wait_for(agent.process.wait(), EXIT_WAIT_S)
+            await agents.stop(rt.session.id)
             turn.check()
             raise TurnStop(
                 TurnEnd.FAILED,
@@ -199,7 +224,23 @@ class _AcpTurn:
     # --- the queue ---------------------------------------------------------------------------
 
     async def _watch_cancel(self) -> None:
-        await self.turn.rt.cancel.wait()
+        """The person's cancel: this process's token, or one another process committed (the
+        item's durable status, read every ``CANCEL_POLL_S``)."""
+        turn, rt = self.turn, self.turn.rt
+        work_id = rt.item.id
+        while True:
+            try:
+                await asyncio.wait_for(rt.cancel.wait(), CANCEL_POLL_S)
+                break
+            except TimeoutError:
+                pass
+            try:
+                status, _ = await turn.store.read(lambda: control.item_status(work_id))
+            except StoreError as exc:  # read again at the next poll
+                log.info("turn of %s: cancel poll failed: %s", work_id, exc)
+                continue
+            if status == WorkStatus.CANCELLED:
+                break
         self.queue.put_nowait(_CANCEL)
 
     async def _pump(self, cancel_agent: Any) -> bool:
@@ -296,7 +337,8 @@ class _AcpTurn:
                 )
 
     async def _settle_interrupted(self) -> None:
-        """A restart interrupted this turn: its open calls get "outcome unknown", and it fails."""
+        """A restart interrupted this turn: its open calls get "outcome unknown" (the agent's
+        own report of them is lost with its process)."""
         turn = self.turn
         rows: list[HistoryEntry] = [
             turn.entry(
@@ -310,10 +352,6 @@ class _AcpTurn:
         ]
         if rows:
             await turn.commit(rows, "tool_result")
-        raise TurnStop(
-            TurnEnd.FAILED,
-            reasons.diagnostic(reasons.PROVIDER_FAILED, INTERRUPTED_NOT_RESUMABLE),
-        )
 
     async def _finish_cancelled(self) -> None:
         await self._settle_open("cancelled", cancelled=True)
@@ -377,6 +415,22 @@ def _ended(prompt: asyncio.Task[PromptEnd]) -> PromptEnd | None:
     if not prompt.done() or prompt.cancelled() or prompt.exception() is not None:
         return None
     return prompt.result()
+
+
+def _cannot_resume(opened: Opened) -> str:
+    """The plain reason an interrupted turn cannot go on: the agent lost the conversation."""
+    label = opened.connection.label
+    if not opened.connection.can_load:
+        return (
+            f"this turn was interrupted and the external agent {label!r} cannot reload its "
+            "earlier session (it does not offer session/load), so it cannot be resumed: send "
+            "the message again (the agent starts over in a new session)"
+        )
+    return (
+        f"this turn was interrupted and the external agent {label!r} could not reload its "
+        f"earlier session ({opened.previous or 'none was saved'}), so it cannot be resumed: "
+        "send the message again (the agent starts over in a new session)"
+    )
 
 
 def _failure(prompt: asyncio.Task[PromptEnd], exit_code: int | None) -> str:

@@ -21,7 +21,6 @@ import logging
 import os
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -110,19 +109,37 @@ def _tool_call(update: Any, started: bool) -> AgentToolCall:
     )
 
 
+@dataclass(frozen=True)
+class AcpLaunch:
+    """How to start an agent: a command, its arguments and extra environment."""
+
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def _drop_update(update: AgentUpdate) -> None:
+    """Between turns, and while ``session/load`` replays the history: nothing is recorded."""
+
+
+async def _refuse_permission(ask: PermissionAsk) -> str | None:
+    return None  # "cancelled": no turn is running to ask the person
+
+
 class _Client:
-    """The client side the SDK calls: updates to ``on_update``, permission to ``on_permission``.
+    """The client side the SDK calls. The running turn plugs in its handlers (``attach``);
+    between turns updates are dropped and permission requests answered "cancelled"."""
 
-    Files and terminals are not offered (the capabilities say so), so the agent uses its own;
-    routing them through fxdesk's tools and sandbox is left (docs/acp.md)."""
-
-    def __init__(self, on_update: UpdateHandler, on_permission: PermissionHandler) -> None:
-        self.on_update = on_update
-        self.on_permission = on_permission
+    def __init__(self) -> None:
+        self.on_update: UpdateHandler = _drop_update
+        self.on_permission: PermissionHandler = _refuse_permission
+        self.replaying = False  # session/load: the agent replays its history as updates
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         from acp import schema
 
+        if self.replaying:
+            return
         if isinstance(update, schema.AgentMessageChunk):
             text = getattr(update.content, "text", None)
             if isinstance(text, str) and text:
@@ -161,20 +178,87 @@ class PromptEnd:
     tokens: tuple[int, int] | None = None
 
 
+_GONE = (ConnectionError, OSError, EOFError)  # the agent's pipe closed: it died
+
+
 @dataclass
 class AcpConnection:
-    """One running agent process and its ACP session."""
+    """One running agent process, initialized, and (once ``new_session`` or ``load_session``
+    answered) its ACP session. Kept across the turns of one fxdesk session."""
 
     conn: Any  # acp.ClientSideConnection
     process: asyncio.subprocess.Process
+    client: _Client
+    launch: AcpLaunch
     session_id: str = ""
     agent_name: str = ""
+    can_load: bool = False  # the agent advertised ``loadSession``
 
-    async def prompt(self, text: str) -> PromptEnd:
-        """Send one prompt; how the agent ended the turn (stop reason, tokens if it said)."""
+    @property
+    def alive(self) -> bool:
+        return self.process.returncode is None
+
+    @property
+    def label(self) -> str:
+        return self.agent_name or self.launch.command
+
+    async def new_session(self, workspace: Path) -> str:
+        """``session/new`` in ``workspace``; its id.
+
+        Raises:
+            ProviderError: the agent refused, or died.
+        """
         import acp
 
-        response = await self.conn.prompt(session_id=self.session_id, prompt=[acp.text_block(text)])
+        try:
+            created = await self.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        except (acp.RequestError, *_GONE) as exc:
+            raise ProviderError(
+                "unavailable", f"the agent {self.label!r} did not start a session: {exc}"
+            ) from None
+        self.session_id = created.session_id
+        return self.session_id
+
+    async def load_session(self, workspace: Path, session_id: str) -> bool:
+        """``session/load``: the agent takes up ``session_id`` again. The history it replays
+        is not recorded (fxdesk has its own). False when the agent refused.
+
+        Raises:
+            ProviderError: the agent died.
+        """
+        import acp
+
+        self.client.replaying = True
+        try:
+            await self.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+        except acp.RequestError as exc:
+            log.info("ACP agent %s could not load session %s: %s", self.label, session_id, exc)
+            return False
+        except _GONE as exc:
+            raise ProviderError(
+                "unavailable", f"the agent {self.label!r} died loading its session: {exc}"
+            ) from None
+        finally:
+            self.client.replaying = False
+        self.session_id = session_id
+        return True
+
+    def attach(self, on_update: UpdateHandler, on_permission: PermissionHandler) -> None:
+        """Route updates and permission requests to the running turn."""
+        self.client.on_update = on_update
+        self.client.on_permission = on_permission
+
+    def detach(self) -> None:
+        self.client.on_update = _drop_update
+        self.client.on_permission = _refuse_permission
+
+    async def prompt(self, *texts: str) -> PromptEnd:
+        """Send one prompt (one text block each); how the agent ended the turn."""
+        import acp
+
+        response = await self.conn.prompt(
+            session_id=self.session_id, prompt=[acp.text_block(t) for t in texts]
+        )
         used = response.usage
         tokens = (used.input_tokens, used.output_tokens) if used is not None else None
         return PromptEnd(str(response.stop_reason), tokens)
@@ -184,19 +268,16 @@ class AcpConnection:
         with contextlib.suppress(Exception):  # the agent may be gone already
             await self.conn.cancel(session_id=self.session_id)
 
-
-@dataclass(frozen=True)
-class AcpLaunch:
-    """How to start an agent: a command, its arguments and extra environment."""
-
-    command: str
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
+    async def stop(self) -> None:
+        """Close the connection and stop the process (its whole group)."""
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+        await stop_process(self.process)
 
 
 class AcpAgentProvider(Provider):
-    """An ACP agent as a profile's provider. ``stream`` is refused: the engine opens the agent
-    and runs it for a whole turn (``fxdesk.engine.turn_acp``)."""
+    """An ACP agent as a profile's provider. ``stream`` is refused: the engine starts the agent
+    (``start``) and runs it for whole turns (``fxdesk.engine.turn_acp``)."""
 
     name = "acp"
 
@@ -207,15 +288,12 @@ class AcpAgentProvider(Provider):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         raise ProviderError("unavailable", "an ACP agent runs its own loop; it takes whole turns")
 
-    @asynccontextmanager
-    async def open(
-        self, workspace: Path, on_update: UpdateHandler, on_permission: PermissionHandler
-    ) -> AsyncIterator[AcpConnection]:
-        """Start the agent in ``workspace``, initialize, create its session; stop it on exit.
+    async def start(self, workspace: Path) -> AcpConnection:
+        """Start the agent in ``workspace`` and initialize it (no session yet); the caller
+        ``stop``s it.
 
         Raises:
-            ProviderError: the command cannot start, or the agent fails to initialize or to
-                create a session.
+            ProviderError: the command cannot start, or the agent fails to initialize.
         """
         import acp
         from acp import schema
@@ -246,35 +324,30 @@ class AcpAgentProvider(Provider):
             if self.log_dir and not isinstance(stderr, int):
                 stderr.close()  # the child holds its own copy
         assert process.stdin is not None and process.stdout is not None
-        client = cast(Any, _Client(on_update, on_permission))  # the SDK's Protocol, by shape
-        conn = acp.connect_to_agent(client, process.stdin, process.stdout)
-        connection = AcpConnection(conn, process)
+        client = _Client()
+        conn = acp.connect_to_agent(cast(Any, client), process.stdin, process.stdout)
+        connection = AcpConnection(conn, process, client, self.launch)
         try:
-            try:
-                init = await conn.initialize(
-                    protocol_version=acp.PROTOCOL_VERSION,
-                    client_capabilities=schema.ClientCapabilities(
-                        fs=schema.FileSystemCapabilities(
-                            read_text_file=False, write_text_file=False
-                        ),
-                        terminal=False,
-                    ),
-                    client_info=schema.Implementation(name="fxdesk", version="0"),
-                )
-                info = init.agent_info
-                connection.agent_name = info.name if info is not None else ""
-                created = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-            except (acp.RequestError, ConnectionError, OSError, EOFError) as exc:
+            init = await conn.initialize(
+                protocol_version=acp.PROTOCOL_VERSION,
+                client_capabilities=schema.ClientCapabilities(
+                    fs=schema.FileSystemCapabilities(read_text_file=False, write_text_file=False),
+                    terminal=False,
+                ),
+                client_info=schema.Implementation(name="fxdesk", version="0"),
+            )
+        except BaseException as exc:
+            await connection.stop()
+            if isinstance(exc, (acp.RequestError, *_GONE)):
                 raise ProviderError(
-                    "unavailable",
-                    f"the agent {self.launch.command!r} did not start a session: {exc}",
+                    "unavailable", f"the agent {self.launch.command!r} did not initialize: {exc}"
                 ) from None
-            connection.session_id = created.session_id
-            yield connection
-        finally:
-            with contextlib.suppress(Exception):
-                await conn.close()
-            await stop_process(process)
+            raise
+        info = init.agent_info
+        connection.agent_name = info.name if info is not None else ""
+        caps = init.agent_capabilities
+        connection.can_load = bool(caps is not None and caps.load_session)
+        return connection
 
 
 async def stop_process(process: asyncio.subprocess.Process) -> None:

@@ -22,8 +22,12 @@ AGENT = str(REPO / "tests" / "acp_agent.py")
 TIMEOUT = 60.0  # a generous bound on a child process starting Python and the SDK
 
 
-async def make(tmp_path: Path) -> Engine:
-    env = {"PYTHONPATH": child_env()["PYTHONPATH"]}
+async def make(tmp_path: Path, *, no_load: bool = False) -> Engine:
+    """An engine on ``tmp_path`` whose sessions run the test agent (its sessions kept under
+    ``tmp_path/agent``, so a reopened engine on the same folder can load them)."""
+    env = {"PYTHONPATH": child_env()["PYTHONPATH"], "ACP_TEST_STATE": str(tmp_path / "agent")}
+    if no_load:
+        env["ACP_TEST_NO_LOAD"] = "1"
     provider = AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
     return await Engine.create(
         tmp_path, provider=provider, permissions=True, tools=ToolRegistry(all_tools())
