@@ -16,6 +16,17 @@ What it does with a prompt depends on the prompt's first word:
   cancelled (fxdesk is killed meanwhile); in a session it loaded, says "picked up after reload"
   and how many blocks the prompt had.
 
+- ``fswrite <name>``: asks permission for an ``edit`` call (as ``write``); allowed, writes
+  <name> through the client (``fs/write_text_file``), reads it back (``fs/read_text_file``),
+  completes the call with the write as a diff and says what it read.
+- ``fsput <name>``: writes <name> through the client without asking permission first (the
+  client's own checks decide), then says "wrote" or what the client refused.
+- ``term <shell line>``: runs it in a client terminal (``terminal/create`` of ``bash -c``),
+  waits for its exit, says the exit code and the output, releases it.
+- ``serve``: opens a client terminal running ``sleep 300`` and ends its turn leaving it running;
+  says its terminal id.
+- ``stopterm <id>``: kills that terminal, says how it ended, releases it.
+
 The command is the last text block of the prompt (a resumed turn puts a note before it).
 Sessions are kept as JSON files in ``$ACP_TEST_STATE`` (else a temporary folder), so
 ``session/load`` works across processes; a load replays what the agent said before as message
@@ -53,7 +64,6 @@ class TestAgent:
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
         self.loaded: set[str] = set()
-        self.cwd = os.getcwd()
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -137,7 +147,80 @@ class TestAgent:
             )
             await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
             return schema.PromptResponse(stop_reason="cancelled")
+        elif word == "fswrite":
+            await self.fs_write(session_id, rest.strip(), ask=True)
+        elif word == "fsput":
+            await self.fs_write(session_id, rest.strip(), ask=False)
+        elif word == "term":
+            await self.term(session_id, rest)
+        elif word == "serve":
+            made = await self.conn.create_terminal(
+                session_id=session_id, command="sleep", args=["300"]
+            )
+            await self.say(session_id, f"terminal {made.terminal_id}")
+        elif word == "stopterm":
+            terminal_id = rest.strip()
+            await self.conn.kill_terminal(session_id=session_id, terminal_id=terminal_id)
+            done = await self.conn.wait_for_terminal_exit(
+                session_id=session_id, terminal_id=terminal_id
+            )
+            await self.conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
+            await self.say(session_id, f"stopped: code {done.exit_code} signal {done.signal}")
         return schema.PromptResponse(stop_reason="end_turn")
+
+    async def ask(self, session_id: str, call_id: str, title: str) -> bool:
+        answer = await self.conn.request_permission(
+            session_id=session_id,
+            tool_call=schema.ToolCallUpdate(tool_call_id=call_id, title=title, kind="edit"),
+            options=[
+                schema.PermissionOption(option_id="yes", name="Allow", kind="allow_once"),
+                schema.PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        return isinstance(outcome, schema.AllowedOutcome) and outcome.option_id == "yes"
+
+    async def fs_write(self, session_id: str, name: str, *, ask: bool) -> None:
+        path = str(Path(os.getcwd()) / name)  # the session's workspace (new_session chdir)
+        content = f"{name} written through the client\n"
+        title = f"Edit {name}"
+        await self.conn.session_update(
+            session_id,
+            acp.start_tool_call(
+                "t-fs", title, kind="edit", status="pending", raw_input={"path": name}
+            ),
+        )
+        if ask and not await self.ask(session_id, "t-fs", title):
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("t-fs", status="failed")
+            )
+            await self.say(session_id, "Not allowed.")
+            return
+        try:
+            await self.conn.write_text_file(session_id=session_id, path=path, content=content)
+            read = await self.conn.read_text_file(session_id=session_id, path=path)
+        except acp.RequestError as exc:
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("t-fs", status="failed")
+            )
+            await self.say(session_id, f"fxdesk refused: {exc}")
+            return
+        diff = acp.tool_diff_content(path, content, None)
+        await self.conn.session_update(
+            session_id, acp.update_tool_call("t-fs", status="completed", content=[diff])
+        )
+        await self.say(session_id, f"read back: {read.content!r}")
+
+    async def term(self, session_id: str, line: str) -> None:
+        made = await self.conn.create_terminal(
+            session_id=session_id, command="bash", args=["-c", line]
+        )
+        done = await self.conn.wait_for_terminal_exit(
+            session_id=session_id, terminal_id=made.terminal_id
+        )
+        out = await self.conn.terminal_output(session_id=session_id, terminal_id=made.terminal_id)
+        await self.conn.release_terminal(session_id=session_id, terminal_id=made.terminal_id)
+        await self.say(session_id, f"exit {done.exit_code}: {out.output.strip()}")
 
     async def write(self, session_id: str, name: str) -> None:
         await self.say(session_id, f"I will write {name}.")

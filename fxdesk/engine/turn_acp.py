@@ -32,8 +32,9 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import ApprovalStatus
@@ -42,22 +43,28 @@ from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.rules import Verdict
 from fxdesk.engine.acp_agents import AcpAgents, Opened
+from fxdesk.engine.acp_host import TurnHost
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.events import TextStreamed
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnRuntime, TurnStop
+from fxdesk.engine.turn_tools import ToolCalls
 from fxdesk.providers.acp import (
     AcpAgentProvider,
     AgentText,
     AgentToolCall,
     AgentUpdate,
+    HostRefused,
     PermissionAsk,
     PromptEnd,
 )
 from fxdesk.providers.base import ProviderError, Usage
 from fxdesk.store import Store, StoreError, control, history
+from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolRegistry
+
+T = TypeVar("T")
 
 
 class _Runner(Protocol):
@@ -73,6 +80,9 @@ class _Runner(Protocol):
     @property
     def acp_agents(self) -> AcpAgents: ...
 
+    @property
+    def background(self) -> BackgroundPort | None: ...
+
 
 class _Turn(Protocol):
     """What this path uses of the native turn (``fxdesk.engine.turn._Turn``, which imports this
@@ -86,6 +96,8 @@ class _Turn(Protocol):
 
     entries: list[HistoryEntry]
     step: int
+    explanation: str
+    tools: ToolCalls
     model_calls: int
     usage: Usage
     usage_reported: bool
@@ -121,6 +133,14 @@ _GIVE_UP = object()  # the agent did not end the prompt after session/cancel
 
 
 @dataclass
+class _Request:
+    """An agent's file or terminal request, to run on the turn's task."""
+
+    work: Callable[[], Awaitable[Any]]
+    answer: asyncio.Future[Any]
+
+
+@dataclass
 class _Call:
     row_id: str  # the call id in fxdesk's history (unique in the session)
     title: str
@@ -136,6 +156,8 @@ class _AcpTurn:
     queue: asyncio.Queue[object] = field(default_factory=asyncio.Queue)
     text: list[str] = field(default_factory=list)
     calls: dict[str, _Call] = field(default_factory=dict)
+    allowed_calls: set[str] = field(default_factory=set)  # agent calls fxdesk allowed
+    cancelled: bool = False  # the person cancelled (session/cancel sent)
 
     async def run(self) -> TurnOutcome:
         turn, rt = self.turn, self.turn.rt
@@ -177,7 +199,10 @@ class _AcpTurn:
             self.queue.put_nowait((ask, answer))
             return await answer
 
-        agent.attach(on_update, on_permission)
+        host = TurnHost(
+            turn, self.serve, self._text_so_far, self._preallowed, turn.runner.background
+        )
+        agent.attach(on_update, on_permission, host)
         prompt = asyncio.create_task(agent.prompt(*prompt_texts), name=f"acp:{work_id}")
         prompt.add_done_callback(lambda _: self.queue.put_nowait(_DONE))
         watch = asyncio.create_task(self._watch_cancel(), name=f"acp-cancel:{work_id}")
@@ -185,6 +210,7 @@ class _AcpTurn:
             cancelled = await self._pump(agent.cancel)
         finally:
             watch.cancel()
+            host.closed = True
             agent.detach()
             if not prompt.done():
                 # Stopping, a failed save, or an agent that ignored session/cancel: its state
@@ -243,32 +269,82 @@ class _AcpTurn:
                 break
         self.queue.put_nowait(_CANCEL)
 
-    async def _pump(self, cancel_agent: Any) -> bool:
+    async def _pump(self, cancel_agent: Callable[[], Awaitable[None]]) -> bool:
         """Handle updates until the prompt ended; True when the person cancelled."""
-        cancelled = False
         while True:
             item = await self.queue.get()
             if item is _DONE or item is _GIVE_UP:
-                return cancelled
+                return self.cancelled
             if item is _CANCEL:
-                cancelled = True
-                await cancel_agent()
-                loop = asyncio.get_running_loop()
-                loop.call_later(CANCEL_GRACE_S, self.queue.put_nowait, _GIVE_UP)
+                await self._begin_cancel(cancel_agent)
             elif isinstance(item, AgentText):
                 self._on_text(item.text)
             elif isinstance(item, AgentToolCall):
                 await self._on_tool_call(item)
+            elif isinstance(item, _Request):
+                await self._on_request(item, cancel_agent)
             elif isinstance(item, tuple):
                 ask, answer = item
                 try:
-                    chosen = None if cancelled else await self._on_permission(ask)
+                    chosen = None if self.cancelled else await self._on_permission(ask)
                 except BaseException:
                     if not answer.done():
                         answer.set_result(None)
                     raise
                 if not answer.done():
                     answer.set_result(chosen)
+
+    async def _begin_cancel(self, cancel_agent: Callable[[], Awaitable[None]]) -> None:
+        if self.cancelled:
+            return
+        self.cancelled = True
+        await cancel_agent()
+        asyncio.get_running_loop().call_later(CANCEL_GRACE_S, self.queue.put_nowait, _GIVE_UP)
+
+    async def serve(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Run an agent's file or terminal request on the turn's task, in order (``acp_host``)."""
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.queue.put_nowait(_Request(work, answer))
+        return cast(T, await answer)
+
+    async def _on_request(
+        self, request: _Request, cancel_agent: Callable[[], Awaitable[None]]
+    ) -> None:
+        answer = request.answer
+        if self.cancelled:
+            answer.set_exception(HostRefused("the turn was cancelled"))
+            return
+        try:
+            result = await request.work()
+        except TurnStop as stop:
+            if not answer.done():
+                answer.set_exception(HostRefused(f"fxdesk stopped the turn ({stop.end.value})"))
+            if stop.end is not TurnEnd.CANCELLED:
+                raise
+            await self._begin_cancel(cancel_agent)  # the person cancelled while it ran
+            return
+        except HostRefused as exc:
+            if not answer.done():
+                answer.set_exception(exc)
+            return
+        except BaseException:
+            if not answer.done():
+                answer.set_exception(HostRefused("fxdesk failed to serve the request"))
+            raise
+        if not answer.done():
+            answer.set_result(result)
+
+    def _text_so_far(self) -> str:
+        text, self.text = "".join(self.text), []
+        return text
+
+    def _preallowed(self) -> bool:
+        """An agent permission request fxdesk allowed covers the request that comes now: its
+        tool call is still open (the agent acts on what the person allowed)."""
+        return any(
+            call_id in self.calls and not self.calls[call_id].settled
+            for call_id in self.allowed_calls
+        )
 
     def _on_text(self, text: str) -> None:
         rt = self.turn.rt
@@ -368,6 +444,7 @@ class _AcpTurn:
             await self._on_tool_call(ask.call)
         service = turn.runner.permissions
         if service is None:  # no permission checks in this runner (tests about other things)
+            self.allowed_calls.add(ask.call.call_id)
             return ask.option(allow=True)
         tool = f"acp:{ask.call.kind or 'other'}"
         call = self.calls[ask.call.call_id]
@@ -384,6 +461,7 @@ class _AcpTurn:
         )
         verdict = check.decision.verdict
         if verdict is Verdict.ALLOW:
+            self.allowed_calls.add(ask.call.call_id)
             return ask.option(allow=True)
         if verdict is Verdict.DENY:
             return ask.option(allow=False)
@@ -408,6 +486,8 @@ class _AcpTurn:
         if not (answered.allowed or answered.status == ApprovalStatus.DENIED):
             return None
         await service.consume(answered.id, stopping=rt.stopping)
+        if answered.allowed:
+            self.allowed_calls.add(ask.call.call_id)
         return ask.option(allow=answered.allowed)
 
 

@@ -137,6 +137,10 @@ class Asked:
 
     parts: set[str] = field(default_factory=set)
     outside_sandbox: str = ""
+    # The person already allowed what this call does (an external agent's permission request
+    # for it, ``turn_acp``): where the check would ask, it runs; a deny still refuses, and a
+    # protected path is still asked about.
+    preallowed: bool = False
 
 
 class UnsavedResults:
@@ -221,10 +225,10 @@ class ToolCalls:
 
     # --- running a call ----------------------------------------------------------------------
 
-    async def run(self, call: ToolCall) -> None:
+    async def run(self, call: ToolCall, asked: Asked | None = None) -> None:
         """Decide, (ask,) run and record one call the model made."""
         await self.turn.check_durable()
-        asked = Asked()  # what the person allowed for this call, kept across decisions
+        asked = asked or Asked()  # what the person allowed for this call, kept across decisions
         for _ in range(MAX_DECISIONS):
             refusal, allowed, generation = await self._permit(call, asked)
             if refusal is not None:
@@ -411,7 +415,7 @@ class ToolCalls:
             # Asking (again only when the rules changed so that something new needs an answer:
             # what the person already allowed stays allowed).
             new_parts = set(check.decision.uncovered) - asked.parts
-            if asked.parts and not new_parts:
+            if (asked.parts and not new_parts) or (asked.preallowed and not check.protected):
                 return None, allowed, live.generation
             widening = sorted(new_parts) if asked.parts else None
             answered = await self._ask(call, check, widening=widening)

@@ -2,9 +2,11 @@
 
 An ACP agent (Claude Code through its adapter, Codex, Gemini CLI, ...) runs its own loop: it
 takes one prompt, streams ``session/update`` notifications (message chunks, tool calls and their
-status), may ask the client ``session/request_permission``, and answers the prompt with a stop
-reason. So it is not a model behind ``Provider.stream``: the engine drives it through
-``AcpAgentProvider.open`` (``fxdesk.engine.turn_acp``) and records what streams back.
+status), may ask the client ``session/request_permission``, may ask it to read and write files
+and run terminals (served by an ``AcpHost``: fxdesk's tools, ``fxdesk.engine.acp_host``), and
+answers the prompt with a stop reason. So it is not a model behind ``Provider.stream``: the
+engine starts it (``AcpAgentProvider.start``), keeps it per session (``fxdesk.engine.acp_agents``)
+and drives it a turn at a time (``fxdesk.engine.turn_acp``), recording what streams back.
 
 The agent is a child process in the session's workspace, in its own process group (stopped with
 SIGTERM to the group, then SIGKILL); its stderr goes to a log file, never to a pipe nobody reads.
@@ -23,11 +25,12 @@ import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from fxdesk.providers.base import ModelRequest, Provider, ProviderError, StreamEvent
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 STOP_TIMEOUT_S = 5.0  # SIGTERM to the agent's group, then SIGKILL after this long
 
@@ -118,6 +121,50 @@ class AcpLaunch:
     env: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TerminalState:
+    """What ``terminal/output`` answers: the output so far (its end, within the agent's byte
+    limit), whether it was cut, and how the command ended (None: it still runs)."""
+
+    output: str
+    truncated: bool = False
+    exited: bool = False
+    exit_code: int | None = None
+    signal: str | None = None
+
+
+class HostRefused(Exception):
+    """The client will not do what the agent asked (denied, outside the workspace, no such
+    terminal...): the agent gets an error with this text."""
+
+
+class AcpHost(Protocol):
+    """Where the agent's file and terminal requests are served: fxdesk's file tools, path
+    guard, permissions and background runtime (``fxdesk.engine.acp_host``). Each may raise
+    ``HostRefused``."""
+
+    async def read_text_file(self, path: str, line: int | None, limit: int | None) -> str: ...
+
+    async def write_text_file(self, path: str, content: str) -> None: ...
+
+    async def create_terminal(
+        self,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str | None,
+        output_byte_limit: int | None,
+    ) -> str: ...
+
+    async def terminal_output(self, terminal_id: str) -> TerminalState: ...
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> TerminalState: ...
+
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
+
 def _drop_update(update: AgentUpdate) -> None:
     """Between turns, and while ``session/load`` replays the history: nothing is recorded."""
 
@@ -134,6 +181,93 @@ class _Client:
         self.on_update: UpdateHandler = _drop_update
         self.on_permission: PermissionHandler = _refuse_permission
         self.replaying = False  # session/load: the agent replays its history as updates
+        self.host: AcpHost | None = None  # files and terminals, while a turn runs
+
+    def _host(self, method: str) -> AcpHost:
+        import acp
+
+        if self.host is None:  # between turns nobody can check or record the request
+            raise acp.RequestError.invalid_request({"reason": f"{method}: no turn is running"})
+        return self.host
+
+    async def _serve(self, method: str, work: Callable[[AcpHost], Awaitable[T]]) -> T:
+        import acp
+
+        try:
+            return await work(self._host(method))
+        except HostRefused as exc:
+            raise acp.RequestError(-32000, str(exc), {"method": method}) from None
+
+    async def read_text_file(
+        self,
+        session_id: str,
+        path: str,
+        line: int | None = None,
+        limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        from acp import schema
+
+        text = await self._serve("fs/read_text_file", lambda h: h.read_text_file(path, line, limit))
+        return schema.ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
+        from acp import schema
+
+        await self._serve("fs/write_text_file", lambda h: h.write_text_file(path, content))
+        return schema.WriteTextFileResponse()
+
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[Any] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        from acp import schema
+
+        variables = {v.name: v.value for v in env or ()}
+        terminal_id = await self._serve(
+            "terminal/create",
+            lambda h: h.create_terminal(command, args or [], variables, cwd, output_byte_limit),
+        )
+        return schema.CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        from acp import schema
+
+        state = await self._serve("terminal/output", lambda h: h.terminal_output(terminal_id))
+        status = (
+            schema.TerminalExitStatus(exit_code=state.exit_code, signal=state.signal)
+            if state.exited
+            else None
+        )
+        return schema.TerminalOutputResponse(
+            output=state.output, truncated=state.truncated, exit_status=status
+        )
+
+    async def wait_for_terminal_exit(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        from acp import schema
+
+        state = await self._serve(
+            "terminal/wait_for_exit", lambda h: h.wait_for_terminal_exit(terminal_id)
+        )
+        return schema.WaitForTerminalExitResponse(exit_code=state.exit_code, signal=state.signal)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        from acp import schema
+
+        await self._serve("terminal/kill", lambda h: h.kill_terminal(terminal_id))
+        return schema.KillTerminalResponse()
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> Any:
+        from acp import schema
+
+        await self._serve("terminal/release", lambda h: h.release_terminal(terminal_id))
+        return schema.ReleaseTerminalResponse()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         from acp import schema
@@ -243,14 +377,22 @@ class AcpConnection:
         self.session_id = session_id
         return True
 
-    def attach(self, on_update: UpdateHandler, on_permission: PermissionHandler) -> None:
-        """Route updates and permission requests to the running turn."""
+    def attach(
+        self,
+        on_update: UpdateHandler,
+        on_permission: PermissionHandler,
+        host: AcpHost | None = None,
+    ) -> None:
+        """Route updates, permission requests and file and terminal requests to the running
+        turn."""
         self.client.on_update = on_update
         self.client.on_permission = on_permission
+        self.client.host = host
 
     def detach(self) -> None:
         self.client.on_update = _drop_update
         self.client.on_permission = _refuse_permission
+        self.client.host = None
 
     async def prompt(self, *texts: str) -> PromptEnd:
         """Send one prompt (one text block each); how the agent ended the turn."""
@@ -331,8 +473,9 @@ class AcpAgentProvider(Provider):
             init = await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION,
                 client_capabilities=schema.ClientCapabilities(
-                    fs=schema.FileSystemCapabilities(read_text_file=False, write_text_file=False),
-                    terminal=False,
+                    # Served through fxdesk's file tools and background runtime (AcpHost).
+                    fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                    terminal=True,
                 ),
                 client_info=schema.Implementation(name="fxdesk", version="0"),
             )
