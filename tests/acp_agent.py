@@ -26,6 +26,9 @@ What it does with a prompt depends on the prompt's first word:
 - ``serve``: opens a client terminal running ``sleep 300`` and ends its turn leaving it running;
   says its terminal id.
 - ``stopterm <id>``: kills that terminal, says how it ended, releases it.
+- ``think``: streams two thought chunks, a plan, then the same plan with its first step done,
+  edits ``a.txt`` in a tool call whose content is the edit as a diff, reports usage (the
+  session's cumulative cost grows by $0.25 each ``think``), says "thought it through".
 
 The command is the last text block of the prompt (a resumed turn puts a note before it).
 Sessions are kept as JSON files in ``$ACP_TEST_STATE`` (else a temporary folder), so
@@ -147,6 +150,8 @@ class TestAgent:
             )
             await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
             return schema.PromptResponse(stop_reason="cancelled")
+        elif word == "think":
+            await self.think(session_id)
         elif word == "fswrite":
             await self.fs_write(session_id, rest.strip(), ask=True)
         elif word == "fsput":
@@ -167,6 +172,27 @@ class TestAgent:
             await self.conn.release_terminal(session_id=session_id, terminal_id=terminal_id)
             await self.say(session_id, f"stopped: code {done.exit_code} signal {done.signal}")
         return schema.PromptResponse(stop_reason="end_turn")
+
+    async def think(self, session_id: str) -> None:
+        send = self.conn.session_update
+        await send(session_id, acp.update_agent_thought_text("Let me see. "))
+        await send(session_id, acp.update_agent_thought_text("a.txt needs a second line."))
+        steps = ["Read a.txt", "Add the line"]
+        await send(session_id, acp.update_plan([acp.plan_entry(s) for s in steps]))
+        done = [acp.plan_entry(steps[0], status="completed"), acp.plan_entry(steps[1])]
+        await send(session_id, acp.update_plan(done))
+        diff = acp.tool_diff_content("a.txt", "one\ntwo\n", "one\n")
+        await send(session_id, acp.start_tool_call("t-edit", "Edit a.txt", kind="edit"))
+        await send(session_id, acp.update_tool_call("t-edit", status="completed", content=[diff]))
+        state = _load_state(session_id)
+        state["thinks"] = state.get("thinks", 0) + 1
+        _state(session_id).write_text(json.dumps(state))
+        cost = schema.Cost(amount=0.25 * state["thinks"], currency="USD")
+        await send(
+            session_id,
+            schema.UsageUpdate(session_update="usage_update", used=1200, size=200000, cost=cost),
+        )
+        await self.say(session_id, "thought it through")
 
     async def ask(self, session_id: str, call_id: str, title: str) -> bool:
         answer = await self.conn.request_permission(

@@ -58,7 +58,7 @@ class TurnHost:
     Args:
         turn: The native turn whose rows and tool calls these are.
         serve: Runs a request's work on the turn's task (after the updates before it).
-        text_so_far: Takes the agent's text not yet saved (saved before the call's row).
+        assistant: Takes the agent's text not yet saved, as the row saved before the call's.
         preallowed: Whether an agent permission request fxdesk allowed covers what comes now.
         background: The background runtime (None: terminals are refused).
     """
@@ -67,13 +67,13 @@ class TurnHost:
         self,
         turn: _Turn,
         serve: Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]],
-        text_so_far: Callable[[], str],
+        assistant: Callable[[], HistoryEntry],
         preallowed: Callable[[], bool],
         background: BackgroundPort | None,
     ) -> None:
         self.turn = turn
         self.serve = serve
-        self.text_so_far = text_so_far
+        self.assistant = assistant
         self.preallowed = preallowed
         self.background = background
         self.closed = False  # the turn ended: waits stop
@@ -128,10 +128,10 @@ class TurnHost:
         turn = self.turn
         call = ToolCall(f"acpfx-{uuid.uuid4().hex[:20]}", name, json.dumps(arguments))
         turn.step += 1
-        text = self.text_so_far()
-        turn.explanation = text or f"The external agent asks fxdesk to run {name}."
+        said = self.assistant()
+        turn.explanation = said.content or f"The external agent asks fxdesk to run {name}."
         rows = [
-            turn.entry(EntryKind.ASSISTANT, content=text, data={"acp": True}),
+            said,
             turn.entry(
                 EntryKind.TOOL_CALL,
                 call_id=call.id,

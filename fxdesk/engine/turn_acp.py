@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import json
 import logging
 from collections.abc import Awaitable, Callable
@@ -52,9 +53,13 @@ from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnRuntime, TurnStop
 from fxdesk.engine.turn_tools import ToolCalls
 from fxdesk.providers.acp import (
     AcpAgentProvider,
+    AgentPlan,
     AgentText,
+    AgentThought,
     AgentToolCall,
     AgentUpdate,
+    AgentUsage,
+    FileDiff,
     HostRefused,
     PermissionAsk,
     PromptEnd,
@@ -147,6 +152,7 @@ class _Call:
     status: str | None = None
     text: str = ""
     settled: bool = False
+    diffs: tuple[FileDiff, ...] = ()
 
 
 @dataclass
@@ -157,6 +163,10 @@ class _AcpTurn:
     text: list[str] = field(default_factory=list)
     calls: dict[str, _Call] = field(default_factory=dict)
     allowed_calls: set[str] = field(default_factory=set)  # agent calls fxdesk allowed
+    thought: list[str] = field(default_factory=list)  # reasoning since the last row
+    agent_usage: AgentUsage | None = None  # the last usage_update
+    cost_before: float = 0.0  # the session's cumulative cost when the turn began
+    acp_session: str = ""
     cancelled: bool = False  # the person cancelled (session/cancel sent)
 
     async def run(self) -> TurnOutcome:
@@ -180,6 +190,8 @@ class _AcpTurn:
                 TurnEnd.FAILED, reasons.diagnostic(reasons.PROVIDER_FAILED, str(exc))
             ) from None
         agent = opened.connection
+        self.acp_session = agent.session_id
+        self.cost_before = await self._cost_so_far(agent.session_id)
         prompt_texts: tuple[str, ...] = (rt.item.content,)
         if interrupted:
             await self._settle_interrupted()
@@ -199,9 +211,7 @@ class _AcpTurn:
             self.queue.put_nowait((ask, answer))
             return await answer
 
-        host = TurnHost(
-            turn, self.serve, self._text_so_far, self._preallowed, turn.runner.background
-        )
+        host = TurnHost(turn, self.serve, self._assistant, self._preallowed, turn.runner.background)
         agent.attach(on_update, on_permission, host)
         prompt = asyncio.create_task(agent.prompt(*prompt_texts), name=f"acp:{work_id}")
         prompt.add_done_callback(lambda _: self.queue.put_nowait(_DONE))
@@ -240,10 +250,9 @@ class _AcpTurn:
             data["usage"] = list(ended.tokens)
         else:
             data.update(usage=[0, 0], usage_reported=False)
-        rows = [
-            turn.entry(EntryKind.ASSISTANT, content="".join(self.text), data=data),
-            turn.entry(EntryKind.TURN_END, data=turn._turn_data()),
-        ]
+        end_data = turn._turn_data()
+        end_data.update(self._usage_data())
+        rows = [self._assistant(data), turn.entry(EntryKind.TURN_END, data=end_data)]
         await turn.commit(rows, "history_commit", final=True)
         return TurnOutcome(TurnEnd.COMPLETED, None, turn.model_calls, turn.usage)
 
@@ -281,6 +290,12 @@ class _AcpTurn:
                 self._on_text(item.text)
             elif isinstance(item, AgentToolCall):
                 await self._on_tool_call(item)
+            elif isinstance(item, AgentThought):
+                self.thought.append(item.text)
+            elif isinstance(item, AgentPlan):
+                await self._on_plan(item)
+            elif isinstance(item, AgentUsage):
+                self.agent_usage = item
             elif isinstance(item, _Request):
                 await self._on_request(item, cancel_agent)
             elif isinstance(item, tuple):
@@ -334,9 +349,62 @@ class _AcpTurn:
         if not answer.done():
             answer.set_result(result)
 
-    def _text_so_far(self) -> str:
+    def _assistant(self, data: dict[str, object] | None = None) -> HistoryEntry:
+        """The agent's text (and reasoning) since the last row, as an ``assistant`` row."""
         text, self.text = "".join(self.text), []
-        return text
+        thought, self.thought = "".join(self.thought), []
+        fields: dict[str, object] = {"acp": True} if data is None else dict(data)
+        if thought.strip():
+            fields["thought"] = thought
+        return self.turn.entry(EntryKind.ASSISTANT, content=text, data=fields)
+
+    async def _on_plan(self, plan: AgentPlan) -> None:
+        """The agent's plan: a row of its own (the transcript shows the newest of a turn)."""
+        turn = self.turn
+        turn.step += 1
+        steps = [
+            {"content": s.content, "status": s.status, "priority": s.priority} for s in plan.steps
+        ]
+        rows = [
+            self._assistant(),
+            turn.entry(EntryKind.ASSISTANT, content="", data={"acp": True, "plan": steps}),
+        ]
+        await turn.commit(rows, "plan")
+
+    async def _cost_so_far(self, acp_session: str) -> float:
+        """The cumulative cost the agent reported at the end of this session's last turn in
+        the same ACP session (0 when none: a new ACP session starts from nothing)."""
+        session_id = self.turn.rt.session.id
+        ends = await self.turn.store.read(
+            lambda: [
+                e
+                for e in history.history_before(session_id, None, 200)
+                if e.kind == EntryKind.TURN_END
+            ]
+        )
+        for end in reversed(ends):
+            cost = end.data.get("agent_cost")
+            if end.data.get("acp_session") == acp_session and isinstance(cost, dict):
+                amount = cost.get("amount")
+                return float(amount) if isinstance(amount, int | float) else 0.0
+        return 0.0
+
+    def _usage_data(self) -> dict[str, object]:
+        """What the agent's last ``usage_update`` said: the context's fill and the session's
+        cumulative cost (in dollars also as the turn's ``cost_usd``: the growth over this turn,
+        when the turn began with a known total)."""
+        usage = self.agent_usage
+        if usage is None:
+            return {}
+        data: dict[str, object] = {
+            "context_tokens": [usage.used, usage.size],
+            "acp_session": self.acp_session,
+        }
+        if usage.cost is not None:
+            data["agent_cost"] = {"amount": usage.cost, "currency": usage.currency}
+            if usage.currency == "USD":
+                data["cost_usd"] = round(max(0.0, usage.cost - self.cost_before), 6)
+        return data
 
     def _preallowed(self) -> bool:
         """An agent permission request fxdesk allowed covers the request that comes now: its
@@ -365,8 +433,16 @@ class _AcpTurn:
             call.status = update.status
         if update.text:
             call.text = update.text
+        if update.diffs:
+            call.diffs = update.diffs
         if call.status in ("completed", "failed") and not call.settled:
-            await self._result(call, call.text or call.status, ok=call.status == "completed")
+            ok = call.status == "completed"
+            if call.diffs:  # shown as a diff in the tool's card
+                shown = "\n".join(_unified(d) for d in call.diffs)
+                content = f"{shown}\n{call.text}" if call.text else shown
+                await self._result(call, content, ok=ok, diff=True)
+            else:
+                await self._result(call, call.text or call.status, ok=ok)
 
     async def _start(self, update: AgentToolCall) -> _Call:
         """The call's row, after the agent's text so far (one step, as a native turn)."""
@@ -375,12 +451,11 @@ class _AcpTurn:
         call = _Call(f"acp-{rt.item.id[:12]}-{update.call_id}", title)
         self.calls[update.call_id] = call
         turn.step += 1
-        text, self.text = "".join(self.text), []
         arguments = json.dumps(
             update.raw_input if update.raw_input is not None else {}, default=str
         )
         rows = [
-            turn.entry(EntryKind.ASSISTANT, content=text, data={"acp": True}),
+            self._assistant(),
             turn.entry(
                 EntryKind.TOOL_CALL,
                 call_id=call.row_id,
@@ -495,6 +570,15 @@ def _ended(prompt: asyncio.Task[PromptEnd]) -> PromptEnd | None:
     if not prompt.done() or prompt.cancelled() or prompt.exception() is not None:
         return None
     return prompt.result()
+
+
+def _unified(diff: FileDiff) -> str:
+    """A unified diff of one file edit the agent reported."""
+    before = (diff.old or "").splitlines(keepends=True)
+    after = diff.new.splitlines(keepends=True)
+    old_name = diff.path if diff.old is not None else "/dev/null"
+    lines = difflib.unified_diff(before, after, old_name, diff.path)
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
 def _cannot_resume(opened: Opened) -> str:

@@ -56,9 +56,51 @@ class AgentToolCall:
     status: str | None = None
     raw_input: Any = None
     text: str = ""  # the text parts of its content
+    diffs: tuple[FileDiff, ...] = ()  # the file edits in its content
 
 
-AgentUpdate = AgentText | AgentToolCall
+@dataclass(frozen=True)
+class FileDiff:
+    """A file edit a tool call reports (``FileEditToolCallContent``); ``old`` None: new file."""
+
+    path: str
+    old: str | None
+    new: str
+
+
+@dataclass(frozen=True)
+class AgentThought:
+    """A chunk of the agent's reasoning (``agent_thought_chunk``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    content: str
+    status: str  # pending | in_progress | completed
+    priority: str  # high | medium | low
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    """The agent's plan (``plan``): the whole list each time, replacing the one before."""
+
+    steps: tuple[PlanStep, ...]
+
+
+@dataclass(frozen=True)
+class AgentUsage:
+    """``usage_update``: tokens in the context, its size, and the session's cumulative cost
+    when the agent reports one."""
+
+    used: int
+    size: int
+    cost: float | None = None
+    currency: str | None = None
+
+
+AgentUpdate = AgentText | AgentToolCall | AgentThought | AgentPlan | AgentUsage
 
 
 @dataclass(frozen=True)
@@ -100,6 +142,14 @@ def _text_of(content: Sequence[Any] | None) -> str:
     return "\n".join(parts)
 
 
+def _diffs_of(content: Sequence[Any] | None) -> tuple[FileDiff, ...]:
+    return tuple(
+        FileDiff(item.path, item.old_text, item.new_text)
+        for item in content or ()
+        if getattr(item, "type", None) == "diff"
+    )
+
+
 def _tool_call(update: Any, started: bool) -> AgentToolCall:
     return AgentToolCall(
         call_id=update.tool_call_id,
@@ -109,6 +159,7 @@ def _tool_call(update: Any, started: bool) -> AgentToolCall:
         status=update.status,
         raw_input=update.raw_input,
         text=_text_of(update.content),
+        diffs=_diffs_of(update.content),
     )
 
 
@@ -282,7 +333,26 @@ class _Client:
             self.on_update(_tool_call(update, started=True))
         elif isinstance(update, schema.ToolCallProgress):
             self.on_update(_tool_call(update, started=False))
-        # Thoughts, plans, commands, modes, usage: not shown yet (docs/acp.md).
+        elif isinstance(update, schema.AgentThoughtChunk):
+            text = getattr(update.content, "text", None)
+            if isinstance(text, str) and text:
+                self.on_update(AgentThought(text))
+        elif isinstance(update, schema.AgentPlanUpdate):
+            steps = tuple(
+                PlanStep(e.content, str(e.status), str(e.priority)) for e in update.entries
+            )
+            self.on_update(AgentPlan(steps))
+        elif isinstance(update, schema.UsageUpdate):
+            cost = update.cost
+            self.on_update(
+                AgentUsage(
+                    update.used,
+                    update.size,
+                    cost.amount if cost is not None else None,
+                    cost.currency if cost is not None else None,
+                )
+            )
+        # Available commands, modes, config options, session info: not shown (docs/acp.md).
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any

@@ -217,3 +217,39 @@ async def test_an_agent_that_dies_mid_turn_fails_the_item_with_a_reason(tmp_path
         assert "the agent exited (code 3) before ending its turn" in reason
     finally:
         await engine.close()
+
+
+async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: Path) -> None:
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "think", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
+        thoughts = [e.data["thought"] for e in entries if "thought" in e.data]
+        assert thoughts == ["Let me see. a.txt needs a second line."]
+        plans = [e.data["plan"] for e in entries if "plan" in e.data]
+        assert [[s["status"] for s in plan] for plan in plans] == [
+            ["pending", "pending"],
+            ["completed", "pending"],
+        ]
+        (result,) = [e for e in entries if e.kind == EntryKind.TOOL_RESULT]
+        assert result.data["diff"] is True
+        assert result.content.splitlines() == [
+            "--- a.txt",
+            "+++ a.txt",
+            "@@ -1 +1,2 @@",
+            " one",
+            "+two",
+        ]
+        end = entries[-1]
+        assert end.kind == EntryKind.TURN_END
+        assert end.data["cost_usd"] == 0.25 and end.data["context_tokens"] == [1200, 200000]
+
+        await engine.sessions.send(sid, "think")  # the agent's total grows to $0.50
+        engine.owner.start(sid)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
+        assert entries[-1].data["cost_usd"] == 0.25  # this turn's part of it
+        assert entries[-1].data["agent_cost"] == {"amount": 0.5, "currency": "USD"}
+    finally:
+        await engine.close()

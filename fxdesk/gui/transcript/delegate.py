@@ -267,7 +267,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         lines = body.splitlines()
         shown = "\n".join(lines[:PREVIEW_LINES])
         doc = plain(shown, width - 2 * PAD, font=mono)
-        if row.tool == "edit_file" and row.ok:
+        if (row.tool == "edit_file" and row.ok) or row.data.get("diff"):  # an agent's edit too
             color_diff(doc, dark=dark)
         rect = QRectF(PAD, header_h, width - 2 * PAD, doc.size().height())
         layout.docs.append((doc, rect))

@@ -182,7 +182,7 @@ class TranscriptModel(QAbstractListModel):
         for row in map(self._with_answer, rows):
             existing = self._index.get(row.key)
             if existing is not None:
-                self._replace(existing, _merge_tool(row, self._rows[existing]))
+                self._replace(existing, _merge(row, self._rows[existing]))
             else:
                 fresh.append(row)
         if not fresh:
@@ -203,7 +203,7 @@ class TranscriptModel(QAbstractListModel):
         for row in map(self._with_answer, build_rows(list(entries))):
             existing = self._index.get(row.key)
             if existing is not None:
-                self._replace(existing, _merge_tool(self._rows[existing], row))
+                self._replace(existing, _merge(self._rows[existing], row))
             else:
                 self._insert_before_live(row)
 
@@ -353,6 +353,37 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
                 )
             )
         elif entry.kind == EntryKind.ASSISTANT:
+            thought = entry.data.get("thought")
+            if isinstance(thought, str) and thought.strip():  # an external agent's reasoning
+                rows.append(
+                    Row(
+                        f"e{entry.id}:thought",
+                        RowKind.ASSISTANT,
+                        entry.seq,
+                        thought_markdown(thought),
+                        entry.work_id,
+                        data={"thought": True},
+                        at_ms=entry.created_at_ms,
+                    )
+                )
+            plan = entry.data.get("plan")
+            if isinstance(plan, list):  # an external agent's plan: the newest one of the turn
+                row = Row(
+                    f"plan:{entry.work_id}",
+                    RowKind.ASSISTANT,
+                    entry.seq,
+                    plan_markdown(plan),
+                    entry.work_id,
+                    data={"plan": plan},
+                    at_ms=entry.created_at_ms,
+                )
+                if row.key in tools:
+                    rows[tools[row.key]] = replace(
+                        rows[tools[row.key]], text=row.text, data=row.data
+                    )
+                else:
+                    tools[row.key] = len(rows)
+                    rows.append(row)
             if entry.content.strip():
                 rows.append(
                     Row(
@@ -387,6 +418,25 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
     return rows
 
 
+PLAN_MARKS = {"completed": "✓", "in_progress": "▶", "pending": "○"}
+
+
+def thought_markdown(thought: str) -> str:
+    """An external agent's reasoning, set apart as a quote."""
+    lines = ["*Thinking*", "", *thought.strip().splitlines()]
+    return "\n".join(f"> {line}" if line else ">" for line in lines)
+
+
+def plan_markdown(plan: list[object]) -> str:
+    """An external agent's plan as a list, each step with its status."""
+    lines = ["**Plan**", ""]
+    for step in plan:
+        if isinstance(step, dict):
+            mark = PLAN_MARKS.get(str(step.get("status")), "○")
+            lines.append(f"- {mark} {step.get('content', '')}")
+    return "\n".join(lines)
+
+
 def _tool_row(entry: HistoryEntry) -> Row:
     key = f"tool:{entry.work_id}:{entry.call_id}"
     if entry.kind == EntryKind.TOOL_CALL:
@@ -412,6 +462,15 @@ def _tool_row(entry: HistoryEntry) -> Row:
         interrupted=bool(entry.data.get("interrupted")),
         data=entry.data,
     )
+
+
+def _merge(first: Row, second: Row) -> Row:
+    """Two rows of one key: a tool call and its result, or an agent's plan and a later one
+    (whose text replaces it in place)."""
+    if first.kind == RowKind.TOOL:
+        return _merge_tool(first, second)
+    newer, older = (first, second) if first.seq >= second.seq else (second, first)
+    return replace(older, text=newer.text, data=newer.data)
 
 
 def _merge_tool(first: Row, second: Row) -> Row:

@@ -859,3 +859,27 @@ def test_code_is_coloured_when_painted_and_a_measured_row_keeps_its_height(qtbot
     assert view.delegate.height(row) == measured == view.delegate.layout(row).height
     plain_doc = render("no code here", 400, dark=False, highlight=True)
     assert not has_plain_code(plain_doc) and getattr(plain_doc, "_highlighter", None) is None
+
+
+async def test_an_external_agents_thoughts_and_plan_are_rows_and_a_later_plan_replaces_it(
+    qtbot: Any,
+) -> None:
+    plan = [{"content": "Read a.txt", "status": "pending", "priority": "medium"}]
+    done = [{"content": "Read a.txt", "status": "completed", "priority": "medium"}]
+    entries = [
+        entry(1, EntryKind.USER, "think", work_id="w1"),
+        entry(2, EntryKind.ASSISTANT, "", work_id="w1", data={"thought": "Let me see."}),
+        entry(3, EntryKind.ASSISTANT, "", work_id="w1", data={"plan": plan}),
+    ]
+    model = TranscriptModel(FakeHistory(entries))
+    await model.load_latest("s1")
+    texts = [model.row_at(i).text for i in range(model.rowCount())]
+    assert texts == ["think", "> *Thinking*\n>\n> Let me see.", "**Plan**\n\n- ○ Read a.txt"]
+    model.append_entries(
+        (
+            entry(4, EntryKind.ASSISTANT, "", work_id="w1", data={"plan": done}),
+            entry(5, EntryKind.ASSISTANT, "Done.", work_id="w1"),
+        )
+    )
+    texts = [model.row_at(i).text for i in range(model.rowCount())]
+    assert texts[2:] == ["**Plan**\n\n- ✓ Read a.txt", "Done."]  # in place, not a second plan
