@@ -25,7 +25,8 @@ from fxdesk.store import Store, repo
 
 log = logging.getLogger(__name__)
 
-ACP_SESSION_KEY = "acp_session"  # session config: {"id": ACP session id, "agent": command line}
+# Session config: {"id": ACP session id, "agent": its command line, "name": the agent's name}.
+ACP_SESSION_KEY = "acp_session"
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,11 @@ class AcpAgents:
                 loaded = await connection.load_session(workspace, previous)
             if not loaded:
                 new_id = await connection.new_session(workspace)
-                value = {"id": new_id, "agent": agent_signature(provider.launch)}
+                value = {
+                    "id": new_id,
+                    "agent": agent_signature(provider.launch),
+                    "name": connection.label,  # shown in the tree
+                }
                 await self.store.write(
                     lambda: repo.set_session_config(session_id, ACP_SESSION_KEY, value),
                     label="acp_session",

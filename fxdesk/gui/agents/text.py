@@ -10,6 +10,7 @@ from fxdesk.domain.agent_runs import AgentRun, RunMode, RunStatus
 from fxdesk.domain.child_agents import MANAGED_BY_KEY
 from fxdesk.domain.model import Session
 from fxdesk.domain.usage import money, tokens
+from fxdesk.engine.acp_agents import ACP_SESSION_KEY
 
 STATUS_LABELS = {
     RunStatus.QUEUED: "queued",
@@ -183,3 +184,24 @@ def event_rank(event: InboxEvent) -> tuple[int, int]:
 def lane_mark(event: InboxEvent) -> str:
     """ "⤷ steer" for events that go into the running turn, "" for the queue lane."""
     return "⤷ steer" if event.lane is Lane.STEER else ""
+
+
+def external_agent(session: Session) -> str | None:
+    """The external agent (ACP) a session runs, by the name it gave, once it has run there;
+    None for a native session."""
+    return _external_agent(session.config_json)
+
+
+@functools.lru_cache(maxsize=1024)
+def _external_agent(config_json: str) -> str | None:
+    config = json.loads(config_json or "{}")
+    stored = config.get(ACP_SESSION_KEY) if isinstance(config, dict) else None
+    if not isinstance(stored, dict):
+        return None
+    name = stored.get("name") or stored.get("agent")
+    return str(name) if name else "external agent"
+
+
+def external_mark(agent: str) -> str:
+    """The tree's badge of a session an external agent runs: "ACP · claude-code-acp"."""
+    return f"ACP · {agent}"

@@ -8,13 +8,20 @@ from PySide6.QtWidgets import QStyle, QStyledItemDelegate, QStyleOptionViewItem
 
 from fxdesk.domain.agent_runs import AgentRun, RunStatus
 from fxdesk.domain.model import SessionState
-from fxdesk.gui.agents.text import MODE_MARKS, STATUS_LABELS, countdown_text, spawned_mark
+from fxdesk.gui.agents.text import (
+    MODE_MARKS,
+    STATUS_LABELS,
+    countdown_text,
+    external_mark,
+    spawned_mark,
+)
 from fxdesk.gui.sessions.model import (
     KIND_SESSION,
     ROLE_AGENT_RUN,
     ROLE_APPROVALS,
     ROLE_BACKGROUND,
     ROLE_BUSY,
+    ROLE_EXTERNAL_AGENT,
     ROLE_KIND,
     ROLE_LAST_FAILED,
     ROLE_QUEUED,
@@ -123,6 +130,9 @@ class SessionDelegate(QStyledItemDelegate):
         spawned = index.data(ROLE_SPAWNED_AGENT)
         if isinstance(spawned, str):  # a persistent sub-agent its parent's agent started
             badges.append((spawned_mark(spawned), Role.STATE_ARCHIVED))
+        external = index.data(ROLE_EXTERNAL_AGENT)
+        if isinstance(external, str):  # an external agent (ACP) runs this session
+            badges.append((external_mark(external), Role.STATE_ARCHIVED))
         if busy:
             badges.append(("in use elsewhere", Role.BADGE_BUSY))
         if background:  # a play sign and the count: its tooltip says it in words

@@ -26,7 +26,12 @@ from PySide6.QtGui import QFont
 from fxdesk.domain.agent_runs import AgentRun
 from fxdesk.domain.model import Session, SessionState, Workspace
 from fxdesk.domain.usage import UsageTotals
-from fxdesk.gui.agents.text import run_tooltip, spawned_agent, spawned_tooltip
+from fxdesk.gui.agents.text import (
+    external_agent,
+    run_tooltip,
+    spawned_agent,
+    spawned_tooltip,
+)
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -46,6 +51,7 @@ ROLE_TREE_USAGE = Qt.ItemDataRole.UserRole + 13  # a root's UsageTotals with its
 # The agent a persistent child was spawned as by its parent's agent ("explorer", "sub-agent"),
 # or None (opened by the person, a run's child).
 ROLE_SPAWNED_AGENT = Qt.ItemDataRole.UserRole + 14
+ROLE_EXTERNAL_AGENT = Qt.ItemDataRole.UserRole + 15  # the external (ACP) agent it runs, or None
 
 _BOLD = QFont()
 _BOLD.setBold(True)
@@ -301,6 +307,8 @@ class SessionTreeModel(QAbstractItemModel):
                 return self._marks.get(snap.id, {}).get(role)
             if role == ROLE_SPAWNED_AGENT:
                 return spawned_agent(snap)
+            if role == ROLE_EXTERNAL_AGENT:
+                return external_agent(snap)
             if role == ROLE_STATE:
                 return snap.state.value
             if role == Qt.ItemDataRole.ToolTipRole:
@@ -311,6 +319,9 @@ class SessionTreeModel(QAbstractItemModel):
                 agent = spawned_agent(snap)
                 if agent is not None:
                     failed += f", persistent sub-agent {agent} started by its parent's agent"
+                external = external_agent(snap)
+                if external is not None:
+                    failed += f", run by the external agent {external}"
                 return f"session, {STATE_LABELS[snap.state]}{failed}"
         elif isinstance(snap, Workspace):
             if role == Qt.ItemDataRole.FontRole:
@@ -331,6 +342,9 @@ class SessionTreeModel(QAbstractItemModel):
         agent = spawned_agent(snap)
         if agent is not None:
             text += "\n\n" + spawned_tooltip(agent)
+        external = external_agent(snap)
+        if external is not None:
+            text += f"\n\nRun by an external agent over ACP: {external}"
         tree = self.mark(snap.id, ROLE_TREE_USAGE)
         if isinstance(tree, UsageTotals) and not snap.is_child:
             text += f"\nWith its sub-agents: {tree.text()} ({tree.model_calls} model calls)"

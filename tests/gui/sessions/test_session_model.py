@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 import pytest
@@ -255,3 +256,19 @@ def test_a_row_has_one_badge_for_its_state_and_keeps_its_name_readable(qtbot: An
     narrow = drawn[200]
     assert "…" in narrow and narrow.startswith("Write") and narrow.endswith("dule")
     assert len(narrow) >= 8  # a name, not "z"
+
+
+def test_a_session_run_by_an_external_agent_says_which_in_its_badge_and_tooltip() -> None:
+    from fxdesk.gui.sessions.delegate import SessionDelegate
+
+    model = SessionTreeModel()
+    acp = {"acp_session": {"id": "a1", "agent": "npx x", "name": "claude-code-acp"}}
+    child = dataclasses.replace(session("c1", parent="r1"), config_json=json.dumps(acp))
+    model.load([workspace(1, "alpha")], [session("r1"), child])
+    index = model.session_index("c1")
+    badges = [text for text, _ in SessionDelegate._badges(index, SessionState.IDLE)]
+    assert badges == ["idle", "ACP · claude-code-acp"]
+    assert "external agent over ACP: claude-code-acp" in index.data(Qt.ItemDataRole.ToolTipRole)
+    root = model.session_index("r1")  # the native root: no such badge
+    assert [text for text, _ in SessionDelegate._badges(root, SessionState.IDLE)] == ["idle"]
+    assert "ACP" not in root.data(Qt.ItemDataRole.ToolTipRole)
