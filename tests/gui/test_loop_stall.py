@@ -112,3 +112,36 @@ def test_the_collector_frees_cycles_a_generation_at_a_time(qapp: object) -> None
         assert probe() is None
     finally:
         collector.stop()
+
+
+def test_a_full_collection_freezes_what_survived_and_a_thorough_one_frees_old_cycles(
+    qapp: object,
+) -> None:
+    class Node:
+        def __init__(self) -> None:
+            self.me = self
+
+    now = [1000.0]
+    collector = MainThreadGarbageCollector(clock=lambda: now[0])
+    collector.start()
+    try:
+        old = Node()
+        collector.collect(2)
+        # What survived is frozen: later full collections do not walk it again.
+        assert gc.get_freeze_count() > 0
+        probe = weakref.ref(old)
+        del old  # a cycle among frozen objects: only a thorough collection can free it
+        collector.collect(2)
+        assert probe() is not None
+        young = Node()
+        young_probe = weakref.ref(young)
+        del young
+        collector.collect(2)
+        assert young_probe() is None  # what was made since the freeze is collected as usual
+        now[0] += collector.THOROUGH_MAX_S  # an hour later, even with the window active
+        collector.check()
+        assert collector.thorough == 1
+        assert probe() is None
+    finally:
+        collector.stop()
+    assert gc.get_freeze_count() == 0

@@ -205,8 +205,12 @@ class SessionController(QObject):
 
     async def _load_older(self) -> None:
         view = self.window.panel.transcript
-        view.keep_place_for_prepend()
-        await self.window.transcript_model.load_older()
+
+        async def warm(rows: list[Row]) -> None:
+            await view.delegate.warm(rows)
+            view.keep_place_for_prepend()  # right before they are inserted
+
+        await self.window.transcript_model.load_older(warm=warm)
 
     @Slot(object)
     def _on_bridge_session_changed(self, session: Session) -> None:

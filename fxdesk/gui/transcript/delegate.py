@@ -8,11 +8,12 @@ answer is rendered in closed pieces plus a growing tail (``markdown.stream_segme
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -52,7 +53,14 @@ from fxdesk.gui.transcript.markdown import (
     render,
     stream_segments,
 )
-from fxdesk.gui.transcript.model import ROLE_ROW, Row, RowKind, ToolState, tool_state
+from fxdesk.gui.transcript.model import (
+    ROLE_ROW,
+    Row,
+    RowKind,
+    ToolState,
+    TranscriptModel,
+    tool_state,
+)
 from fxdesk.gui.widgets import monospace
 
 log = logging.getLogger(__name__)
@@ -120,6 +128,10 @@ class TranscriptDelegate(QStyledItemDelegate):
         # out, which it does for all loaded rows whenever rows are inserted.
         self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
         self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        # The same heights by the row object itself: the view asks for every loaded row's size
+        # on each insert (10,000 rows: 10,000 calls), and hashing a row costs more than this.
+        self._by_id: dict[int, tuple[Row, int, QSize]] = {}
+        self._width_now: int | None = None  # the viewport's, until the next resize
         self.layouts_built = 0
         # The streaming row changes every frame: one slot for its layout, and its closed
         # segments rendered once each (see markdown.stream_segments).
@@ -132,6 +144,8 @@ class TranscriptDelegate(QStyledItemDelegate):
     def clear(self) -> None:
         self._cache.clear()
         self._heights.clear()
+        self._by_id.clear()
+        self._width_now = None
         self._live = None
         self._segments.clear()
 
@@ -149,7 +163,38 @@ class TranscriptDelegate(QStyledItemDelegate):
         return height
 
     def _width(self) -> int:
-        return min(max(self._view.viewport().width() - 2 * MARGIN, 120), MAX_WIDTH)
+        if self._width_now is None:
+            self._width_now = min(max(self._view.viewport().width() - 2 * MARGIN, 120), MAX_WIDTH)
+        return self._width_now
+
+    def forget_width(self) -> None:
+        """The viewport changed size: rows are laid out at the new width from now on."""
+        self._width_now = None
+
+    def _quick_size(self, row: Row) -> QSize:
+        width = self._width()
+        known = self._by_id.get(id(row))
+        if known is not None and known[0] is row and known[1] == width:
+            return known[2]
+        size = QSize(width, self.height(row, width))
+        if row.kind != RowKind.LIVE:
+            self._by_id[id(row)] = (row, width, size)
+            if len(self._by_id) > HEIGHT_CACHE:
+                del self._by_id[next(iter(self._by_id))]
+        return size
+
+    async def warm(self, rows: Sequence[Row], budget_s: float = 0.008) -> None:
+        """Lay out rows about to be inserted, a few between frames, so that inserting them
+        costs the view only their cached heights (a page of 150 answers takes ~150 ms to lay
+        out: in one go, that is a visible stall)."""
+        width = self._width()
+        began = time.perf_counter()
+        for row in rows:
+            self.height(row, width)
+            if time.perf_counter() - began > budget_s:
+                await asyncio.sleep(0)  # the Qt loop paints and takes input meanwhile
+                width = self._width()
+                began = time.perf_counter()
 
     def left(self) -> int:
         """Where rows start: the margin, or more to centre the column on a wide screen."""
@@ -289,12 +334,12 @@ class TranscriptDelegate(QStyledItemDelegate):
     # with PySide6 6.11, so the two hot overrides log and fall back instead of raising.
 
     def sizeHint(self, option: QStyleOptionViewItem, index: AnyIndex) -> QSize:
-        row = index.data(ROLE_ROW)
-        if not isinstance(row, Row):
+        model = self._view.model()
+        row = model.row_at(index.row()) if isinstance(model, TranscriptModel) else None
+        if row is None:
             return QSize(0, 0)
         try:
-            width = self._width()
-            return QSize(width, self.height(row, width))
+            return self._quick_size(row)
         except Exception:
             log.exception("could not lay out transcript row %s", row.key)
             return QSize(self._width(), QFontMetrics(self._view.font()).height() + GAP)

@@ -28,6 +28,7 @@ PAGE_SIZE = 200
 LIVE_OUTPUT_MAX = 8000  # characters of a running command's output kept for its card
 
 HistoryFetch = Callable[[str, int | None, int], Awaitable[list[HistoryEntry]]]
+Warm = Callable[[list["Row"]], Awaitable[None]]  # lays rows out before they are shown
 
 
 class RowKind(enum.StrEnum):
@@ -143,14 +144,19 @@ class TranscriptModel(QAbstractListModel):
         self._prepend(build_rows(entries))
         self.oldest_seq = entries[0].seq if entries else None
 
-    async def load_older(self) -> int:
-        """Fetch the page before the oldest loaded row; how many history rows came."""
+    async def load_older(self, warm: Warm | None = None) -> int:
+        """Fetch the page before the oldest loaded row; how many history rows came.
+
+        ``warm`` (the delegate's) lays the new rows out before they are inserted."""
         session_id = self.session_id
         if session_id is None or self.complete or self._loading or self.oldest_seq is None:
             return 0
         self._loading = True
         try:
             entries = await self._fetch(session_id, self.oldest_seq, PAGE_SIZE)
+            rows = [self._with_answer(row) for row in build_rows(entries)]
+            if warm is not None and self.session_id == session_id:
+                await warm(rows)
         finally:
             self._loading = False
         if self.session_id != session_id:
@@ -159,7 +165,7 @@ class TranscriptModel(QAbstractListModel):
         self.complete = len(entries) < PAGE_SIZE
         if entries:
             self.oldest_seq = entries[0].seq
-            self._prepend(build_rows(entries))
+            self._prepend(rows)
         return len(entries)
 
     async def reveal(self, seq: int) -> int | None:
@@ -306,6 +312,10 @@ class TranscriptModel(QAbstractListModel):
 
     def row_at(self, position: int) -> Row:
         return self._rows[position]
+
+    def position_of(self, key: str) -> int | None:
+        """Where the row with ``key`` is now, or None when it is not loaded."""
+        return self._index.get(key)
 
     # --- internals -----------------------------------------------------------------------
 

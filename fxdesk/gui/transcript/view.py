@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QContextMenuEvent,
     QGuiApplication,
@@ -30,6 +30,12 @@ from fxdesk.gui.transcript.model import RowKind, TranscriptModel
 from fxdesk.gui.transcript.selection import TextSelection
 
 HIGHLIGHT_MS = 2500  # how long a message a search opened stays highlighted
+# After older rows are inserted at the top, the view lays every loaded row out again. With
+# 10,000 rows that is ~100 ms of sizes in one go, so it does it this many rows a frame (their
+# heights are known: the delegate warmed them before they came); the rows in view are in the
+# first batch. Rows added at the bottom are laid out in one pass: a batched pass would leave
+# the newest rows unpainted for a few frames.
+PREPEND_BATCH = 1000
 
 
 class TranscriptView(QListView):
@@ -52,7 +58,11 @@ class TranscriptView(QListView):
         self.setAccessibleName("Transcript")
         self.setSpacing(0)
         self.pinned = True
-        self._restore_from_bottom: int | None = None
+        self._anchor: tuple[str, int] | None = None  # (row key, its top) kept over a prepend
+        # Back to one-pass layout once a batched one has reached the last row.
+        self._batches = QTimer(self)
+        self._batches.setInterval(16)
+        self._batches.timeout.connect(self._on_batches_timeout)
         self.verticalScrollBar().valueChanged.connect(self._on_scrollbar_value_changed)
         self.verticalScrollBar().rangeChanged.connect(self._on_scrollbar_range_changed)
         model.rowsInserted.connect(self._on_model_changed)
@@ -192,17 +202,44 @@ class TranscriptView(QListView):
         self.viewport().update()
 
     def keep_place_for_prepend(self) -> None:
-        """Call before older rows are inserted at the top: the view will not jump."""
-        bar = self.verticalScrollBar()
-        self._restore_from_bottom = bar.maximum() - bar.value()
+        """Call right before older rows are inserted at the top: the row at the top of the view
+        stays where it is, and the rows are laid out a batch a frame."""
+        top = self.indexAt(QPoint(self.viewport().width() // 2, 0))
+        if top.isValid():
+            self._anchor = (self.transcript.row_at(top.row()).key, self.visualRect(top).top())
+        self.setLayoutMode(QListView.LayoutMode.Batched)
+        self.setBatchSize(PREPEND_BATCH)
+        self._batches.start()
+
+    def _on_batches_timeout(self) -> None:
+        count = self.transcript.rowCount()
+        last = self.visualRect(self.transcript.index(count - 1, 0)) if count else None
+        if last is None or last.height() > 0:
+            self.setLayoutMode(QListView.LayoutMode.SinglePass)
+            self._batches.stop()
+            self._anchor = None
 
     def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
         bar = self.verticalScrollBar()
-        if self._restore_from_bottom is not None:
-            bar.setValue(high - self._restore_from_bottom)
-            self._restore_from_bottom = None
+        if self._anchor is not None:
+            self._restore_anchor()
         elif self.pinned:
             bar.setValue(high)
+
+    def _restore_anchor(self) -> None:
+        if self._anchor is None:
+            return
+        key, top = self._anchor
+        position = self.transcript.position_of(key)
+        if position is None:
+            self._anchor = None
+            return
+        rect = self.visualRect(self.transcript.index(position, 0))
+        if rect.height() <= 0:
+            return  # not laid out yet: the next batch's range change comes back here
+        self._anchor = None
+        bar = self.verticalScrollBar()
+        bar.setValue(bar.value() + rect.top() - top)
 
     def _on_scrollbar_value_changed(self, value: int) -> None:
         bar = self.verticalScrollBar()
@@ -221,5 +258,6 @@ class TranscriptView(QListView):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
+        self.delegate.forget_width()
         self.delegate.clear()
         self.scheduleDelayedItemsLayout()

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QStyleOptionViewItem
+from PySide6.QtWidgets import QListView, QStyleOptionViewItem
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
@@ -363,11 +363,17 @@ async def test_a_10000_message_session_opens_and_scrolls_without_loading_it_all(
         await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
 
         # Scrolling to the top fetches one more page, and the view keeps its place.
+        built_at_insert: list[int] = []
+        model.rowsInserted.connect(lambda *_: built_at_insert.append(view.delegate.layouts_built))
         for pages in (2, 3, 4):
             anchor = model.row_at(0)
             bar.setValue(bar.minimum())
             await until(lambda pages=pages: model.fetched == pages * PAGE_SIZE)
             await until(lambda: bar.value() > bar.minimum())
+            # The page was laid out before it was inserted (the delegate warmed it between
+            # frames); the view lays the rows out a batch a frame, then goes back to one pass.
+            await until(lambda: view.layoutMode() == QListView.LayoutMode.SinglePass)
+            assert view.delegate.layouts_built - built_at_insert[-1] <= 10
             top = view.indexAt(QPoint(10, 10))
             assert top.data(ROLE_ROW) is not None
             assert model.row_at(PAGE_SIZE) == anchor  # the old first row, one page down
@@ -386,8 +392,11 @@ async def test_a_10000_message_session_opens_and_scrolls_without_loading_it_all(
 
 
 async def _load_older(view: TranscriptView, model: TranscriptModel) -> None:
-    view.keep_place_for_prepend()
-    await model.load_older()
+    async def warm(rows: list[Row]) -> None:
+        await view.delegate.warm(rows)
+        view.keep_place_for_prepend()
+
+    await model.load_older(warm=warm)
 
 
 async def test_every_row_action_is_reachable_by_keyboard(qtbot: Any) -> None:
