@@ -286,7 +286,7 @@ def _usage(entries: list[HistoryEntry]) -> dict[str, Any]:
     total: dict[str, Any] = {"input_tokens": 0, "output_tokens": 0, "model_calls": 0}
     cost: float | None = None
     for entry in entries:
-        if entry.kind == EntryKind.ASSISTANT:
+        if entry.kind == EntryKind.ASSISTANT and not entry.data.get("acp"):  # not ACP steps
             used = entry.data.get("usage") or [0, 0]
             total["input_tokens"] += int(used[0])
             total["output_tokens"] += int(used[1])

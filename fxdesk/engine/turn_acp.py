@@ -250,8 +250,11 @@ class _AcpTurn:
             data["usage"] = list(ended.tokens)
         else:
             data.update(usage=[0, 0], usage_reported=False)
+        agent_usage = self._usage_data()
+        if "cost_usd" in agent_usage:  # the turn's one "model call" carries its cost
+            data["cost_usd"] = agent_usage["cost_usd"]
         end_data = turn._turn_data()
-        end_data.update(self._usage_data())
+        end_data.update(agent_usage)
         rows = [self._assistant(data), turn.entry(EntryKind.TURN_END, data=end_data)]
         await turn.commit(rows, "history_commit", final=True)
         return TurnOutcome(TurnEnd.COMPLETED, None, turn.model_calls, turn.usage)

@@ -2,7 +2,10 @@
 
 Every ``assistant`` entry is one finished model call; its ``data_json`` holds ``usage`` (input
 and output tokens), ``cost_usd`` when priced, and ``usage_reported: false`` when its server said
-nothing (``engine.turn``). Called on the store's reader threads.
+nothing (``engine.turn``). An external agent's turn (``engine.turn_acp``) is one call: its
+final ``assistant`` row holds the turn's usage; its other ``assistant`` rows (text before a tool
+call, a plan, data ``acp: true``) are steps within it and not counted. Called on the store's
+reader threads.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ _SUMS = """
 _CALLS = """
     SELECT h.session_id, h.created_at_ms, h.data_json,
            COALESCE(json_extract(h.data_json, '$.usage_reported'), 1) = 0 AS unreported
-    FROM history_entry h WHERE h.kind = ?
+    FROM history_entry h WHERE h.kind = ? AND json_extract(h.data_json, '$.acp') IS NULL
 """
 
 

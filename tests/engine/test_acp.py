@@ -251,5 +251,10 @@ async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: P
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         assert entries[-1].data["cost_usd"] == 0.25  # this turn's part of it
         assert entries[-1].data["agent_cost"] == {"amount": 0.5, "currency": "USD"}
+        # Each turn is one "model call" in the usage totals (the tree's), with its cost.
+        from fxdesk.store import usage
+
+        totals = await engine.store.read(lambda: usage.totals([sid]))
+        assert (totals.model_calls, totals.cost_usd, totals.unpriced) == (2, 0.5, 0)
     finally:
         await engine.close()
