@@ -153,6 +153,7 @@ class _Call:
     text: str = ""
     settled: bool = False
     diffs: tuple[FileDiff, ...] = ()
+    raw_input: Any = None  # what the agent said the call takes (shown when asking)
 
 
 @dataclass
@@ -167,6 +168,7 @@ class _AcpTurn:
     agent_usage: AgentUsage | None = None  # the last usage_update
     cost_before: float = 0.0  # the session's cumulative cost when the turn began
     acp_session: str = ""
+    said: str = ""  # the agent's text in the last assistant row
     cancelled: bool = False  # the person cancelled (session/cancel sent)
 
     async def run(self) -> TurnOutcome:
@@ -356,6 +358,8 @@ class _AcpTurn:
         """The agent's text (and reasoning) since the last row, as an ``assistant`` row."""
         text, self.text = "".join(self.text), []
         thought, self.thought = "".join(self.thought), []
+        if text.strip():
+            self.said = text  # what it said last, for a permission request that follows
         fields: dict[str, object] = {"acp": True} if data is None else dict(data)
         if thought.strip():
             fields["thought"] = thought
@@ -451,7 +455,7 @@ class _AcpTurn:
         """The call's row, after the agent's text so far (one step, as a native turn)."""
         turn, rt = self.turn, self.turn.rt
         title = update.title or update.kind or "tool call"
-        call = _Call(f"acp-{rt.item.id[:12]}-{update.call_id}", title)
+        call = _Call(f"acp-{rt.item.id[:12]}-{update.call_id}", title, raw_input=update.raw_input)
         self.calls[update.call_id] = call
         turn.step += 1
         arguments = json.dumps(
@@ -550,7 +554,7 @@ class _AcpTurn:
             tool,
             arguments,
             check,
-            explanation="".join(self.text) or call.title,
+            explanation=_asking(ask, call, "".join(self.text) or self.said),
             stopping=rt.stopping,
         )
         if approval is None:  # the item was cancelled meanwhile
@@ -573,6 +577,14 @@ def _ended(prompt: asyncio.Task[PromptEnd]) -> PromptEnd | None:
     if not prompt.done() or prompt.cancelled() or prompt.exception() is not None:
         return None
     return prompt.result()
+
+
+def _asking(ask: PermissionAsk, call: _Call, said: str) -> str:
+    """What the person reads with the agent's permission request: what it said, then the
+    call's title and input ("Edit notes.txt · {"path": "notes.txt"}")."""
+    raw = ask.call.raw_input if ask.call.raw_input is not None else call.raw_input
+    what = call.title + (f" · {json.dumps(raw, default=str)}" if raw not in (None, {}) else "")
+    return f"{said.strip()}\n\n{what}" if said.strip() else what
 
 
 def _unified(diff: FileDiff) -> str:

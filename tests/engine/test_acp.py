@@ -93,6 +93,10 @@ async def test_a_permission_request_is_an_approval_and_allowing_it_lets_the_agen
         sid = await start(engine, "write notes.txt", PermissionMode.ASK)
         approval = await pending_approval(engine)
         assert approval.tool == "acp:edit"  # type: ignore[attr-defined]
+        # The person reads what the agent said, the call's title and its input.
+        assert approval.explanation == (  # type: ignore[attr-defined]
+            'I will write notes.txt.\n\nWrite notes.txt · {"path": "notes.txt"}'
+        )
         (item,) = await engine.items(sid)
         assert item.status == WorkStatus.AWAITING_APPROVAL
         assert not (engine.workspace / "notes.txt").exists()

@@ -124,15 +124,15 @@ class SessionDelegate(QStyledItemDelegate):
             badges.append(("last turn failed", BADGE_ROLES[SessionState.FAILED]))
         elif state != SessionState.IDLE or not (busy or background or queued):
             badges.append(_state_badge(index, state))
+        external = index.data(ROLE_EXTERNAL_AGENT)
+        if isinstance(external, str):  # an external agent (ACP) runs this session: what kind
+            badges.append((external_mark(external), Role.STATE_ARCHIVED))
         run = index.data(ROLE_AGENT_RUN)
         if isinstance(run, AgentRun):  # a sub-agent's run: foreground or background
             badges.append((MODE_MARKS[run.mode], Role.STATE_ARCHIVED))
         spawned = index.data(ROLE_SPAWNED_AGENT)
         if isinstance(spawned, str):  # a persistent sub-agent its parent's agent started
             badges.append((spawned_mark(spawned), Role.STATE_ARCHIVED))
-        external = index.data(ROLE_EXTERNAL_AGENT)
-        if isinstance(external, str):  # an external agent (ACP) runs this session
-            badges.append((external_mark(external), Role.STATE_ARCHIVED))
         if busy:
             badges.append(("in use elsewhere", Role.BADGE_BUSY))
         if background:  # a play sign and the count: its tooltip says it in words
