@@ -8,10 +8,11 @@ model receives, repairing what an interrupted or cancelled turn left half-done.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from fxdesk.domain.images import ImageAttachment, placeholder, refs_of
 from fxdesk.domain.model import EntryKind
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -50,6 +51,7 @@ class ChatMessage:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # the tool's name, on tool results
+    images: tuple[ImageAttachment, ...] = ()  # on the person's messages (domain/images.py)
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,13 @@ class HistoryEntry:
     id: int | None = None
 
 
-def build_messages(entries: Iterable[HistoryEntry]) -> list[ChatMessage]:
+def build_messages(
+    entries: Iterable[HistoryEntry], images: Mapping[int, ImageAttachment] | None = None
+) -> list[ChatMessage]:
     """The messages a model sees for these history rows, in order.
+
+    A message's attached images go with it when ``images`` holds them (by id); the others are
+    named in its text as ``[image: name]``, so the model knows they were there.
 
     Every tool call gets exactly one result right after its assistant message (providers reject
     anything else): a call whose result was never committed gets ``NOT_RUN_RESULT``.
@@ -124,13 +131,21 @@ def build_messages(entries: Iterable[HistoryEntry]) -> list[ChatMessage]:
         elif entry.kind == EntryKind.USER:
             close_assistant()
             settle_calls()
-            messages.append(ChatMessage("user", entry.content))
+            messages.append(_user_message(entry, images or {}))
         elif entry.kind == EntryKind.TURN_END:
             close_assistant()
             settle_calls()
     close_assistant()
     settle_calls()
     return messages
+
+
+def _user_message(entry: HistoryEntry, images: Mapping[int, ImageAttachment]) -> ChatMessage:
+    refs = refs_of(entry.data)
+    carried = tuple(images[r["id"]] for r in refs if r["id"] in images)
+    missing = [placeholder(r) for r in refs if r["id"] not in images]
+    text = "\n".join([entry.content, *missing]) if missing else entry.content
+    return ChatMessage("user", text, images=carried)
 
 
 def open_tool_calls(entries: Iterable[HistoryEntry]) -> list[HistoryEntry]:

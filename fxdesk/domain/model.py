@@ -174,6 +174,8 @@ class Profile:
     command: str | None = None  # acp: the agent's program
     args: tuple[str, ...] = ()  # acp: its arguments
     env: tuple[tuple[str, str], ...] = ()  # acp: extra environment (NAME, value)
+    # Whether the model takes images; None: guessed from its name (domain/images.py).
+    accepts_images: bool | None = None
 
     def cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
         """What these tokens cost, or None when the profile has no prices."""

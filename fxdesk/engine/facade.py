@@ -20,7 +20,7 @@ import datetime
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -39,6 +39,7 @@ from fxdesk.domain.background import (
     TaskNotFound,
 )
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.images import ImageAttachment
 from fxdesk.domain.model import (
     KeySource,
     PermissionMode,
@@ -71,6 +72,7 @@ from fxdesk.engine.errors import (
     WorktreeError,
 )
 from fxdesk.engine.events import RecoveryReport, SessionChanged, WorkspaceAdded
+from fxdesk.engine.images import ImagesPart
 from fxdesk.engine.mcp import McpService
 from fxdesk.engine.owner import Result, SessionOwner, StartResult
 from fxdesk.engine.permissions import PermissionService, suggested_rules
@@ -152,7 +154,7 @@ class Transcript:
     entries: list[HistoryEntry]
 
 
-class Engine(AgentRunsPart, WorktreePart):
+class Engine(AgentRunsPart, WorktreePart, ImagesPart):
     """What the window and the command line can do and read.
 
     Built by ``App`` once its services run. ``owner`` is None for clients that only read or
@@ -323,24 +325,34 @@ class Engine(AgentRunsPart, WorktreePart):
         owner.start(child.id)
         return child
 
-    async def send(self, session_id: str, text: str, *, start: bool = True) -> WorkItem:
-        """Queue a message and start the session (it runs after what is already queued)."""
+    async def send(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        start: bool = True,
+        images: Sequence[ImageAttachment] = (),
+    ) -> WorkItem:
+        """Queue a message (with the images it carries) and start the session (it runs after
+        what is already queued). Images to a model that takes none: ``SessionError``."""
         owner = self._running() if start else None  # refuse before writing
-        item = await self._sessions.send(session_id, text)
+        item = await self._sessions.send(session_id, text, images=images)
         if self._agents is not None:  # inbox events wait for this turn: they go in behind it
             await self._agents.delivery.attach_to_next_turn(session_id)
         if owner is not None:
             owner.start(session_id)
         return item
 
-    async def steer(self, session_id: str, text: str) -> WorkItem:
+    async def steer(
+        self, session_id: str, text: str, *, images: Sequence[ImageAttachment] = ()
+    ) -> WorkItem:
         """Deliver ``text`` into the running turn at its next step; when no turn runs, it is
         an ordinary message."""
         owner = self._running()
         if owner.is_running(session_id):
-            item = await self._sessions.steer(session_id, text)
+            item = await self._sessions.steer(session_id, text, images)
         else:
-            item = await self._sessions.send(session_id, text)
+            item = await self._sessions.send(session_id, text, images=images)
         owner.start(session_id)
         return item
 

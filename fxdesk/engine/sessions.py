@@ -12,12 +12,15 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fxdesk.domain import work as reducers
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.images import ImageAttachment, ImageError
+from fxdesk.domain.images import check_all as check_images
 from fxdesk.domain.model import (
     UNRESTRICTED_OFF,
     PermissionMode,
@@ -41,8 +44,9 @@ from fxdesk.engine.errors import (
     WorkActive,
 )
 from fxdesk.engine.events import SessionAdded, SessionChanged, WorkspaceAdded, publish_change
+from fxdesk.engine.images import image_support
 from fxdesk.engine.owner import SessionOwner
-from fxdesk.store import Store, StoreError, control, history, repo
+from fxdesk.store import Store, StoreError, attachments, control, history, repo
 
 __all__ = [
     "Catalog",
@@ -340,15 +344,31 @@ class SessionService:
         *,
         kind: WorkKind = WorkKind.PROMPT,
         source_id: str = "person",
+        images: Sequence[ImageAttachment] = (),
     ) -> WorkItem:
-        """Queue a message; ``SessionOwner.start`` runs it."""
+        """Queue a message (with the images it carries); ``SessionOwner.start`` runs it.
+
+        Images go only to a session whose model takes them: otherwise ``SessionError`` says so
+        and nothing is queued (never a message without the images the person attached)."""
+        try:
+            images = check_images(images)
+        except ImageError as exc:
+            raise SessionError(str(exc), code=ErrorCode.INVALID_ARGUMENT) from None
+        if not content.strip() and images:  # an image on its own says what it is
+            content = " ".join(f"[image: {image.name}]" for image in images)
         if not content.strip():
             raise SessionError("the message is empty", code=ErrorCode.INVALID_ARGUMENT)
         at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session | None]:
             before = repo.get_session(session_id)
+            if images and before is not None:
+                support = image_support(before)
+                if not support.accepted:
+                    raise SessionError(support.refusal, code=ErrorCode.INVALID_ARGUMENT)
             change = _enqueue(session_id, content, kind, source_id, at)
+            if images:
+                attachments.add_images(session_id, change.items[0].id, images, at)
             if before is None:
                 return change, None
             after = _changed(before, change)  # no second read of the row just written
@@ -364,10 +384,12 @@ class SessionService:
         publish_change(self._bus, change, session)
         return change.items[0]
 
-    async def steer(self, session_id: str, content: str) -> WorkItem:
+    async def steer(
+        self, session_id: str, content: str, images: Sequence[ImageAttachment] = ()
+    ) -> WorkItem:
         """A message for the running turn, delivered at its next step boundary. Durable like
         any queued message: if the turn ends first, it runs as the next message."""
-        return await self.send(session_id, content, kind=WorkKind.STEER)
+        return await self.send(session_id, content, kind=WorkKind.STEER, images=images)
 
     async def remove_pending(self, session_id: str, work_id: str) -> bool:
         """Take a queued message out before it runs; False if it already started."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry, ToolCall, build_messages, open_tool_calls
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase
+from fxdesk.domain.images import ImageAttachment, refs_of
 from fxdesk.domain.live import LiveEvent
 from fxdesk.domain.model import EntryKind, Session, WorkKind, WorkStatus
 from fxdesk.domain.work import Change, WorkItem, consume_steer
@@ -38,6 +39,7 @@ from fxdesk.engine.cancel import Cancelled
 from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import RegistryClosed
 from fxdesk.engine.events import DeliveryAdded, HistoryAppended, TextStreamed, publish_change
+from fxdesk.engine.images import context_images, support_for
 from fxdesk.engine.permissions import PermissionService
 from fxdesk.engine.turn_acp import run_acp_turn
 from fxdesk.engine.turn_children import take_child_results
@@ -64,7 +66,7 @@ from fxdesk.providers.base import (
     Usage,
     collect,
 )
-from fxdesk.store import Store, StoreError, control, history
+from fxdesk.store import Store, StoreError, attachments, control, history
 from fxdesk.tools.agents.port import AgentsPort
 from fxdesk.tools.background.port import BackgroundPort
 from fxdesk.tools.base import ToolRegistry
@@ -182,6 +184,7 @@ class _Turn:
         self.usage_reported = False  # some model call of this turn said what it used
         self.context: list[HistoryEntry] = []
         self.entries: list[HistoryEntry] = []
+        self.images: dict[int, ImageAttachment] = {}  # by id: those the model calls carry
         self.step = 0
         self.tools = ToolCalls(
             self,
@@ -221,7 +224,11 @@ class _Turn:
             return self._outcome(TurnEnd.COMPLETED)  # the history commit already landed
         self.step = max((e.step for e in self.entries), default=0)
         if not any(e.kind == EntryKind.USER for e in self.entries):
-            await self.commit([self.entry(EntryKind.USER, content=self.rt.item.content)], "user")
+            data = await self.store.read(lambda: attachments.user_entry_data(work_id))
+            await self.commit(
+                [self.entry(EntryKind.USER, content=self.rt.item.content, data=data)], "user"
+            )
+        await self._load_images()
         for call_entry in open_tool_calls(self.entries):
             call = ToolCall(
                 call_entry.call_id or "", call_entry.tool_name or "", call_entry.content
@@ -367,7 +374,7 @@ class _Turn:
                     work_id=work_id,
                     step=step,
                     content=i.content,
-                    data={"steer": True, "steer_id": i.id},
+                    data={"steer": True, "steer_id": i.id, **attachments.user_entry_data(i.id)},
                     created_at_ms=now,
                 )
                 for i in steers
@@ -389,8 +396,21 @@ class _Turn:
         self.entries.extend(stored)
         if stored:
             self.runner.bus.publish(HistoryAppended(session_id, tuple(stored)))
+        if any(refs_of(e.data) for e in stored):
+            await self._load_images()
         for change in changes:
             publish_change(self.runner.bus, change)
+
+    async def _load_images(self) -> None:
+        """Read the images the model calls of this turn carry (``engine/images.py``)."""
+        entries = self.context + self.entries
+        if not any(refs_of(e.data) for e in entries):
+            return
+        accepted = support_for(self.rt.profile, self.rt.snapshot.model).accepted
+        try:
+            self.images = await self.store.read(lambda: context_images(entries, accepted))
+        except StoreError as exc:
+            raise paused(exc) from None
 
     # --- model calls -------------------------------------------------------------------------
 
@@ -403,7 +423,7 @@ class _Turn:
         )
         request = ModelRequest(
             model=self.rt.snapshot.model,
-            messages=tuple(build_messages(self.context + self.entries)),
+            messages=tuple(build_messages(self.context + self.entries, self.images)),
             tools=tools,
             system=system_prompt(self.runner.system_prompt, self.rt.session),
             effort=self.rt.snapshot.effort or (self.rt.profile.effort if self.rt.profile else None),

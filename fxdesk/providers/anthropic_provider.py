@@ -7,6 +7,7 @@ decides), and transport errors that escape mid-stream are caught here.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -16,6 +17,7 @@ import anthropic
 import httpx2 as httpx  # the transport the SDKs use (the successor of httpx)
 
 from fxdesk.domain.conversation import ChatMessage
+from fxdesk.domain.images import ImageAttachment
 from fxdesk.providers.base import (
     Finished,
     ModelRequest,
@@ -176,8 +178,23 @@ def to_anthropic(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
                 )
             add("assistant", blocks or [{"type": "text", "text": ""}])
         elif message.role == "user":
-            add("user", [{"type": "text", "text": message.content}])
+            # Images first, then the text about them (Anthropic's advice for image prompts).
+            user: list[dict[str, Any]] = [image_block(image) for image in message.images]
+            if message.content or not user:
+                user.append({"type": "text", "text": message.content})
+            add("user", user)
     return out
+
+
+def image_block(image: ImageAttachment) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {
+            "type": "base64",
+            "media_type": image.media_type,
+            "data": base64.b64encode(image.data).decode("ascii"),
+        },
+    }
 
 
 def _message(exc: anthropic.APIStatusError) -> str:

@@ -68,6 +68,10 @@ def _next_step(messages: tuple[ChatMessage, ...]) -> Reply:
         )
         summary += f"; {candidate} starts with: “{first[:120]}”"
     question = turn[0].content if turn else ""
+    images = turn[0].images if turn else ()
+    if images:  # what it was given, so the person sees the images reached the model call
+        seen = ", ".join(f"{i.name} ({i.media_type}, {len(i.data):,} bytes)" for i in images)
+        summary += f". With your message came {len(images)} image(s): {seen}"
     return Reply(
         text=(
             f"{LABEL}\n{summary}.\n\nYou asked: “{question[:200]}”. A real model would work on "

@@ -8,6 +8,7 @@ committed). Errors become ``ProviderError`` codes the engine turns into plain re
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,6 +17,7 @@ import httpx2 as httpx  # the transport the SDKs use (the successor of httpx)
 import openai
 
 from fxdesk.domain.conversation import ChatMessage
+from fxdesk.domain.images import ImageAttachment
 from fxdesk.providers.base import (
     Finished,
     ModelRequest,
@@ -163,7 +165,20 @@ def to_openai(message: ChatMessage) -> dict[str, Any]:
                 for call in message.tool_calls
             ],
         }
+    if message.role == "user" and message.images:
+        # Chat Completions content parts: the text, then each image as a data URL.
+        parts: list[dict[str, Any]] = []
+        if message.content:
+            parts.append({"type": "text", "text": message.content})
+        parts.extend(
+            {"type": "image_url", "image_url": {"url": data_url(image)}} for image in message.images
+        )
+        return {"role": "user", "content": parts}
     return {"role": message.role, "content": message.content}
+
+
+def data_url(image: ImageAttachment) -> str:
+    return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
 
 
 def _message(exc: openai.APIStatusError) -> str:

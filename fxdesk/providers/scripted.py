@@ -146,6 +146,12 @@ class ScriptedProvider(Provider):
                     "model": request.model,
                     "messages": len(request.messages),
                     "last_role": last.role if last else None,
+                    # The images the request carries (type, size, name): what a model saw.
+                    "images": [
+                        {"media_type": i.media_type, "size": len(i.data), "name": i.name}
+                        for m in request.messages
+                        for i in m.images
+                    ],
                 }
             )
             await asyncio.to_thread(_append_line, self.record_to, line)

@@ -15,6 +15,7 @@ from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.search import MARK_END, MARK_START, SearchHit, fts_query
 from fxdesk.domain.work import WorkItem, committed_work_id
+from fxdesk.store.attachments import user_entry_data
 from fxdesk.store.schema import database_proxy as db
 
 _ENTRY_COLUMNS = (
@@ -72,12 +73,22 @@ def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[His
 
 def ensure_user_entry(item: WorkItem, at_ms: int) -> list[HistoryEntry]:
     """The person's (or parent's) message opens the turn's history; added once per item."""
+    data = user_entry_data(item.id)  # the images the message carries
     row = db.execute_sql(
-        "INSERT INTO history_entry (session_id, seq, work_id, step, kind, content, created_at_ms) "
+        "INSERT INTO history_entry (session_id, seq, work_id, step, kind, content, data_json, "
+        "created_at_ms) "
         "SELECT ?, COALESCE((SELECT MAX(seq) FROM history_entry WHERE session_id = ?), 0) + 1, "
-        "?, 0, 'user', ?, ? WHERE NOT EXISTS (SELECT 1 FROM history_entry WHERE work_id = ? "
+        "?, 0, 'user', ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM history_entry WHERE work_id = ? "
         "AND kind = 'user') RETURNING id, seq",
-        (item.session_id, item.session_id, item.id, item.content, at_ms, item.id),
+        (
+            item.session_id,
+            item.session_id,
+            item.id,
+            item.content,
+            json.dumps(data, sort_keys=True) if data else None,
+            at_ms,
+            item.id,
+        ),
     ).fetchone()
     if row is None:
         return []
@@ -88,6 +99,7 @@ def ensure_user_entry(item: WorkItem, at_ms: int) -> list[HistoryEntry]:
             kind=EntryKind.USER,
             work_id=item.id,
             content=item.content,
+            data=data,
             created_at_ms=at_ms,
             id=row[0],
         )

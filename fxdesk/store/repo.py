@@ -280,6 +280,7 @@ _PROFILE_SETTINGS = (
     "command",
     "args",
     "env",
+    "accepts_images",
 )
 
 

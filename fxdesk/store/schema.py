@@ -333,6 +333,23 @@ class AgentSessionStateRow(BaseModel):
         table_name = "agent_session_state"
 
 
+class ImageAttachmentRow(BaseModel):
+    id = pw.AutoField()
+    session = pw.ForeignKeyField(SessionRow, column_name="session_id", on_delete="CASCADE")
+    work = pw.ForeignKeyField(WorkItemRow, column_name="work_id", null=True, on_delete="SET NULL")
+    position = pw.IntegerField()
+    name = pw.TextField()
+    media_type = pw.TextField()
+    width = pw.IntegerField(default=0)
+    height = pw.IntegerField(default=0)
+    size = pw.IntegerField()
+    data = pw.BlobField()
+    created_at_ms = pw.IntegerField()
+
+    class Meta:
+        table_name = "image_attachment"
+
+
 ALL_MODELS: tuple[type[BaseModel], ...] = (
     WorkspaceRow,
     SessionRow,
@@ -351,4 +368,5 @@ ALL_MODELS: tuple[type[BaseModel], ...] = (
     AgentRunRow,
     AgentInboxRow,
     AgentSessionStateRow,
+    ImageAttachmentRow,
 )
