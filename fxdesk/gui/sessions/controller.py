@@ -150,7 +150,7 @@ class SessionController(QObject):
             self.window.panel.composer.edit.workspace = Path(path) if path else None
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
         self.window.model.set_mark(session_id, ROLE_UNREAD, False)
-        await model.load_latest(session_id)
+        await model.load_latest(session_id, warm=self._warm)
         if model.session_id != session_id:
             return
         queue = await self.engine.queue(session_id)
@@ -204,13 +204,13 @@ class SessionController(QObject):
             composer.set_mode(session.permission_mode)
 
     async def _load_older(self) -> None:
+        await self.window.transcript_model.load_older(warm=self._warm)
+
+    async def _warm(self, rows: list[Row]) -> None:
+        """Lay rows out between frames before they are inserted above the ones shown."""
         view = self.window.panel.transcript
-
-        async def warm(rows: list[Row]) -> None:
-            await view.delegate.warm(rows)
-            view.keep_place_for_prepend()  # right before they are inserted
-
-        await self.window.transcript_model.load_older(warm=warm)
+        await view.delegate.warm(rows)
+        view.keep_place_for_prepend()  # right before they are inserted
 
     @Slot(object)
     def _on_bridge_session_changed(self, session: Session) -> None:

@@ -109,6 +109,9 @@ def tool_state(row: Row) -> ToolState:
     return ToolState.FAILED
 
 
+FIRST_SHOWN = 24  # rows of a newly opened session shown before the rest of its page
+
+
 class TranscriptModel(QAbstractListModel):
     """One session's transcript. ``fetched`` counts history rows read from the database."""
 
@@ -132,17 +135,34 @@ class TranscriptModel(QAbstractListModel):
         self._answers = {}
         self._rows, self._index = [], {}
         self.oldest_seq, self.complete, self.fetched = None, False, 0
+        self._loading = False
         self.endResetModel()
 
-    async def load_latest(self, session_id: str) -> None:
+    async def load_latest(self, session_id: str, warm: Warm | None = None) -> None:
+        """Fetch the newest page. With ``warm``, the newest ``FIRST_SHOWN`` rows are shown at
+        once and the rest of the page is laid out between frames, then inserted above them:
+        the person sees the end of a long session without waiting for a whole page's layout."""
         self.clear(session_id)
-        entries = await self._fetch(session_id, None, PAGE_SIZE)
-        if self.session_id != session_id:
-            return  # the person moved on meanwhile
-        self.fetched += len(entries)
-        self.complete = len(entries) < PAGE_SIZE
-        self._prepend(build_rows(entries))
-        self.oldest_seq = entries[0].seq if entries else None
+        self._loading = True  # no older page while this one is still coming in
+        try:
+            entries = await self._fetch(session_id, None, PAGE_SIZE)
+            if self.session_id != session_id:
+                return  # the person moved on meanwhile
+            self.fetched += len(entries)
+            self.complete = len(entries) < PAGE_SIZE
+            self.oldest_seq = entries[0].seq if entries else None
+            rows = build_rows(entries)
+            if warm is None or len(rows) <= FIRST_SHOWN:
+                self._prepend(rows)
+                return
+            self._prepend(rows[-FIRST_SHOWN:])
+            rest = [self._with_answer(row) for row in rows[:-FIRST_SHOWN]]
+            await warm(rest)
+            if self.session_id == session_id:
+                self._prepend(rest)
+        finally:
+            if self.session_id == session_id:
+                self._loading = False
 
     async def load_older(self, warm: Warm | None = None) -> int:
         """Fetch the page before the oldest loaded row; how many history rows came.

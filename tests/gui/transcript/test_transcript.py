@@ -23,6 +23,7 @@ from fxdesk.domain.work import WorkItem
 from fxdesk.gui.transcript.delegate import STATUS_MARK, card_words
 from fxdesk.gui.transcript.markdown import has_plain_code, render, stream_segments
 from fxdesk.gui.transcript.model import (
+    FIRST_SHOWN,
     PAGE_SIZE,
     ROLE_ROW,
     Row,
@@ -892,3 +893,36 @@ async def test_an_external_agents_thoughts_and_plan_are_rows_and_a_later_plan_re
     )
     texts = [model.row_at(i).text for i in range(model.rowCount())]
     assert texts[2:] == ["**Plan**\n\n- ✓ Read a.txt", "Done."]  # in place, not a second plan
+
+
+async def test_a_long_session_opens_on_its_newest_rows_then_fills_in_above_them(
+    qtbot: Any,
+) -> None:
+    entries = [
+        entry(seq, EntryKind.USER if seq % 2 else EntryKind.ASSISTANT, f"message {seq} " * 20)
+        for seq in range(1, 501)
+    ]
+    model = TranscriptModel(FakeHistory(entries))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    view.show()
+    shown_first: list[int] = []
+
+    async def warm(rows: list[Row]) -> None:
+        shown_first.append(model.rowCount())
+        await view.delegate.warm(rows)
+        view.keep_place_for_prepend()
+
+    await model.load_latest("s1", warm=warm)
+    # The newest rows were in the model (and so painted) before the rest of the page was laid
+    # out; then the whole page is there, and the view is still at the newest message.
+    assert shown_first == [FIRST_SHOWN]
+    assert model.rowCount() == PAGE_SIZE
+    assert model.row_at(PAGE_SIZE - 1).text.startswith("message 500 ")
+    bar = view.verticalScrollBar()
+    await until(lambda: view.layoutMode() == QListView.LayoutMode.SinglePass)
+    await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    bottom = view.indexAt(QPoint(view.viewport().width() // 2, view.viewport().height() - 5))
+    assert bottom.row() == PAGE_SIZE - 1
+    assert not model.complete and model.oldest_seq == 501 - PAGE_SIZE
