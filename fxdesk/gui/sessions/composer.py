@@ -2,21 +2,26 @@
 
 Enter sends, Shift+Enter makes a new line, Ctrl+Enter sends too. While a turn runs, a message is
 queued by default; "Steer" delivers it into the running turn at its next step instead. The
-session's profile and permission mode can be changed here for its next turns.
+session's profile and permission mode can be changed here for its next turns. Images dropped or
+pasted in go with the message as chips above the box (``image_chips``); when the session's model
+takes no images the composer says so and does not send.
 
 Signals:
-    submitted(str, bool): the text, and whether to steer the running turn with it.
+    submitted(str, bool, object): the text, whether to steer the running turn with it, and the
+        images it carries (a tuple of ``ImageAttachment``).
+    images_changed(): an image was added or removed.
     profile_chosen(str): a profile name ("" for the default profile).
     mode_chosen(str): a permission mode value.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QEvent, QMimeData, Qt, Signal, Slot
-from PySide6.QtGui import QKeyEvent, QTextCursor
+from PySide6.QtGui import QImage, QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
@@ -27,8 +32,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk.domain.images import ImageAttachment
 from fxdesk.domain.model import PermissionMode
 from fxdesk.gui.sessions import modes
+from fxdesk.gui.sessions.image_chips import (
+    ImageChips,
+    ImageProblem,
+    from_file,
+    from_qimage,
+    is_image_file,
+)
+from fxdesk.gui.widgets import problem_label, show_problem
 
 _COMPLETER_KEYS = frozenset(
     {Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Tab, Qt.Key.Key_Backtab, Qt.Key.Key_Escape}
@@ -42,6 +56,8 @@ class MessageEdit(QPlainTextEdit):
     an empty box leaves the transcript its room and a long message is seen whole."""
 
     send_requested = Signal()
+    image_added = Signal(object)  # an ImageAttachment dropped or pasted in
+    image_problem = Signal(str)  # why one could not be
     MIN_LINES = 2
     MAX_LINES = 10
 
@@ -72,19 +88,37 @@ class MessageEdit(QPlainTextEdit):
         return True
 
     def canInsertFromMimeData(self, source: QMimeData) -> bool:
-        if source.hasUrls():
-            return any(url.isLocalFile() for url in source.urls())
-        return super().canInsertFromMimeData(source)
+        if source.hasUrls() and any(url.isLocalFile() for url in source.urls()):
+            return True
+        return source.hasImage() or super().canInsertFromMimeData(source)
 
     def insertFromMimeData(self, source: QMimeData) -> None:
-        """Files dropped (or pasted) from the file manager become mentions: ``@src/app.py``
-        for a workspace file (its text goes to the model with the message), the full path
-        for anything else."""
-        if not source.hasUrls():
+        """Image files dropped (or pasted) and pasted image data become image chips; other
+        files from the file manager become mentions: ``@src/app.py`` for a workspace file (its
+        text goes to the model with the message), the full path for anything else."""
+        files = [Path(url.toLocalFile()) for url in source.urls() if url.isLocalFile()]
+        if not files and source.hasImage():
+            image = source.imageData()
+            if isinstance(image, QImage):
+                self._attach(functools.partial(from_qimage, image, "pasted-image.png"))
+                return
+        if not files:
             super().insertFromMimeData(source)
             return
-        words = [self.mention_for(Path(url.toLocalFile())) for url in source.urls()]
-        self.insertPlainText(" ".join(w for w in words if w) + " ")
+        words = []
+        for path in files:
+            if is_image_file(path):
+                self._attach(functools.partial(from_file, path))
+            else:
+                words.append(self.mention_for(path))
+        if any(words):
+            self.insertPlainText(" ".join(w for w in words if w) + " ")
+
+    def _attach(self, read: Callable[[], ImageAttachment]) -> None:
+        try:
+            self.image_added.emit(read())
+        except ImageProblem as exc:
+            self.image_problem.emit(str(exc))
 
     def mention_for(self, path: Path) -> str:
         if not str(path):
@@ -139,7 +173,8 @@ class MessageEdit(QPlainTextEdit):
 class Composer(QWidget):
     """The message box and its controls. See the module docstring for signals."""
 
-    submitted = Signal(str, bool)
+    submitted = Signal(str, bool, object)
+    images_changed = Signal()
     profile_chosen = Signal(str)
     mode_chosen = Signal(str)
 
@@ -154,6 +189,15 @@ class Composer(QWidget):
         self.edit.setAccessibleName("Message")
         self.edit.setTabChangesFocus(True)
         self.edit.send_requested.connect(self._on_edit_send_requested)
+        self.chips = ImageChips()
+        self.chips.changed.connect(self._on_chips_changed)
+        self.edit.image_added.connect(self._on_edit_image_added)
+        self.edit.image_problem.connect(self.show_image_problem)
+        # What the session's model does with images: None until the controller says.
+        self.images_refusal = ""  # why images cannot go to it ("" when they can)
+        self.image_note = problem_label("Image problem")
+        layout.addWidget(self.chips)
+        layout.addWidget(self.image_note)
         layout.addWidget(self.edit)
         row = QHBoxLayout()
         self.profile = QComboBox()
@@ -223,14 +267,50 @@ class Composer(QWidget):
         self.delivery.setVisible(running)
         self.send.setText("Queue" if running and not self.delivery.currentData() else "Send")
 
+    @property
+    def images(self) -> list[ImageAttachment]:
+        return self.chips.images
+
+    def set_images_refusal(self, refusal: str) -> None:
+        """Why the session's model cannot take images ("" when it can); said while images
+        wait to be sent."""
+        self.images_refusal = refusal
+        self.show_image_problem(refusal if self.chips.images else "")
+
+    def show_image_problem(self, text: str) -> None:
+        show_problem(self.image_note, text)
+
+    def restore(self, text: str, images: tuple[ImageAttachment, ...], problem: str) -> None:
+        """Put a message that was refused back, with why (nothing the person wrote is lost)."""
+        if not self.edit.toPlainText().strip():
+            self.edit.setPlainText(text)
+        for image in images:
+            self.chips.add(image)
+        self.show_image_problem(problem)
+
+    @Slot(object)
+    def _on_edit_image_added(self, image: ImageAttachment) -> None:
+        try:
+            self.chips.add(image)
+        except ImageProblem as exc:
+            self.show_image_problem(str(exc))
+
+    @Slot()
+    def _on_chips_changed(self) -> None:
+        self.show_image_problem(self.images_refusal if self.chips.images else "")
+        self.images_changed.emit()
+
     @Slot()
     def _on_edit_send_requested(self) -> None:
         text = self.edit.toPlainText().strip()
-        if not text:
+        if not text and not self.chips.images:
+            return
+        if self.chips.images and self.images_refusal:
+            self.show_image_problem(self.images_refusal)  # kept: never sent without them
             return
         steer = bool(self.delivery.isVisible() and self.delivery.currentData())
         self.edit.clear()
-        self.submitted.emit(text, steer)
+        self.submitted.emit(text, steer, self.chips.take())
 
     @Slot(int)
     def _on_profile_activated(self, index: int) -> None:

@@ -13,14 +13,17 @@ from PySide6.QtWidgets import QInputDialog, QMessageBox
 
 from fxdesk import messages
 from fxdesk.domain import reasons
+from fxdesk.domain.images import ImageAttachment
 from fxdesk.domain.model import PermissionMode, Session, SessionState, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.engine.facade import Engine, SessionError, StoreError, WorktreeDirty
 from fxdesk.gui.bridge import EngineBridge
+from fxdesk.gui.sessions.image_support import ImageSupportWatch
 from fxdesk.gui.sessions.mention_completer import MentionCompleter
 from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, ROLE_UNREAD
 from fxdesk.gui.sessions.text_filter import ConversationFilter
-from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.tasks import TaskGroup, alive, run_dialog
+from fxdesk.gui.transcript.images import Thumbnails
 from fxdesk.gui.transcript.model import Row, RowKind, answers_by_call
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import ErrorDetailsDialog
@@ -75,6 +78,17 @@ class SessionController(QObject):
         edit.history_source = self.sent_messages
         self.mentions = MentionCompleter(edit, engine.workspace_files, tasks)
         edit.completing = self.mentions.is_open
+        self.image_support = ImageSupportWatch(panel.composer, engine, lambda: self.session)
+        viewport = panel.transcript.viewport()
+
+        def repaint() -> None:
+            if alive(viewport):
+                viewport.update()
+
+        panel.transcript.delegate.thumbnails = Thumbnails(engine.images, tasks, repaint)
+        panel.composer.images_changed.connect(
+            lambda: self._spawn(self.image_support.check(), "image-support")
+        )
         self._reveal: tuple[str, int] | None = None  # a message a search result asked to show
         self.conversations.results.open_requested.connect(self.open_at)
         self.usage_action = QAction("&Usage…", window)
@@ -165,6 +179,7 @@ class SessionController(QObject):
             await self._reveal_message()
         if self.session is not None and self.session.id == session_id:
             await self.refresh_profiles()
+            await self.image_support.check()
             await self.refresh_usage(session_id)
             await self.refresh_answers(session_id)
 
@@ -231,23 +246,44 @@ class SessionController(QObject):
 
     # --- composer --------------------------------------------------------------------------
 
-    @Slot(str, bool)
-    def _on_composer_submitted(self, text: str, steer: bool) -> None:
+    @Slot(str, bool, object)
+    def _on_composer_submitted(
+        self, text: str, steer: bool, images: tuple[ImageAttachment, ...] = ()
+    ) -> None:
         session = self.session
         if session is not None:
-            self._spawn(self.submit(session.id, text, steer), "send")
+            self._spawn(self.submit(session.id, text, steer, images), "send")
 
-    async def submit(self, session_id: str, text: str, steer: bool = False) -> None:
-        text = await self.engine.with_attachments(session_id, text)  # @path mentions
-        if steer:
-            await self.engine.steer(session_id, text)
-        else:
-            await self.engine.send(session_id, text)
+    async def submit(
+        self,
+        session_id: str,
+        text: str,
+        steer: bool = False,
+        images: tuple[ImageAttachment, ...] = (),
+    ) -> None:
+        said = text
+        if text:
+            text = await self.engine.with_attachments(session_id, text)  # @path mentions
+        try:
+            if steer:
+                await self.engine.steer(session_id, text, images=images)
+            else:
+                await self.engine.send(session_id, text, images=images)
+        except SessionError as exc:
+            if not images:
+                raise
+            # Refused with its images (the model takes none, an image it cannot use): the
+            # message comes back to the composer with why, never sent without them.
+            self.window.panel.composer.restore(said, images, str(exc))
 
     @Slot(str)
     def _on_composer_profile_chosen(self, name: str) -> None:
         if self.session is not None:
-            self._spawn(self.engine.configure(self.session.id, profile=name), "configure")
+            self._spawn(self._configure_profile(self.session.id, name), "configure")
+
+    async def _configure_profile(self, session_id: str, name: str) -> None:
+        await self.engine.configure(session_id, profile=name)
+        await self.image_support.check()  # the new model may take images, or not
 
     @Slot(str)
     def _on_composer_mode_chosen(self, mode: str) -> None:

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from PySide6.QtCore import (
     QEvent,
@@ -45,6 +46,7 @@ from PySide6.QtWidgets import (
 
 from fxdesk.gui.diff import color_diff
 from fxdesk.gui.theme import Role, color, is_dark
+from fxdesk.gui.transcript import images
 from fxdesk.gui.transcript.markdown import (
     code_blocks,
     has_plain_code,
@@ -110,6 +112,7 @@ class _Layout:
     hotspots: list[tuple[QRect, str, object]] = field(default_factory=list)
     header: str = ""
     footer: str = ""
+    thumbs: list[tuple[QRect, dict[str, Any]]] = field(default_factory=list)  # images.py
 
 
 class TranscriptDelegate(QStyledItemDelegate):
@@ -140,6 +143,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         self.covered: str | None = None  # the row whose text the selection box shows instead
         self.highlighted: str | None = None  # a message a search opened (for a moment)
         self.segments_rendered = 0
+        self.thumbnails: images.Thumbnails | None = None  # attached images' (the controller's)
 
     def clear(self) -> None:
         self._cache.clear()
@@ -263,6 +267,9 @@ class TranscriptDelegate(QStyledItemDelegate):
             layout = _Layout(
                 int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, [(doc, rect)]
             )
+            below = int(rect.bottom())
+            layout.thumbs = images.thumb_rects(row.data, PAD, below + GAP, inner)
+            layout.height += images.strip_height(layout.thumbs, below)
             said = f" · {clock_text(row.at_ms)}" if row.at_ms else ""
             layout.header = (
                 ("You (steering the running turn)" if row.steer else "You") + said
@@ -406,6 +413,7 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.translate(area.topLeft())
             doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
             painter.restore()
+        images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)
         if option.state & QStyle.StateFlag.State_HasFocus and self._view.hasFocus():
             painter.setPen(palette.color(QPalette.ColorRole.Highlight))
             painter.setBrush(Qt.BrushStyle.NoBrush)

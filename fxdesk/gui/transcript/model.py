@@ -19,6 +19,7 @@ from PySide6.QtCore import QAbstractListModel, QModelIndex, QObject, QPersistent
 from fxdesk.domain import reasons
 from fxdesk.domain.approvals import Approval, ApprovalStatus
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.images import refs_of
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.work import WorkItem
 
@@ -380,6 +381,7 @@ def build_rows(entries: list[HistoryEntry]) -> list[Row]:
                     entry.work_id,
                     steer=bool(entry.data.get("steer")),
                     at_ms=entry.created_at_ms,
+                    data={"images": refs} if (refs := refs_of(entry.data)) else {},
                 )
             )
         elif entry.kind == EntryKind.ASSISTANT:
