@@ -10,9 +10,13 @@ knows in every text (``logs.redact``) before the document leaves it.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from fxdesk.domain.images import MEDIA_TYPES, refs_of, sniff
 
 FORMAT = "fxdesk-export"
 VERSION = 1
@@ -54,6 +58,20 @@ ENTRY_FIELDS = {
     "content": str,
     "full_text": (str, type(None)),
     "data": dict,
+    "created_at_ms": int,
+}
+
+# A session's attached images (optional: exports before issue 18 item 6 have none), their
+# bytes as base64 in ``data``; ``id`` is what its history rows list.
+IMAGE_FIELDS = {
+    "id": int,
+    "work_id": (str, type(None)),
+    "position": int,
+    "name": str,
+    "media_type": str,
+    "width": int,
+    "height": int,
+    "data": str,
     "created_at_ms": int,
 }
 
@@ -103,7 +121,33 @@ def check_document(text: str) -> dict[str, Any]:
             _check_fields(f"session {number}, message {index}", item, WORK_FIELDS)
         for index, entry in enumerate(session["history"], start=1):
             _check_fields(f"session {number}, history row {index}", entry, ENTRY_FIELDS)
+        images = session.setdefault("images", [])
+        if not isinstance(images, list):
+            raise TransferError(f"session {number}: 'images' is not a list")
+        for index, image in enumerate(images, start=1):
+            _check_image(f"session {number}, image {index}", image)
     return document
+
+
+def _check_image(where: str, image: object) -> None:
+    """Check one exported image and turn its base64 ``data`` into bytes."""
+    _check_fields(where, image, IMAGE_FIELDS)
+    assert isinstance(image, dict)
+    try:
+        data = base64.b64decode(image["data"], validate=True)
+    except (binascii.Error, ValueError):
+        raise TransferError(f"{where}: its data is not base64") from None
+    if image["media_type"] not in MEDIA_TYPES or sniff(data) != image["media_type"]:
+        raise TransferError(f"{where}: its data is not the {image['media_type']} it says")
+    image["data"] = data
+
+
+def with_base64_images(sessions: Sequence[dict[str, Any]]) -> None:
+    """The images' bytes as base64 text, for the JSON document (in place)."""
+    for session in sessions:
+        for image in session.get("images", ()):
+            if isinstance(image["data"], bytes):
+                image["data"] = base64.b64encode(image["data"]).decode("ascii")
 
 
 WHO = {"user": "You", "assistant": "Agent"}
@@ -134,6 +178,9 @@ def to_markdown(document: Mapping[str, Any]) -> str:
                 text = entry["content"].strip()
                 cut = " *(cut off: cancelled)*" if entry["data"].get("partial") else ""
                 out.append(f"**{WHO[kind]}:**\n\n{text}{cut}\n")
+                shown = [_image_words(ref) for ref in refs_of(entry["data"])]
+                if shown:  # the bytes are in the JSON export only
+                    out.append("*Attached images: " + ", ".join(shown) + "*\n")
             elif kind == "tool_call":
                 calls[entry.get("call_id") or ""] = entry
             elif kind == "tool_result":
@@ -141,6 +188,11 @@ def to_markdown(document: Mapping[str, Any]) -> str:
                 out.append(_tool_markdown(entry, call))
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _image_words(ref: Mapping[str, Any]) -> str:
+    size = f", {ref['width']}×{ref['height']}" if ref.get("width") and ref.get("height") else ""
+    return f"🖼 {ref.get('name') or 'image'} ({ref.get('media_type') or 'image'}{size})"
 
 
 def _tool_markdown(result: Mapping[str, Any], call: Mapping[str, Any]) -> str:

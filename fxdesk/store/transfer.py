@@ -13,9 +13,10 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from fxdesk.domain.images import refs_of
 from fxdesk.domain.model import PermissionMode, SessionMode
 from fxdesk.domain.transfer import TransferError
-from fxdesk.store import repo
+from fxdesk.store import attachments, repo
 from fxdesk.store.schema import database_proxy as db
 
 _TERMINAL = ("completed", "failed", "cancelled")
@@ -104,6 +105,8 @@ def read_tree(session_id: str, whole_tree: bool) -> list[dict[str, Any]]:
                     }
                     for e in entries
                 ],
+                # Bytes, not text: the export turns them into base64 after masking its texts.
+                "images": attachments.session_images(sid),
             }
         )
     return sessions
@@ -165,7 +168,27 @@ def write_tree(
                     item["updated_at_ms"],
                 ),
             )
+        image_ids: dict[int, int] = {}
+        for image in session.get("images", ()):
+            cursor = db.execute_sql(
+                "INSERT INTO image_attachment (session_id, work_id, position, name, media_type, "
+                "width, height, size, data, created_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    sid,
+                    work_ids.get(image["work_id"] or ""),
+                    image["position"],
+                    image["name"],
+                    image["media_type"],
+                    image["width"],
+                    image["height"],
+                    len(image["data"]),
+                    image["data"],
+                    image["created_at_ms"],
+                ),
+            )
+            image_ids[image["id"]] = int(cursor.lastrowid)
         for entry in session["history"]:
+            data = _with_image_ids(entry["data"], image_ids)
             db.execute_sql(
                 "INSERT INTO history_entry (session_id, seq, work_id, step, kind, call_id, "
                 "tool_name, content, full_text, data_json, created_at_ms) "
@@ -180,7 +203,7 @@ def write_tree(
                     entry["tool_name"],
                     entry["content"],
                     entry["full_text"],
-                    json.dumps(entry["data"], sort_keys=True) if entry["data"] else None,
+                    json.dumps(data, sort_keys=True) if data else None,
                     entry["created_at_ms"],
                 ),
             )
@@ -192,3 +215,13 @@ def write_tree(
         )
         created.append(sid)
     return created
+
+
+def _with_image_ids(data: dict[str, Any], new_ids: Mapping[int, int]) -> dict[str, Any]:
+    """A history row's data with its images' ids as imported (an image the file lacks keeps
+    its name and reaches the model as ``[image: name]``)."""
+    refs = refs_of(data)
+    if not refs:
+        return data
+    moved = [{**ref, "id": new_ids.get(ref["id"], -ref["id"])} for ref in refs]
+    return {**data, "images": moved}
