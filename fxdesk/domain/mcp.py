@@ -128,6 +128,9 @@ class ServerStatus:
     restarts: int = 0
     log_path: str = ""  # its stderr (stdio) and fxdesk's notes about it
     sandboxed: bool = False
+    # An untrusted server's: the hash of the configuration shown, which ``trust`` checks (so
+    # a file changed after it was shown is never trusted unseen).
+    config_hash: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -69,6 +69,10 @@ LOG_TAIL = 64 * 1024  # how much of a server's log ``log_text`` returns
 CALL_TIMEOUT_S = 600.0
 
 
+class ConfigChanged(Exception):
+    """A workspace's MCP configuration is not the one the person was shown (``trust``)."""
+
+
 def folder(path: Path | str) -> Path:
     """A workspace folder as the store keeps it: absolute, links resolved (blocking)."""
     return Path(path).expanduser().resolve()
@@ -244,11 +248,25 @@ class McpService:
         self._publish()
         return config
 
-    async def trust(self, workspace: Path) -> McpConfig:
-        """Trust ``workspace``'s configuration as it is now and start its servers."""
+    async def trust(self, workspace: Path, seen: str | None = None) -> McpConfig:
+        """Trust ``workspace``'s configuration as it is now and start its servers.
+
+        Args:
+            workspace: The workspace folder.
+            seen: The hash of the configuration the person was shown (``ServerStatus.
+                config_hash``). When the files say something else now (the repository
+                changed them after they were shown), nothing is trusted: ``ConfigChanged``,
+                and the list is read again so the person sees what is there now.
+        """
         workspace = await asyncio.to_thread(folder, workspace)
         config = await asyncio.to_thread(read_workspace_config, workspace)
         digest = config.hash
+        if seen is not None and digest != seen:
+            await self.reload(workspace)
+            raise ConfigChanged(
+                f"The MCP configuration of {workspace} changed after it was shown; nothing "
+                "was trusted. Look at it again, then trust it."
+            )
         await self.store.write(
             lambda: repo.set_setting(trust_key(workspace), digest), label="mcp_trust"
         )
@@ -495,6 +513,7 @@ class McpService:
                     ServerState.UNTRUSTED,
                     target(s),
                     detail="its workspace's MCP configuration is not trusted: nothing started",
+                    config_hash=config.hash,
                 )
                 for s in config.servers
             ]

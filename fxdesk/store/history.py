@@ -14,6 +14,7 @@ from typing import Any
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkStatus
 from fxdesk.domain.search import MARK_END, MARK_START, SearchHit, fts_query
+from fxdesk.domain.text import storable
 from fxdesk.domain.work import WorkItem, committed_work_id
 from fxdesk.store.attachments import user_entry_data
 from fxdesk.store.schema import database_proxy as db
@@ -42,7 +43,10 @@ def _entry(row: Sequence[Any]) -> HistoryEntry:
 
 
 def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[HistoryEntry]:
-    """Append entries at the session's next sequence numbers; returns them with seq and id."""
+    """Append entries at the session's next sequence numbers; returns them with seq and id.
+
+    Text holding lone surrogates (a file name that is not UTF-8, a model's ``\\ud800``) is
+    stored, and returned, with U+FFFD in their place: SQLite takes only UTF-8."""
     row = db.execute_sql(
         "SELECT COALESCE(MAX(seq), 0) FROM history_entry WHERE session_id = ?", (session_id,)
     ).fetchone()
@@ -50,6 +54,11 @@ def append_history(session_id: str, entries: Sequence[HistoryEntry]) -> list[His
     stored = []
     for entry in entries:
         seq += 1
+        entry = replace(
+            entry,
+            content=storable(entry.content) if entry.content else entry.content,
+            full_text=storable(entry.full_text) if entry.full_text else entry.full_text,
+        )
         cursor = db.execute_sql(
             f"INSERT INTO history_entry ({_ENTRY_COLUMNS}) "
             "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

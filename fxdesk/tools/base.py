@@ -16,6 +16,7 @@ import abc
 import asyncio
 import enum
 import json
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,6 +217,10 @@ class ToolRegistry:
         if isinstance(found, ToolResult):
             return found
         tool, args = found
+        if tool.facts.access in _IN_WORKSPACE and not await asyncio.to_thread(
+            os.path.isdir, ctx.workspace
+        ):
+            return ToolResult.error(workspace_gone(ctx.workspace))
         return await tool.run(args, ctx)
 
     async def preview(self, name: str, arguments: str, ctx: ToolContext) -> ToolResult | None:
@@ -243,6 +248,19 @@ class ToolRegistry:
         if problem:
             return ToolResult.error(f"invalid arguments for {name}: {problem}")
         return tool, args
+
+
+# Tools that work in the workspace folder: refused, saying why, when it is gone.
+_IN_WORKSPACE = frozenset({ToolAccess.READ, ToolAccess.WRITE, ToolAccess.EXECUTE})
+
+
+def workspace_gone(workspace: str | os.PathLike[str]) -> str:
+    """What a tool says when its workspace folder is no longer there."""
+    return (
+        f"the workspace folder {os.fspath(workspace)} is gone (deleted or renamed while this "
+        "session ran); nothing was run. Ask the person to put it back, or to open a session "
+        "where it is now."
+    )
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fxdesk.domain.text import shown_name
 from fxdesk.tools.base import (
     Refused,
     Tool,
@@ -30,6 +31,7 @@ from fxdesk.tools.protected import PathPolicy
 from fxdesk.tools.textfiles import (
     existing,
     existing_file,
+    link_loop,
     policy,
     reach,
     read_lines,
@@ -109,7 +111,9 @@ class ReadFileTool(Tool):
 class ListDirTool(Tool):
     name = "list_dir"
     description = (
-        "List a folder in the workspace: sorted, folders end with '/', files show their size."
+        "List a folder in the workspace: sorted, folders end with '/', files show their size. "
+        "A name with a line break or bytes that are not UTF-8 is shown as a JSON string in "
+        "double quotes; pass that string, unquoted by JSON, as the path to name the file."
     )
     parameters = schema({"path": {**PATH, "description": "Folder to list (default .)."}}, [])
     facts = ToolFacts(ToolAccess.READ, path_argument="path", path_default=".")
@@ -139,21 +143,24 @@ class ListDirTool(Tool):
 
 
 def _describe(entry: os.DirEntry[str], root: Path, paths: PathPolicy) -> str:
+    name = shown_name(entry.name)
     if entry.is_symlink():
         # Say where a link goes only when it stays inside; never stat what lies outside.
         try:
             target = resolve_in_workspace(root, entry.path)
         except PathOutsideWorkspace:
-            return f"{entry.name} -> (outside the workspace)"
+            return f"{name} -> (outside the workspace)"
+        if link_loop(target):
+            return f"{name} -> (a loop of symbolic links)"
         if paths.hidden(target) is not None:
-            return f"{entry.name} -> (a hidden path)"
-        return f"{entry.name} -> {display_path(target, root)}"
+            return f"{name} -> (a hidden path)"
+        return f"{name} -> {shown_name(display_path(target, root))}"
     if entry.is_dir(follow_symlinks=False):
-        return f"{entry.name}/"
+        return f"{name}/"
     try:
-        return f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"
+        return f"{name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"
     except OSError:
-        return entry.name
+        return name
 
 
 class EditFileTool(Tool):

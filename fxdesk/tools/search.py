@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from fxdesk.domain.text import shown_name
 from fxdesk.tools.base import (
     Refused,
     Tool,
@@ -92,7 +93,7 @@ def _glob_inside(base: Path, pattern: str, root: Path, paths: PathPolicy) -> lis
         # Keep the name the person sees (a link's own name) unless '..' made it leave the root.
         lexical = Path(os.path.normpath(match))
         shown = display_path(lexical if root in lexical.parents else real, root)
-        found.append(shown + "/" if real.is_dir() else shown)
+        found.append(shown_name(shown + "/" if real.is_dir() else shown))
         if len(found) >= GLOB_SCAN_LIMIT:
             break
     return sorted(set(found))
@@ -225,7 +226,7 @@ class GrepTool(Tool):
                         if regex.search(line):
                             if len(line) > GREP_LINE_CHARS:
                                 line = line[:GREP_LINE_CHARS] + " [...]"
-                            hits.append(f"{display_path(path, root)}:{number}: {line}")
+                            hits.append(f"{shown_name(display_path(path, root))}:{number}: {line}")
                             if len(hits) > GREP_MATCH_LIMIT:
                                 break
                 except OSError:

@@ -8,6 +8,8 @@ Every function here blocks: call it inside ``base.run_in_thread``.
 from __future__ import annotations
 
 import difflib
+import errno
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,6 +52,11 @@ def reachable(
         ProtectedPath: ``write`` and it is in a protected path the check did not allow.
     """
     target = resolve_in_workspace(ctx.workspace, raw, outside_ok=ctx.outside_ok)
+    if link_loop(target):
+        raise Refused(
+            f"{raw} leads into a loop of symbolic links (too many levels of symbolic links); "
+            "fxdesk cannot follow it"
+        )
     paths = paths or policy(ctx)
     hidden = paths.hidden(target)
     if hidden is not None:
@@ -65,6 +72,20 @@ def reachable(
                 "there only after the person approves that write"
             )
     return target
+
+
+def link_loop(resolved: Path) -> bool:
+    """Whether the resolution of a path stopped at a loop of symbolic links: ``realpath``
+    follows every link it can, so a link left in what it returned (the path itself or one of
+    its folders) is one it could not follow (blocking: a few ``lstat``)."""
+    for part in (resolved, *resolved.parents):
+        if part.is_symlink():
+            try:
+                os.stat(part)
+            except OSError as exc:
+                return exc.errno == errno.ELOOP
+            return False  # one that appeared since (``no_follow`` refuses to open it)
+    return False
 
 
 def existing(

@@ -241,6 +241,10 @@ class FakeProvider:
         self._record("left_running", log_path)
         return list(self.escaped.get(str(log_path), []))
 
+    def end_sandbox(self, log_path: str) -> list[int]:
+        self._record("end_sandbox", log_path)
+        return []
+
     def signal_group(self, pid: int, token: ProcessToken, signal_number: int) -> None:
         self._record("signal", pid, token.text, signal_number)
         if self.signal_error is not None:

@@ -153,16 +153,37 @@ async def stop(ctx: Context, task: Task) -> StopOutcome:
 
 async def _left_running(ctx: Context, task: Task) -> tuple[tuple[int, str], ...]:
     """What the task started that left its process group and outlived the stop (never
-    signalled: no token, and not the task's group); logged with PIDs only.
+    signalled: no token, and not the task's group); logged with PIDs only. A sandboxed task's
+    own PID namespace is the exception: when something is left in it, its init is killed,
+    which ends the whole namespace (``escaped.end_sandbox``); only what is still found after
+    that is reported.
 
     What is found is looked at again for up to ``escape_settle_s``: what ends on its own
     right after the group (a sandbox's namespace is torn down just after its wrapper exits,
     and bubblewrap with it) is not reported."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ctx.timings.escape_settle_s
+    sandbox_ended = False
     while True:
         try:
             found = await asyncio.to_thread(ctx.provider.left_running, task.log_path)
+            if found and not sandbox_ended:
+                # What is left inside the task's own sandbox is the task's: end it whole.
+                sandbox_ended = True
+                try:
+                    ended = await asyncio.to_thread(ctx.provider.end_sandbox, task.log_path)
+                except Exception:
+                    log.exception("background stop could not end the task's sandbox")
+                    ended = []
+                if ended:
+                    log.info(
+                        "background task display_id=%d: ended its sandbox (init %s) with "
+                        "what was left in it",
+                        task.number,
+                        " ".join(map(str, ended)),
+                    )
+                    deadline = max(deadline, loop.time() + ctx.timings.kill_grace_s)
+                    continue
         except Exception:
             log.exception("background stop could not look for escaped processes")
             return ()

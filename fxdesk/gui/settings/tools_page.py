@@ -24,8 +24,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk import messages
 from fxdesk.domain.mcp import McpConfig, ServerState, ServerStatus, Transport
 from fxdesk.engine.events import McpServersChanged
+from fxdesk.engine.mcp import ConfigChanged
 from fxdesk.gui.tasks import WidgetTasks, alive
 from fxdesk.gui.widgets import fit_columns, hint_label, monospace, push_button
 
@@ -52,7 +54,7 @@ class McpBook(Protocol):
 
     def statuses(self) -> list[ServerStatus]: ...
 
-    async def trust(self, workspace: Path) -> McpConfig: ...
+    async def trust(self, workspace: Path, seen: str | None = None) -> McpConfig: ...
 
     async def reload(self, workspace: Path, workspace_id: int | None = None) -> McpConfig: ...
 
@@ -174,7 +176,16 @@ class ToolsPage(QWidget):
     def _trust(self) -> None:
         status = self.selected()
         if self.book is not None and status is not None and status.workspace:
-            self.tasks.spawn(self._run(self.book.trust(Path(status.workspace))), "mcp-trust")
+            # Trust what was shown: a file changed since is refused (ConfigChanged) and shown anew.
+            work = self._trust_seen(Path(status.workspace), status.config_hash)
+            self.tasks.spawn(self._run(work), "mcp-trust")
+
+    async def _trust_seen(self, workspace: Path, seen: str) -> None:
+        assert self.book is not None
+        try:
+            await self.book.trust(workspace, seen or None)
+        except ConfigChanged as exc:
+            messages.warning(str(exc), key=f"mcp-changed:{workspace}")
 
     def _reload(self) -> None:
         status = self.selected()

@@ -48,7 +48,13 @@ import psutil  # type: ignore[import-untyped]
 
 from fxdesk.domain.process_identity import ProcessToken, TokenMatch
 from fxdesk.tools.background import identity
-from fxdesk.tools.background.escaped import TASK_VARIABLE, Escaped, left_running, task_tag
+from fxdesk.tools.background.escaped import (
+    TASK_VARIABLE,
+    Escaped,
+    end_sandbox,
+    left_running,
+    task_tag,
+)
 from fxdesk.tools.background.launch_args import (
     release_message,
     sandboxed_wrapper_command,
@@ -158,6 +164,9 @@ class WrapperProvider:
 
     def left_running(self, log_path: str) -> list[Escaped]:
         return left_running(task_tag(log_path))
+
+    def end_sandbox(self, log_path: str) -> list[int]:
+        return end_sandbox(task_tag(log_path))
 
 
 def _start_for(spec: LaunchSpec, lifeline: int | None) -> _Start:

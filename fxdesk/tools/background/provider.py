@@ -139,6 +139,12 @@ class ProcessProvider(Protocol):
         (``escaped``). Read only; blocking."""
         ...
 
+    def end_sandbox(self, log_path: str) -> list[int]:
+        """End the PID namespace that is this task's own sandbox, if one is left (its init
+        carries the task's tag): what left the process group ends with it. The PIDs signalled
+        (``escaped.end_sandbox``); blocking."""
+        ...
+
     def signal_group(self, pid: int, token: ProcessToken, signal_number: int) -> None:
         """Send ``signal_number`` to the process group led by ``pid``, after checking again
         that ``pid`` still matches ``token``: ``ProcessIdentityIndeterminate`` if not (nothing
