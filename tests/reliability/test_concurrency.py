@@ -28,7 +28,7 @@ from tests.helpers import python_child, wait_for
 from tests.reliability.concurrency import Folder, Host, Window
 
 TORTURE = os.environ.get("FXDESK_TORTURE") == "1"
-TRIALS = int(os.environ.get("FXDESK_CONC_TRIALS", "60" if TORTURE else "2"))
+TRIALS = int(os.environ.get("FXDESK_CONC_TRIALS", "60" if TORTURE else "1"))
 FREEZE_S = float(os.environ.get("FXDESK_CONC_FREEZE_S", "180" if TORTURE else "0"))
 SEED = int(os.environ.get("FXDESK_CONC_SEED", "1616"))
 HOURS = 3_600_000
@@ -226,7 +226,10 @@ def test_a_frozen_write_lock_holder_gets_a_clear_message_and_no_hang(tmp_path: P
             rounds += 1
             listed = f.cli("sessions", "--json")
             assert listed.returncode == 0 and s in listed.stdout  # readers are not blocked
-            for args in (["send", "--no-wait", s, f"l2-{rounds} steps=1"], ["cancel", s]):
+            refusals = [["send", "--no-wait", s, f"l2-{rounds} steps=1"]]
+            if TORTURE:  # an engine command too (it starts, then its first write waits)
+                refusals.append(["cancel", s])
+            for args in refusals:
                 began = time.monotonic()
                 refused = f.cli(*args)
                 assert refused.returncode == 5, refused.stderr
