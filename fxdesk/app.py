@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from fxdesk.domain.agent_runs import Limits
     from fxdesk.engine.agents.coordinator import AgentCoordinator
     from fxdesk.engine.background.runtime import BackgroundRuntime
+    from fxdesk.engine.clock import Clock
     from fxdesk.engine.events import RecoveryReport
     from fxdesk.engine.facade import Engine
     from fxdesk.engine.mcp import McpService
@@ -85,8 +86,10 @@ class App:
         faults: FaultInjector | None = None,
         providers: ProviderResolver | None = None,
         agent_limits: Limits | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.paths = paths
+        self._clock = clock
         self.agent_limits = agent_limits
         self._agents: AgentCoordinator | None = None
         self.faults = faults
@@ -202,7 +205,7 @@ class App:
         self._store = await Store.aopen(self.paths.database, faults=self.faults)
         self.profiles = ProfileService(self._store)
         # The one clock of the engine: every service below stamps and schedules by it.
-        self.clock = SystemClock()
+        self.clock = self._clock or SystemClock()
         self.permissions = PermissionService(
             self._store, self.bus, self.clock, data_dir=self.paths.root
         )

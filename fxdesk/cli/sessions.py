@@ -142,8 +142,16 @@ def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
 
     async def body(engine: Engine) -> int:
         session = await engine.find_session(args.session)
-        await engine.send(session.id, args.message, start=False)
-        return await follow(engine, session, retry=False, no_input=args.no_input)
+        item = await engine.send(session.id, args.message, start=False)
+        code = await follow(engine, session, retry=False, no_input=args.no_input)
+        if session.id in engine.busy_elsewhere() and await engine.hand_off(item.id):
+            # Another process runs the session: the message stays queued, for it or a window
+            # (this process, which queued it, ends now: nothing else would run it).
+            print(
+                f"fxdesk: message {item.id} stays queued; {await _who_runs(engine, item)}",
+                file=sys.stderr,
+            )
+        return code
 
     return execute(paths, body)
 

@@ -87,7 +87,7 @@ from fxdesk.engine.sessions import (
     validate_workspace,
 )
 from fxdesk.engine.worktrees import WorktreePart, WorktreeService
-from fxdesk.store import Store, control, history, repo, usage
+from fxdesk.store import Store, control, history, owners, repo, usage
 from fxdesk.store import approvals as approvals_store
 from fxdesk.store.errors import StoreError
 from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
@@ -342,6 +342,11 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
         if owner is not None:
             owner.start(session_id)
         return item
+
+    async def hand_off(self, work_id: str) -> bool:
+        """Leave a queued message to whichever fxdesk runs its session next, as ``send
+        --no-wait`` does (a command that queued it is about to end); False if it started."""
+        return await self._store.write(lambda: owners.hand_off(work_id), label="hand_off")
 
     async def steer(
         self, session_id: str, text: str, *, images: Sequence[ImageAttachment] = ()

@@ -107,7 +107,7 @@ class SessionOwner:
         self._slots: dict[str, Slot] = {}
         self._completions: collections.OrderedDict[str, Result] = collections.OrderedDict()
         self.waiters = WaiterRegistry()
-        self._busy = BusyTracker(bus)
+        self._busy = BusyTracker(bus, lock_dir)
         # Session id -> the pid of the process that holds its lock (None when unknown).
         self.busy_elsewhere: dict[str, int | None] = self._busy.sessions
         self._items = ItemRunner(
@@ -241,7 +241,19 @@ class SessionOwner:
             self.waiters.signal(slot.session_id)
             if slot.wake_requested and not self.closed:
                 self._restart(slot)
+            elif result == Result.EXTERNAL_BUSY and not self.closed:
+                # Its work stays queued here: run it once the other process lets go.
+                self._busy.watch(
+                    slot.session_id,
+                    functools.partial(self._start_freed, slot.session_id, slot.retry),
+                )
         return result
+
+    def _start_freed(self, session_id: str, retry: bool) -> None:
+        """The session another process held is free: run its queue here (unless closing, or a
+        start here already runs it)."""
+        if not self.closed and not self.is_running(session_id):
+            self.start(session_id, retry=retry)
 
     def _stopping(self, slot: Slot) -> bool:
         return slot.shutdown or self.closed
@@ -486,6 +498,7 @@ class SessionOwner:
         self.waiters.signal_all()
         self.runner.close()  # approval waits released, new asks refused (spec §5.5 step 3)
         await self.scheduler.stop()
+        await self._busy.close()
         tasks = [slot.task for slot in slots if slot.task is not None]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from fxdesk.store.lock_holder import holder_words
+
 
 class StoreError(Exception):
     """A database problem with a message for the person."""
@@ -62,12 +64,16 @@ class DiskFullError(StoreError):
 
 
 class DatabaseLockedError(StoreError):
-    def __init__(self, path: Path, seconds: float) -> None:
+    """The write lock stayed taken past the busy timeout; ``holder`` names who has it
+    ("process 1234 (sqlite3, stopped)"), or is "another program" when that is unknown."""
+
+    def __init__(self, path: Path, seconds: float, holder: str = "another program") -> None:
         super().__init__(
-            f"The database {path} stayed locked by another program for "
+            f"The database {path} stayed locked by {holder} for "
             f"{seconds:g} s; nothing was saved. Close other programs using it "
             "(another fxdesk?) and try again."
         )
+        self.holder = holder
 
 
 class CommitFailed(StoreError):
@@ -137,7 +143,7 @@ def _translate_one(
     code = (getattr(cause, "sqlite_errorcode", 0) or 0) & 0xFF
     text = str(cause)
     if code in (SQLITE_BUSY, SQLITE_LOCKED) or "database is locked" in text:
-        return DatabaseLockedError(path, busy_seconds)
+        return DatabaseLockedError(path, busy_seconds, holder_words(path))
     if code == SQLITE_FULL or "database or disk is full" in text:
         return DiskFullError(path)
     if code == SQLITE_READONLY or "readonly database" in text:

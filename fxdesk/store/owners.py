@@ -38,6 +38,16 @@ def queue_owner() -> str | None:
     return _queue_owner.instance_id
 
 
+def hand_off(work_id: str) -> bool:
+    """Take the owner off a pending item: it is left to whichever fxdesk runs its session next
+    (the window runs it, no restart interrupts it); False if it is no longer pending."""
+    cursor = db.execute_sql(
+        "UPDATE work_item SET owner_instance = NULL WHERE id = ? AND status = 'pending'",
+        (work_id,),
+    )
+    return bool(cursor.rowcount)
+
+
 def pending_owners(root_id: str | None = None) -> set[str]:
     """The fxdesk instances that queued pending work (handed-off work has none)."""
     sql = (

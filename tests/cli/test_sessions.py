@@ -157,6 +157,39 @@ def test_a_second_process_sees_the_session_busy_and_leaves_it_alone(tmp_path: Pa
     assert report["work_interrupted"] == 1 and report["fully_reconciled"]
 
 
+def test_a_message_sent_to_a_session_busy_elsewhere_stays_queued_for_it(tmp_path: Path) -> None:
+    """``fxdesk send`` while another process runs the session: refused to run here, naming
+    that process, and the message stays queued, left to whichever fxdesk runs the session next
+    (issue 16 item 2). Before, it stayed owned by the command that had ended, so the next
+    start's recovery interrupted a message that never started."""
+    s = Setup(tmp_path)
+    s.write_script({"stall": True})
+    s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script), "--default")
+    first = s.start("run", "-w", str(s.workspace), "think forever")
+    try:
+        wait_for(lambda: s.model_calls() == 1, 60, what="the first process to be mid-turn")
+        session_id = s.only_session()
+        sent = s.fx("send", session_id, "and then this")
+        assert sent.returncode == 4
+        assert f"in use by process {first.pid}" in sent.stderr
+        assert "stays queued" in sent.stderr
+        assert f"process {first.pid} is running the session and runs it next" in sent.stderr
+        first.send_signal(signal.SIGTERM)
+        first.wait(60)
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.communicate()
+    report = json.loads(s.fx("recover", "--json").stdout)
+    assert report["work_interrupted"] == 1  # the stalled turn, not the message
+    queue = s.show(session_id)["queue"]
+    assert [(q["content"], q["status"]) for q in queue] == [
+        ("think forever", "interrupted"),
+        ("and then this", "pending"),
+    ]
+    assert s.model_calls() == 1
+
+
 def test_send_cancel_and_sessions(tmp_path: Path) -> None:
     s = Setup(tmp_path)
     s.write_script({"text": "one"}, {"text": "two"})

@@ -891,7 +891,9 @@ lock.release()
 async def test_scenario_47_a_lock_held_elsewhere_keeps_the_queue(tmp_path: Path) -> None:
     """Another process holds the session's lock; with a lock deadline of 0, start → join =
     external_busy (naming that process), the item stays pending, no model call. Once it lets
-    go, a start joins idle with exactly 1 model call and the item completed."""
+    go, the queue runs here by itself, without another start (issue 16 item 2: a message
+    queued while another process ran the session used to wait, unseen, until the person
+    started the session again): exactly 1 model call and the item completed."""
     engine = await Engine.create(tmp_path, [say("ran once")])
     try:
         assert engine.owner.lock_deadline_s == 0
@@ -917,7 +919,16 @@ async def test_scenario_47_a_lock_held_elsewhere_keeps_the_queue(tmp_path: Path)
         finally:
             holder.stdin.close()  # lets the lock go
             assert await asyncio.wait_for(holder.wait(), 30) == 0
-        assert await engine.run(child.id) == Result.IDLE
+
+        async def completed() -> bool:
+            return [i.status for i in await engine.items(child.id)] == [WorkStatus.COMPLETED]
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while not await completed():
+            assert loop.time() < deadline, "the queue did not run once the lock was free"
+            await asyncio.sleep(0.05)
+        assert await engine.owner.join(child.id) == Result.IDLE
         assert engine.provider.calls == 1
         assert [i.status for i in await engine.items(child.id)] == [WorkStatus.COMPLETED]
         assert not engine.owner.external_busy(child.id)
