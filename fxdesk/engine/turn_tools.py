@@ -48,7 +48,7 @@ from fxdesk.domain.conversation import (
 )
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, ToolPhase, tool_activity_id
 from fxdesk.domain.live import LiveEvent
-from fxdesk.domain.model import EntryKind, PermissionMode
+from fxdesk.domain.model import EntryKind, PermissionMode, WorkStatus
 from fxdesk.engine.allowed import OUTSIDE_ONCE, Allowed, command_sandbox
 from fxdesk.engine.authority import AuthorityResolver, SnapshotAuthority
 from fxdesk.engine.bus import EventBus
@@ -59,7 +59,7 @@ from fxdesk.engine.permissions import Check, PermissionService, edit_preview
 from fxdesk.engine.turn_state import StaleAuthority, TurnEnd, TurnRuntime, TurnStop, paused
 from fxdesk.logs import redact
 from fxdesk.paths import SANDBOX_TEMP
-from fxdesk.store import StoreError
+from fxdesk.store import StoreError, control
 from fxdesk.store.errors import (
     CorruptDatabaseError,
     NewerSchemaError,
@@ -214,6 +214,16 @@ class ToolCalls:
         live = self.live()
         return [name for name in self.tools.names if live.available(name, self._admitted)]
 
+    def _startable(self, generation: int) -> bool:
+        """``_current``, and no cancel committed since the turn last looked (asked inside the
+        transaction that starts the action). A cancel another process commits while this one
+        is stopped between that look and the start (SIGSTOP, a long pause of the machine)
+        wins here: the action never starts (found by ``test_concurrency.py``)."""
+        status, _steer = control.item_status(self.rt.item.id)
+        if status == WorkStatus.CANCELLED:
+            raise TurnStop(TurnEnd.CANCELLED, reasons.CANCELLED)
+        return self._current(generation)
+
     def _current(self, generation: int) -> bool:
         """Whether the host's authority is still at ``generation`` (asked on the writer
         thread, inside the transaction that starts the action)."""
@@ -239,7 +249,7 @@ class ToolCalls:
                     [],
                     "tool_started",
                     delivery=self._activity(call, ToolPhase.STARTED),
-                    valid=functools.partial(self._current, generation),
+                    valid=functools.partial(self._startable, generation),
                 )
             except StaleAuthority:
                 log.info(
