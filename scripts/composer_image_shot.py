@@ -101,9 +101,7 @@ async def main() -> None:
     composer.send.click()
     await until(lambda: provider.calls == 1)
     model = controller.window.transcript_model
-    await until(
-        lambda: any(model.row_at(i).text == answer for i in range(model.rowCount()))
-    )
+    await until(lambda: any(model.row_at(i).text == answer for i in range(model.rowCount())))
     # The next message: a pasted chart waits in the composer as a chip.
     pasted = QMimeData()
     pasted.setImageData(chart())
