@@ -77,6 +77,21 @@ def register(commands: Any) -> None:
     )
     add.add_argument("--effort", help="reasoning effort (low, medium, high)")
     add.add_argument("--max-tokens", type=int, metavar="N", help="answer length limit")
+    images = add.add_mutually_exclusive_group()
+    images.add_argument(
+        "--images",
+        dest="accepts_images",
+        action="store_const",
+        const=True,
+        help="the model takes images attached to messages (default: guessed from its name)",
+    )
+    images.add_argument(
+        "--no-images",
+        dest="accepts_images",
+        action="store_const",
+        const=False,
+        help="the model takes no images: messages with images are refused before sending",
+    )
     add.add_argument("--connect-timeout", type=float, default=10.0, metavar="S")
     add.add_argument("--read-timeout", type=float, default=120.0, metavar="S")
     add.add_argument("--price-in", type=float, metavar="USD", help="USD per million input tokens")
@@ -141,6 +156,7 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
         script_path=str(script) if script else (DEMO_SCRIPT if args.kind == "scripted" else None),
         effort=args.effort,
         max_tokens=args.max_tokens,
+        accepts_images=args.accepts_images,
         connect_timeout_s=args.connect_timeout,
         read_timeout_s=args.read_timeout,
         price_in_per_mtok=args.price_in,

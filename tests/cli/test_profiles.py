@@ -254,3 +254,17 @@ def test_a_preset_fills_in_the_agents_command(tmp_path: Path) -> None:
     )
     clash = cli("profiles", "add", "x", "--preset", "codex", "--kind", "openai")
     assert clash.returncode != 0 and "--preset makes an acp profile" in clash.stderr
+
+
+def test_a_profile_can_say_its_model_takes_no_images(tmp_path: Path) -> None:
+    """Issue 18 item 6: ``--no-images`` / ``--images`` store the setting; without them it is
+    left to the guess by the model's name."""
+    cli = CLI(tmp_path, keyring=False)
+    for name, flag in (("plain", None), ("text", "--no-images"), ("local", "--images")):
+        extra = [flag] if flag else []
+        added = cli("profiles", "add", name, "--kind", "openai", "--model", "m", "--no-key", *extra)
+        assert added.returncode == 0, added.stderr
+    listed = {
+        p["name"]: p["accepts_images"] for p in json.loads(cli("profiles", "list", "--json").stdout)
+    }
+    assert listed == {"plain": None, "text": False, "local": True}

@@ -15,7 +15,7 @@ import pytest
 
 from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import PermissionMode
-from fxdesk.store import Store, migrations
+from fxdesk.store import Store, attachments, history, migrations
 from tests.engine.harness import Engine, append_line, say
 
 
@@ -28,9 +28,12 @@ def close_leftover_store() -> Iterator[None]:
 
 
 def at_schema_4(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make this process an fxdesk of schema 4."""
+    """Make this process an fxdesk of schema 4 (one without attached images: their table
+    came with schema 10)."""
     monkeypatch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:4])
     monkeypatch.setattr(migrations, "LATEST_VERSION", 4)
+    monkeypatch.setattr(history, "user_entry_data", lambda _work_id: {})
+    monkeypatch.setattr(attachments, "user_entry_data", lambda _work_id: {})
 
 
 async def make_v4_database(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk.domain.images import guess_accepts
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.facade import ProfileService
 from fxdesk.gui.tasks import WidgetTasks, alive
@@ -149,6 +150,19 @@ class ProfileForm(QWidget):
         self.more_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.more_button.setAutoRaise(True)
         self.more_button.toggled.connect(self._on_more_button_toggled)
+
+        # Whether images the person attaches may go to this model (issue 18 item 6); by
+        # default a guess by its name (domain/images.py).
+        self.images_combo = QComboBox()
+        self.images_combo.setAccessibleName("Accepts images")
+        self.images_combo.addItem("By model name", None)
+        self.images_combo.addItem("Yes", True)
+        self.images_combo.addItem("No (text only)", False)
+        self.images_combo.setToolTip(
+            "Whether images attached to a message are sent to this model. A model that takes "
+            "none gets no images: the composer says so before sending."
+        )
+        form.addRow("Accepts &images:", self.images_combo)
         form.addRow(self.more_button)
 
         self.effort_combo = QComboBox()
@@ -186,6 +200,12 @@ class ProfileForm(QWidget):
             edit.textChanged.connect(self._on_field_changed)
         self.effort_combo.currentIndexChanged.connect(self._on_field_changed)
         self.max_tokens_spin.valueChanged.connect(self._on_field_changed)
+        self.images_combo.currentIndexChanged.connect(self._on_field_changed)
+        self.model_edit.textChanged.connect(self._show_image_guess)
+
+    def _show_image_guess(self) -> None:
+        guess = guess_accepts(self.kind, self.model_edit.text().strip())
+        self.images_combo.setItemText(0, f"By model name ({'yes' if guess else 'no'})")
 
     def _build_test_row(self) -> QHBoxLayout:
         row = QHBoxLayout()
@@ -235,6 +255,9 @@ class ProfileForm(QWidget):
         self.env_edit.setText(profile.key_env or "")
         self.effort_combo.setCurrentIndex(max(0, self.effort_combo.findData(profile.effort or "")))
         self.max_tokens_spin.setValue(profile.max_tokens or 0)
+        self.images_combo.setCurrentIndex(
+            max(0, self.images_combo.findData(profile.accepts_images))
+        )
         self.price_in_edit.setText(_price_text(profile.price_in_per_mtok))
         self.price_out_edit.setText(_price_text(profile.price_out_per_mtok))
         if profile.effort or profile.max_tokens or profile.price_in_per_mtok is not None:
@@ -271,6 +294,7 @@ class ProfileForm(QWidget):
             script_path=None,
             effort=str(self.effort_combo.currentData()) or None,
             max_tokens=self.max_tokens_spin.value() or None,
+            accepts_images=self.images_combo.currentData(),
             price_in_per_mtok=_parse_price(self.price_in_edit.text()),
             price_out_per_mtok=_parse_price(self.price_out_edit.text()),
             key_source=source,
@@ -404,6 +428,7 @@ class ProfileForm(QWidget):
     # --- helpers -------------------------------------------------------------------------
 
     def _update_visibility(self) -> None:
+        self._show_image_guess()
         scripted = self.kind == "scripted"
         script = self._original.script_path if self._original else None
         custom_script = scripted and bool(script) and script != DEMO_SCRIPT
@@ -418,6 +443,7 @@ class ProfileForm(QWidget):
             (self.key_source_combo, not scripted),
             (self.key_edit, not scripted and source == KeySource.KEYRING),
             (self.env_edit, not scripted and source == KeySource.ENV),
+            (self.images_combo, not scripted),
             (self.more_button, not scripted),
             (self.effort_combo, more),
             (self.max_tokens_spin, more),

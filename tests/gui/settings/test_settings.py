@@ -315,6 +315,31 @@ def test_the_form_shows_only_the_fields_of_its_kind(qtbot: object, qapp: QApplic
         form.deleteLater()
 
 
+def test_the_form_says_and_stores_whether_the_model_takes_images(
+    qtbot: object, qapp: QApplication
+) -> None:
+    """Issue 18 item 6: by default a guess by the model's name, which the form shows; "No"
+    keeps images from a model whose name suggests it takes them."""
+    form = ProfileForm(ProfileService(None))  # type: ignore[arg-type]  # no calls are made
+    form.show()
+    try:
+        form.set_kind("openai")
+        form.model_edit.setText("gpt-4o")
+        assert form.images_combo.isVisible()
+        assert form.images_combo.itemText(0) == "By model name (yes)"
+        form.model_edit.setText("gpt-3.5-turbo")
+        assert form.images_combo.itemText(0) == "By model name (no)"
+        assert form.profile().accepts_images is None
+        form.images_combo.setCurrentIndex(form.images_combo.findData(True))
+        assert form.profile().accepts_images is True
+        form.set_profile(Profile("vision", "openai", model="gpt-4o", accepts_images=False))
+        assert form.images_combo.currentText() == "No (text only)"
+        assert form.profile().accepts_images is False
+    finally:
+        form.close()
+        form.deleteLater()
+
+
 # --- settings -------------------------------------------------------------------------------
 
 
