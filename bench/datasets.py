@@ -114,3 +114,84 @@ def transcript(root: Path, count: int, session_id: str = "s000000") -> None:
         store.write_blocking(job, label="bench transcript")
     finally:
         store.close()
+
+
+def big_answer(size: int) -> str:
+    """A Markdown answer of about ``size`` characters: headings, prose, lists, code blocks."""
+    part = (
+        "## Step {n}: the parser\n\n"
+        "The tokenizer reads **one line at a time** and hands `Token` objects to the parser, "
+        "which keeps a small stack of open blocks. Nothing is copied twice.\n\n"
+        "- read the header, then the body\n"
+        "- keep *offsets*, not slices\n\n"
+        "```python\n"
+        "def parse(lines: list[str]) -> list[Block]:\n"
+        "    return close([step(line, n) for n, line in enumerate(lines, 1)])\n"
+        "```\n\n"
+    )
+    pieces, total, n = [], 0, 1
+    while total < size:
+        piece = part.format(n=n)
+        pieces.append(piece)
+        total += len(piece)
+        n += 1
+    return "".join(pieces)
+
+
+def command_output(lines: int) -> str:
+    """``lines`` lines of a build's output."""
+    return "".join(
+        f"[build] compiled module {n} of {lines} in 3 ms (src/components/Widget{n % 97}.tsx)\n"
+        for n in range(lines)
+    )
+
+
+def big_rows(root: Path, answer: str, output: str) -> None:
+    """Session ``s000000`` gets one question and ``answer``; ``s000001`` one command whose
+    result is ``output`` (the model saw its last 16 KiB, as a command's result is cut; the
+    whole of it is the entry's full text). Both sessions must exist."""
+    paths = data_paths(root)
+    store = Store.open(paths.database)
+    at = 1_700_000_000_000
+
+    def job() -> None:
+        history.append_history(
+            "s000000",
+            [
+                HistoryEntry("s000000", 0, EntryKind.USER, content="Write it all out.", data={}),
+                HistoryEntry("s000000", 0, EntryKind.ASSISTANT, content=answer, data={}),
+            ],
+        )
+        history.append_history(
+            "s000001",
+            [
+                HistoryEntry("s000001", 0, EntryKind.USER, content="Build it.", data={}),
+                HistoryEntry(
+                    "s000001",
+                    0,
+                    EntryKind.TOOL_CALL,
+                    call_id="call0",
+                    tool_name="run_command",
+                    content='{"command": "npm run build"}',
+                    data={},
+                    created_at_ms=at,
+                ),
+                HistoryEntry(
+                    "s000001",
+                    0,
+                    EntryKind.TOOL_RESULT,
+                    call_id="call0",
+                    tool_name="run_command",
+                    content="[… cut: the first part of the output …]\n" + output[-16 * 1024 :],
+                    full_text=output,
+                    data={"ok": True, "duration_ms": 4200},
+                    created_at_ms=at + 4200,
+                ),
+                HistoryEntry("s000001", 0, EntryKind.ASSISTANT, content="It builds.", data={}),
+            ],
+        )
+
+    try:
+        store.write_blocking(job, label="bench big rows")
+    finally:
+        store.close()

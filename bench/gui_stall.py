@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import sys
 import tempfile
@@ -23,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -39,9 +41,17 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QGuiApplication, QInputDevice, QKeyEvent
 
+from bench.stream_probe import (
+    CpuClock,
+    PaintLatency,
+    StreamResult,
+    bare_stream,
+    nth,
+    slope_mib_per_hour,
+)
 from fxdesk.app import App
 from fxdesk.domain.model import EntryKind, PermissionMode
-from fxdesk.engine.events import HistoryAppended
+from fxdesk.engine.events import HistoryAppended, TextStreamed
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import (
     GuiController,
@@ -50,6 +60,7 @@ from fxdesk.gui.application import (
     create_qapplication,
 )
 from fxdesk.gui.sessions.composer import MessageEdit
+from fxdesk.gui.transcript.model import RowKind, TranscriptModel
 from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
@@ -106,6 +117,11 @@ class Result:
     repaints: int  # live-text pushes to the transcript (coalesced by the bridge)
     layouts: int  # transcript rows laid out (Markdown documents built)
     done: int  # sessions whose history holds the whole answer
+    paint_p50: float  # ms from a delta of the shown session reaching the GUI to its paint
+    paint_p99: float
+    paint_max: float
+    painted: int  # deltas of the shown session seen painted
+    cpu_percent: float  # this process's CPU time over the streaming's wall time, % of a core
 
 
 def _nth(values: list[float], fraction: float) -> float:
@@ -154,8 +170,21 @@ class Typist(threading.Thread):
         return sorted((b - a) * 1000 for a, b in zip(self.posted, self.seen, strict=False))
 
 
-async def once(root: Path) -> Result:
-    """One measurement: the app and its window started on ``root``, and shut down in order."""
+def shown_chars(model: TranscriptModel) -> int:
+    """How much of the streaming answer the transcript shows: its live row's text, or all of
+    it once the committed answer replaced the live row."""
+    for position in range(model.rowCount() - 1, max(-1, model.rowCount() - 4), -1):
+        row = model.row_at(position)
+        if row.kind == RowKind.LIVE:
+            return len(row.text)
+        if row.kind == RowKind.ASSISTANT:
+            return sys.maxsize
+    return 0
+
+
+async def once(root: Path, body: Callable[..., Any] | None = None) -> Any:
+    """One measurement (``body``, ``stream`` unless told) of the app and its window started
+    on ``root``, shut down in order."""
     paths = DataPaths(root / "data", "bench")
     paths.ensure()
     provider = ScriptedProvider(
@@ -168,7 +197,7 @@ async def once(root: Path) -> Result:
         await until(lambda: controller.ready.is_set() or main.done())
         if main.done():
             raise RuntimeError("the window did not start")
-        result = await stream(app, controller, root)
+        result = await (body or stream)(app, controller, root)
     finally:
         controller.request_quit()
         code = await asyncio.wait_for(main, 30)
@@ -224,18 +253,30 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
     repaints = bridge.repaints
     layouts = window.panel.transcript.delegate.layouts_built
     unsubscribe = app.bus.subscribe(HistoryAppended, on_history)
+    latency = PaintLatency(
+        window.panel.transcript.viewport(), lambda: shown_chars(controller.transcript)
+    )
+
+    def on_text(event: TextStreamed) -> None:  # the bus hands the delta to the GUI now
+        if event.session_id == shown:
+            latency.arrived(len(event.text))
+
+    unsubscribe_text = app.bus.subscribe(TextStreamed, on_text)
+    cpu = CpuClock()
     ticker.start()
     if GRAB_MS > 0:
         grabber.start()
     try:
         await asyncio.sleep(0.05)
         began = time.perf_counter()
+        cpu.start()
         typist.start()
         for session_id in ids:  # as the composer does it: queue the message, then start
             await app.sessions.send(session_id, "Plan the parser work, with an example.")
             app.owner.start(session_id)
         await until(lambda: len(finished) == SESSIONS)
         wall = time.perf_counter() - began
+        cpu_percent = cpu.percent()
         typist.stop.set()
         typist.join()
         await asyncio.sleep(0.1)  # the last key press lands
@@ -244,6 +285,8 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         ticker.stop()
         grabber.stop()
         unsubscribe()
+        unsubscribe_text()
+        latency.remove()
     peak = max(peak, process.memory_info().rss)
 
     done = 0
@@ -267,15 +310,96 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         repaints=bridge.repaints - repaints,
         layouts=window.panel.transcript.delegate.layouts_built - layouts,
         done=done,
+        paint_p50=nth(latency.latencies_ms, 0.5),
+        paint_p99=nth(latency.latencies_ms, 0.99),
+        paint_max=nth(latency.latencies_ms, 1.0),
+        painted=len(latency.latencies_ms),
+        cpu_percent=cpu_percent,
     )
 
 
-async def measure(runs: int) -> list[Result]:
+async def measure(runs: int, *, references: bool = False) -> tuple[list[Result], list[Any]]:
+    """``runs`` measurements; with ``references``, each followed by the bare program streaming
+    the same deltas for as long (``bench.stream_probe.bare_stream``)."""
     results = []
+    bare: list[StreamResult] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as folder:
             results.append(await once(Path(folder)))
-    return results
+        if references:
+            bare.append(await bare_stream(REPLY, results[-1].wall_s, chunk=CHUNK, delay_s=DELAY_S))
+    return results, bare
+
+
+SOAK_SAMPLE_S = 5.0
+SOAK_SWITCH_S = 30.0
+
+
+async def soak(app: App, controller: GuiController, root: Path, minutes: float) -> StreamResult:
+    """20 sessions streaming without a pause for ``minutes`` (each starts its next answer when
+    one ends), the shown one switched to the next every 30 s as a person would; this process's
+    RSS sampled every 5 s."""
+    window = controller.window
+    window.resize(1280, 860)
+    ids = []
+    for n in range(SESSIONS):
+        folder = root / f"workspace{n % WORKSPACES}"
+        folder.mkdir(exist_ok=True)
+        session = await app.sessions.create_root(
+            folder, name=f"Session {n + 1}", permission_mode=PermissionMode.AUTO
+        )
+        ids.append(session.id)
+    seconds = minutes * 60
+    answers = 0
+    restart: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_history(event: HistoryAppended) -> None:
+        nonlocal answers
+        if any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in event.entries):
+            answers += 1
+            restart.put_nowait(event.session_id)
+
+    unsubscribe = app.bus.subscribe(HistoryAppended, on_history)
+    process = psutil.Process()
+    samples: list[tuple[float, float]] = []
+    every = min(SOAK_SAMPLE_S, seconds / 20)  # a short run (the smoke test) still has a slope
+    cpu = CpuClock(process)
+    cpu.start()
+    began = time.perf_counter()
+
+    async def ask(session_id: str) -> None:
+        await app.sessions.send(session_id, "Plan the parser work, with an example.")
+        app.owner.start(session_id)
+
+    async def sender() -> None:
+        while True:
+            await ask(await restart.get())
+
+    async def sampler() -> None:
+        shown = 0
+        next_switch = SOAK_SWITCH_S
+        while (elapsed := time.perf_counter() - began) < seconds:
+            samples.append((elapsed, process.memory_info().rss / 2**20))
+            if elapsed >= next_switch:
+                shown = (shown + 1) % SESSIONS
+                window.select_session(ids[shown])
+                next_switch += SOAK_SWITCH_S
+            await asyncio.sleep(min(every, seconds - elapsed))
+
+    window.select_session(ids[0])
+    restarter = asyncio.ensure_future(sender())
+    try:
+        for session_id in ids:
+            await ask(session_id)
+        await sampler()
+    finally:
+        restarter.cancel()
+        unsubscribe()
+    wall = time.perf_counter() - began
+    percent = cpu.percent()
+    # the answers under way end before the window closes
+    await asyncio.gather(*(app.engine.cancel(session_id) for session_id in ids))
+    return StreamResult([], percent, answers, wall, samples)
 
 
 HEADER = (
@@ -312,6 +436,11 @@ def worst(results: list[Result]) -> Result:
         repaints=min(r.repaints for r in results),
         layouts=max(r.layouts for r in results),
         done=min(r.done for r in results),
+        paint_p50=max(r.paint_p50 for r in results),
+        paint_p99=max(r.paint_p99 for r in results),
+        paint_max=max(r.paint_max for r in results),
+        painted=min(r.painted for r in results),
+        cpu_percent=max(r.cpu_percent for r in results),
     )
 
 
@@ -341,6 +470,36 @@ def _qt_message(mode: QtMsgType, context: QMessageLogContext, message: str) -> N
         print(f"Qt: {message}", file=sys.stderr)
 
 
+def soak_json(loop: asyncio.AbstractEventLoop, minutes: float, reference_minutes: float) -> None:
+    """The soak and then its reference; one JSON line."""
+
+    async def run() -> tuple[StreamResult, StreamResult]:
+        with tempfile.TemporaryDirectory() as folder:
+            ours = await once(
+                Path(folder), lambda app, controller, root: soak(app, controller, root, minutes)
+            )
+        seconds = reference_minutes * 60
+        bare = await bare_stream(REPLY, seconds, sample_every_s=min(SOAK_SAMPLE_S, seconds / 20))
+        return ours, bare
+
+    ours, bare = loop.run_until_complete(run())
+    print(
+        json.dumps(
+            {
+                "minutes": ours.seconds / 60,
+                "answers": ours.deltas,
+                "cpu_percent": ours.cpu_percent,
+                "rss": ours.rss_samples,
+                "slope_mib_per_hour": slope_mib_per_hour(ours.rss_samples),
+                "ref_minutes": bare.seconds / 60,
+                "ref_cpu_percent": bare.cpu_percent,
+                "ref_rss": bare.rss_samples,
+                "ref_slope_mib_per_hour": slope_mib_per_hour(bare.rss_samples),
+            }
+        )
+    )
+
+
 def main() -> None:
     global GRAB_MS
     parser = argparse.ArgumentParser(prog="python -m bench.gui_stall", description=__doc__)
@@ -360,6 +519,14 @@ def main() -> None:
         help="print one JSON line (the worst of the runs, and the same 5 ms timer in a bare "
         "window for as long, measured right after) instead of the table",
     )
+    parser.add_argument(
+        "--soak-minutes",
+        type=float,
+        default=0,
+        help="instead: stream without a pause for this long and print one JSON line with the "
+        "RSS samples and their slope, then the bare program's for --soak-reference-minutes",
+    )
+    parser.add_argument("--soak-reference-minutes", type=float, default=2.0)
     args = parser.parse_args()
     runs = args.runs
     GRAB_MS = args.grab_ms
@@ -372,7 +539,10 @@ def main() -> None:
     collector.start()
     try:
         with loop:
-            results = loop.run_until_complete(measure(runs))
+            if args.soak_minutes:
+                soak_json(loop, args.soak_minutes, args.soak_reference_minutes)
+                return
+            results, bare = loop.run_until_complete(measure(runs, references=args.json))
             if args.json:
                 seconds = max(r.wall_s for r in results)
                 reference = loop.run_until_complete(bare_timer(seconds))
@@ -380,15 +550,21 @@ def main() -> None:
         collector.stop()
         asyncio.set_event_loop(None)
     if args.json:
-        import json
-
         summary = worst(results)
+        bare_latencies = [ms for run in bare for ms in run.latencies_ms]
         print(
             json.dumps(
                 {
                     **summary.__dict__,
                     "ref_gap_p99": _nth(reference, 0.99),
                     "ref_gap_worst": _nth(reference, 1.0),
+                    "ref_paint_p50": max(nth(run.latencies_ms, 0.5) for run in bare),
+                    "ref_paint_p99": max(nth(run.latencies_ms, 0.99) for run in bare),
+                    "ref_paint_max": max(bare_latencies, default=float("nan")),
+                    "ref_painted": min(len(run.latencies_ms) for run in bare),
+                    "ref_cpu_percent": max(run.cpu_percent for run in bare),
+                    "cpu_percent_runs": [r.cpu_percent for r in results],
+                    "ref_cpu_percent_runs": [run.cpu_percent for run in bare],
                 }
             )
         )

@@ -515,6 +515,106 @@ def bench_transcript(rounds: int, folder: Path) -> list[Row]:
     ]
 
 
+BIG_ANSWER = 2 * 1024 * 1024
+BIG_OUTPUT_LINES = 50_000
+
+
+def bench_bigtext(
+    rounds: int, folder: Path, answer: int = BIG_ANSWER, lines: int = BIG_OUTPUT_LINES
+) -> list[Row]:
+    """Runs ``bench.transcript_big`` (a Qt process): a 2 MB answer and a 50,000-line command
+    output shown in the real window, each beside a plain QPlainTextEdit with the same text."""
+    data = folder / "bigtext"
+    datasets.sessions(data, 20)
+    datasets.big_rows(data, datasets.big_answer(answer), datasets.command_output(lines))
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.transcript_big", str(data), "--rounds", str(rounds)],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    size = f"{answer / 2**20:.0f} MB" if answer >= 2**20 else f"{answer // 1024} KB"
+    reference = "reference: a plain QPlainTextEdit given the same text"
+
+    def worst(name: str, what: str, target: str, note: str) -> Row:
+        return Row(
+            what,
+            max(r[name]),
+            max(r[f"ref_{name}"]),
+            "ms",
+            target,
+            note,
+            {"fxdesk": r[name], "reference": r[f"ref_{name}"]},
+        )
+
+    return [
+        Row(
+            f"transcript: select a session holding a {size} answer → its first paint",
+            median(r["answer_open_ms"]),
+            median(r["ref_answer_open_ms"]),
+            "ms",
+            "",
+            f"the transcript renders its first 64 KB; {reference} (setPlainText → first paint)",
+            {"fxdesk": r["answer_open_ms"], "reference": r["ref_answer_open_ms"]},
+        ),
+        worst(
+            "answer_open_worst_ms",
+            f"transcript: {size} answer, worst frame while it opens",
+            "value<=50",
+            "5 ms timer on the Qt thread, the worst of the rounds",
+        ),
+        worst(
+            "answer_scroll_worst_ms",
+            f"transcript: {size} answer, worst frame scrolling it through (50 steps)",
+            "value<=50",
+            "",
+        ),
+        Row(
+            f"transcript: {size} answer, Show the whole answer… → its first paint",
+            median(r["answer_whole_ms"]),
+            median(r["ref_answer_open_ms"]),
+            "ms",
+            "",
+            "the whole text in a window's QPlainTextEdit",
+            {"fxdesk": r["answer_whole_ms"], "reference": r["ref_answer_open_ms"]},
+        ),
+        Row(
+            f"transcript: select a session with a {lines:,}-line command output → first paint",
+            median(r["output_open_ms"]),
+            median(r["ref_output_open_ms"]),
+            "ms",
+            "",
+            f"the card shows 40 lines; {reference}",
+            {"fxdesk": r["output_open_ms"], "reference": r["ref_output_open_ms"]},
+        ),
+        Row(
+            f"transcript: {lines:,}-line output, Show full output… → its first paint",
+            median(r["output_full_ms"]),
+            median(r["ref_output_open_ms"]),
+            "ms",
+            "",
+            "",
+            {"fxdesk": r["output_full_ms"], "reference": r["ref_output_open_ms"]},
+        ),
+        worst(
+            "output_open_worst_ms",
+            f"transcript: {lines:,}-line output, worst frame (select, open the card, full output)",
+            "value<=50",
+            "",
+        ),
+        worst(
+            "output_scroll_worst_ms",
+            f"transcript: {lines:,}-line output, worst frame scrolling it through (50 steps)",
+            "value<=50",
+            "",
+        ),
+    ]
+
+
 def bench_streaming(rounds: int) -> list[Row]:
     """The existing gui_stall (20 sessions streaming, one shown) beside a bare Qt timer."""
     out = subprocess.run(
@@ -556,12 +656,182 @@ def bench_streaming(rounds: int) -> list[Row]:
             "",
         ),
         Row(
+            "streaming: a delta reaching the GUI → the paint that shows it, p50",
+            result["paint_p50"],
+            result["ref_paint_p50"],
+            "ms",
+            "",
+            "the shown session's deltas (event filter on the transcript's viewport); reference: "
+            "a bare QPlainTextEdit fed the same deltas at the same pace",
+        ),
+        Row(
+            "streaming: delta → its paint, p99",
+            result["paint_p99"],
+            result["ref_paint_p99"],
+            "ms",
+            "value<=100",
+            "",
+        ),
+        Row(
+            "streaming: delta → its paint, worst",
+            result["paint_max"],
+            result["ref_paint_max"],
+            "ms",
+            "",
+            "",
+        ),
+        Row(
+            "streaming: CPU of the fxdesk process while 20 sessions stream",
+            result["cpu_percent"],
+            result["ref_cpu_percent"],
+            "% of a core",
+            "value<=60",
+            "CPU time / wall time of the whole process (engine, bus, window, scripted model); "
+            "reference: the bare program streaming 20 answers, painting one",
+            {"fxdesk": result["cpu_percent_runs"], "reference": result["ref_cpu_percent_runs"]},
+        ),
+        Row(
             "memory: peak RSS while 20 sessions stream, one transcript shown",
             result["rss_mib"],
             result["ref_rss_mib"],
             "MiB",
             "above<=150",
             "reference: the bare Qt program's RSS",
+        ),
+    ]
+
+
+def bench_flood(rounds: int, megabytes: int = 200) -> list[Row]:
+    """Runs ``bench.output_flood`` (a Qt process): a background task writes ``megabytes`` of
+    output then its URL, beside the same command writing to a file directly."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.output_flood",
+            "--megabytes",
+            str(megabytes),
+            "--rounds",
+            str(rounds),
+        ],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=True,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    flood = f"{megabytes} MB output flood"
+
+    def pair(name: str, what: str, unit: str, target: str, note: str, scale: float = 1) -> Row:
+        ours = [v * scale for v in r[name]]
+        theirs = [v * scale for v in r[f"ref_{name}"]]
+        return Row(
+            what,
+            median(ours),
+            median(theirs),
+            unit,
+            target,
+            note,
+            {"fxdesk": ours, "reference": theirs},
+        )
+
+    return [
+        pair(
+            "banner_s",
+            f"{flood}: task started → its URL banner printed",
+            "ms",
+            "",
+            "fxdesk: Engine.start_background (wrapper, sandbox, durable record), the output "
+            "straight into its log; reference: the same command started with > file",
+            1000,
+        ),
+        Row(
+            f"{flood}: banner printed → URL published",
+            median(r["url_ms"]),
+            None,
+            "ms",
+            "value<=1000",
+            "the URL watcher reads the whole log (in a worker thread) to the banner",
+            {"fxdesk": r["url_ms"]},
+        ),
+        pair(
+            "cpu_percent",
+            f"{flood}: fxdesk process CPU while the task runs",
+            "% of a core",
+            "",
+            "from the start to the URL; reference: the same fxdesk idle while the command "
+            "writes to a file",
+        ),
+        pair(
+            "rss_grew_mib",
+            f"{flood}: fxdesk RSS growth while the task runs",
+            "MiB",
+            "",
+            "peak minus before (sampled every 50 ms)",
+        ),
+        Row(
+            f"{flood}: Qt thread worst gap while the task runs",
+            max(r["worst_frame_ms"]),
+            None,
+            "ms",
+            "value<=50",
+            "5 ms timer",
+            {"fxdesk": r["worst_frame_ms"]},
+        ),
+        pair(
+            "log_open_ms",
+            f"{flood}: log view opened on the {megabytes} MB log → first paint",
+            "ms",
+            "",
+            "LogView.follow (reads the last 256 KiB); reference: a QPlainTextEdit given the "
+            "same 256 KiB",
+        ),
+    ]
+
+
+def bench_soak(minutes: float, reference_minutes: float) -> list[Row]:
+    """``bench.gui_stall --soak-minutes``: 20 sessions streaming without a pause; RSS slope."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bench.gui_stall",
+            "--soak-minutes",
+            str(minutes),
+            "--soak-reference-minutes",
+            str(reference_minutes),
+        ],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=int((minutes + reference_minutes) * 60 + 600),
+        check=True,
+    )
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    first, last = r["rss"][0][1], r["rss"][-1][1]
+    return [
+        Row(
+            f"soak: RSS slope while 20 sessions stream for {r['minutes']:.0f} min "
+            f"({r['answers']:,} answers; RSS {first:.0f} → {last:.0f} MiB)",
+            r["slope_mib_per_hour"],
+            r["ref_slope_mib_per_hour"],
+            "MiB/h",
+            "",
+            "least squares over the samples (every 5 s) after the first quarter; the shown "
+            f"session changes every 30 s; reference: the bare program for {r['ref_minutes']:.0f} "
+            "min",
+            {"fxdesk_rss": [m for _, m in r["rss"]], "reference_rss": [m for _, m in r["ref_rss"]]},
+        ),
+        Row(
+            "soak: fxdesk process CPU while 20 sessions stream",
+            r["cpu_percent"],
+            r["ref_cpu_percent"],
+            "% of a core",
+            "value<=60",
+            "",
         ),
     ]
 
@@ -614,15 +884,31 @@ def main() -> int:
     parser.add_argument(
         "--only",
         nargs="*",
-        choices=["startup", "transitions", "recovery", "transcript", "streaming", "scale"],
+        choices=[
+            "startup",
+            "transitions",
+            "recovery",
+            "transcript",
+            "streaming",
+            "scale",
+            "bigtext",
+            "flood",
+            "soak",
+        ],
         help="run only these",
+    )
+    parser.add_argument(
+        "--soak-minutes",
+        type=float,
+        help="how long the soak streams (default: 10 with --only soak, 2 in --full)",
     )
     args = parser.parse_args()
     mode = "full" if args.full else "quick" if args.quick else "default"
     rounds = {"quick": 3, "default": 5, "full": 9}[mode]
     wanted = set(args.only or ["startup", "transitions", "recovery", "transcript"])
     if args.full and not args.only:
-        wanted |= {"streaming", "scale"}
+        wanted |= {"streaming", "scale", "bigtext", "flood", "soak"}
+    soak_minutes = args.soak_minutes or (10.0 if args.only else 2.0)
     began = time.time()
     load_before = os.getloadavg()
     rows: list[Row] = []
@@ -638,6 +924,9 @@ def main() -> int:
             ("recovery", lambda: bench_recovery(rounds, folder, [1000])),
             ("transcript", lambda: bench_transcript(rounds, folder)),
             ("streaming", lambda: bench_streaming(1 if mode != "full" else 3)),
+            ("bigtext", lambda: bench_bigtext(min(rounds, 3), folder)),
+            ("flood", lambda: bench_flood(1 if mode != "full" else 3)),
+            ("soak", lambda: bench_soak(soak_minutes, min(soak_minutes, 2.0))),
             (
                 "scale",
                 lambda: (

@@ -33,6 +33,17 @@ NUL_SYMBOL = "\u2400"
 
 _MARK = SCHEME_MARK.encode()
 
+# A line whose every "://" is followed by a public DNS name (a dot, a last label of letters,
+# then a character that ends a host) holds no candidate (``server_urls.host_reach``: PUBLIC):
+# it is passed over without decoding and parsing it, which cost ~0.2 ms a line, on the GIL: a
+# build log with a documentation link every 100 lines kept the scanner seconds behind a 200 MB
+# flood (issue 17, bench.output_flood). Lines with control bytes (escape codes, which the full
+# parse strips and which could join text into another host) always get the full parse.
+_PUBLIC_HOST = re.compile(
+    rb"://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,63})(?=[/?#:\t \"'<>)\],;]|$)"
+)
+_CONTROL = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]|\xc2[\x80-\x9f]")
+
 
 def _last_break(data: bytes) -> int:
     return max(data.rfind(b"\n"), data.rfind(b"\r"))
@@ -115,10 +126,18 @@ class UrlScanner:
             at = chunk.find(_MARK, start, end)
 
     def _look_at_line(self, raw: bytes) -> None:
-        if _MARK not in raw:
+        if _MARK not in raw or self._only_public_hosts(raw):
             return
         for candidate in line_candidates(raw.decode("utf-8", "replace"), self._own_names):
             self.best = better(self.best, candidate)
+
+    def _only_public_hosts(self, raw: bytes) -> bool:
+        if _CONTROL.search(raw):
+            return False
+        hosts = [m.group(1).decode().lower() for m in _PUBLIC_HOST.finditer(raw)]
+        return len(hosts) == raw.count(_MARK) and not any(
+            host.endswith((".local", ".localhost")) or host in self._own_names for host in hosts
+        )
 
 
 def exit_code(tail: bytes) -> int | None:

@@ -102,3 +102,24 @@ def test_exit_marker_lines_are_removed_from_text() -> None:
 
 def test_display_text_replaces_bad_bytes_and_shows_nul() -> None:
     assert display_text(b"ok\x00\xffend") == f"ok{NUL_SYMBOL}\ufffdend"
+
+
+def test_lines_with_only_public_links_are_passed_over_and_local_ones_still_count() -> None:
+    """Issue 17: a build log with a documentation link every 100 lines kept the scanner
+    seconds behind a 200 MB flood; such lines are now passed over without parsing. A line is
+    still parsed when any of its hosts may be local or it holds escape codes."""
+    scanner = UrlScanner(["devbox.example.com"])
+    public = b"[build] see https://vitejs.dev/guide/troubleshooting.html#item-7 for details\n"
+    assert scanner._only_public_hosts(public.rstrip())
+    feed_in_blocks(scanner, public * 1000, 4096)
+    assert scanner.best is None
+    for line, url in [
+        (b"docs at https://vitejs.dev/ and the app at http://localhost:3000/", "localhost:3000"),
+        (b"open http://web.localhost:8080/ now", "web.localhost:8080"),
+        (b"mdns http://printer.local:631/", "printer.local:631"),
+        (b"served at http://devbox.example.com:8000/", "devbox.example.com:8000"),
+        (b"see https://nextjs.org/docs \x1b[1mhttp:\x1b[0m//localhost:5000", "localhost:5000"),
+    ]:
+        fresh = UrlScanner(["devbox.example.com"])
+        fresh.feed(line + b"\n")
+        assert fresh.best is not None and url in fresh.best.url, line

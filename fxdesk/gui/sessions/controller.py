@@ -349,12 +349,18 @@ class SessionController(QObject):
             await self.submit(session.id, failed.content)
 
     def _show_full_output(self, row: Row) -> None:
-        text = row.full_output or row.output
+        """A command's whole output, or the whole of an answer too long for the transcript."""
+        if row.tool:
+            text, title, summary = row.full_output or row.output, f"{row.tool} output", ""
+        else:
+            text, title, summary = row.text, "The whole answer", f"{len(row.text):,} characters"
         dialog = ErrorDetailsDialog(
-            messages.Message(messages.Level.INFO, f"Full output of {row.tool}", details=text),
+            messages.Message(
+                messages.Level.INFO, summary or f"Full output of {row.tool}", details=text
+            ),
             self.window,
         )
-        dialog.setWindowTitle(f"{row.tool} output")
+        dialog.setWindowTitle(title)
         dialog.show()
 
     @Slot(str, str)

@@ -74,6 +74,10 @@ AnyIndex = QModelIndex | QPersistentModelIndex
 MARGIN, PAD, GAP = 14, 8, 6
 MAX_WIDTH = 980  # a column people can read on a wide screen; it stays centred in the view
 PREVIEW_LINES = 40
+# Of a longer answer the transcript renders this much (to a paragraph break) and offers the
+# whole text in a window: Qt's Markdown reader and layout take ~5 ms a KB on the Qt thread, so a
+# 2 MB answer would freeze the window for ~15 s when shown (issue 17, bench.transcript_big).
+ANSWER_SHOWN = 64 * 1024
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
@@ -257,8 +261,9 @@ class TranscriptDelegate(QStyledItemDelegate):
         small = QFontMetrics(font).height()
         if row.kind in (RowKind.USER, RowKind.ASSISTANT):
             inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
+            shown = shown_part(row.text)
             # Uncoloured: most rows are built only for their height; _paint colours them.
-            doc = render(row.text or " ", inner, dark=dark, font=font, highlight=False)
+            doc = render(shown or " ", inner, dark=dark, font=font, highlight=False)
             top = small + 4 if row.kind == RowKind.USER else 0
             left = PAD if row.kind == RowKind.USER else 0
             rect = QRectF(
@@ -284,6 +289,10 @@ class TranscriptDelegate(QStyledItemDelegate):
                     small + 2,
                 )
                 layout.hotspots.append((button, "copy", block.text))
+            if len(shown) < len(row.text):  # the rest behind a link, right under the text
+                link = QRect(0, layout.height - GAP, 200, small + 4)
+                layout.hotspots.append((link, "full_output", row))
+                layout.height += small + 6
             if row.kind == RowKind.ASSISTANT and row.data.get("partial"):
                 layout.footer = PARTIAL_MARK  # the answer was cut off where it stops
                 layout.height += small + 4
@@ -427,7 +436,7 @@ class TranscriptDelegate(QStyledItemDelegate):
                 "retry": "Retry",
                 "resume": "Resume",
                 "edit_profile": "Edit profile…",
-                "full_output": "Show full output…",
+                "full_output": "Show full output…" if row.tool else "Show the whole answer…",
                 "arguments": "Hide arguments" if row.arguments_shown else "Show arguments",
             }.get(action)
             if label is None:
@@ -526,6 +535,16 @@ TOOL_TITLES = {
 COMMAND_TOOLS = ("run_command", "start_background")
 LIVE_LINES = 40  # of a running command's output, in its open card
 PARTIAL_MARK = "■ Cut off here: the turn was cancelled while this answer was arriving"
+
+
+def shown_part(text: str) -> str:
+    """What the transcript renders of a message: all of it, or of a longer one than
+    ``ANSWER_SHOWN`` its start up to a paragraph break."""
+    if len(text) <= ANSWER_SHOWN:
+        return text
+    head = text[:ANSWER_SHOWN]
+    cut = head.rfind("\n\n")
+    return head[:cut] if cut > ANSWER_SHOWN // 2 else head
 
 
 def _tool_body(row: Row) -> str:

@@ -113,6 +113,8 @@ class TranscriptView(QListView):
             found.append(("Copy text", "copy", row.text))
         if TextSelection.can_select(row):
             found.append(("Select text (F2)", "select", None))
+        if any(action == "full_output" for _r, action, _p in self.delegate.layout(row).hotspots):
+            found.append(("Show the whole answer…", "full_output", row))  # a long one, cut
         for number, (_rect, action, code) in enumerate(
             (h for h in self.delegate.layout(row).hotspots if h[1] == "copy"), start=1
         ):

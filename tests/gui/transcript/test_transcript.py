@@ -926,3 +926,52 @@ async def test_a_long_session_opens_on_its_newest_rows_then_fills_in_above_them(
     bottom = view.indexAt(QPoint(view.viewport().width() // 2, view.viewport().height() - 5))
     assert bottom.row() == PAGE_SIZE - 1
     assert not model.complete and model.oldest_seq == 501 - PAGE_SIZE
+
+
+def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any) -> None:
+    """Issue 17: a 2 MB answer froze the window while Qt read its Markdown (~5 ms a KB). The
+    transcript renders its first ANSWER_SHOWN characters, to a paragraph break, and offers the
+    whole of it; code is coloured in a single pass (colouring block by block relaid the rest
+    of the document each time: a minute for 400 KB)."""
+    from fxdesk.gui.transcript.delegate import ANSWER_SHOWN
+
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 900)
+    paragraph = "A line of the plan.\n\n```python\nx = parse(lines)  # it\n```\n\n"
+    long_text = paragraph * (2 * ANSWER_SHOWN // len(paragraph)) + "The very end."
+    asked: list[tuple[str, object]] = []
+    view.action.connect(lambda action, payload: asked.append((action, payload)))
+    model.clear("s1")
+    model.append_entries((entry(1, EntryKind.ASSISTANT, long_text),))
+    model.append_entries((entry(2, EntryKind.ASSISTANT, CODE_ANSWER),))
+
+    cut = view.delegate.layout(model.row_at(0))
+    shown = cut.docs[0][0].toPlainText()
+    assert "The very end." not in shown
+    assert shown.rstrip().endswith(("A line of the plan.", "x = parse(lines)  # it"))  # whole
+    assert len(shown) < ANSWER_SHOWN < len(long_text)
+    labels = [label for label, _, _ in view.row_actions(0)]
+    assert "Show the whole answer…" in labels
+    whole = next(a for a in view.row_actions(0) if a[0] == "Show the whole answer…")
+    view.trigger(0, whole[1], whole[2])
+    assert asked == [("full_output", model.row_at(0))]
+    assert "Show the whole answer…" not in [label for label, _, _ in view.row_actions(1)]
+
+    image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours every code block
+    painter = QPainter(image)
+    option = QStyleOptionViewItem()
+    option.rect = QRect(0, 0, 700, cut.height)
+    option.palette = view.palette()
+    view.delegate._paint(painter, option, model.row_at(0))
+    painter.end()
+    doc = cut.docs[0][0]
+    block, coloured = doc.begin(), 0
+    while block.isValid():
+        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+            coloured += (
+                len({r.format.foreground().color().name() for r in block.layout().formats()}) > 1
+            )
+        block = block.next()
+    assert coloured > 100
