@@ -119,12 +119,18 @@ async def test_send_watch_it_stream_queue_a_second_message_and_cancel(
         # The second message starts a turn that never answers; a third waits in the queue.
         run.type_and_send("Now write the tests")
         await until(lambda: run.state(session.id) == SessionState.RUNNING)
+        # The turn is running, but on a loaded machine it may not have asked the model yet.
+        await until(lambda: provider.calls == 2)
         assert run.panel.cancel.isVisible()
         assert run.panel.composer.send.text() == "Queue"
         run.type_and_send("And update the docs")
         await until(lambda: run.panel.queue.isVisible())
-        labels = [w.text() for w in run.panel.queue.findChildren(QLabel)]
-        assert any("Queued" in text and "And update the docs" in text for text in labels)
+        await until(
+            lambda: any(
+                "Queued" in w.text() and "And update the docs" in w.text()
+                for w in run.panel.queue.findChildren(QLabel)
+            )
+        )
         assert "And update the docs" not in run.rows(RowKind.USER)
 
         # Esc cancels the running turn (after the confirmation), like the Cancel button.
