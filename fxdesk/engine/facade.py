@@ -51,6 +51,7 @@ from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.search import SearchHit
+from fxdesk.domain.text import storable
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.domain.worktrees import WORKTREE_KEY, Worktree
@@ -275,11 +276,11 @@ class Engine(AgentRunsPart, WorktreePart):
         try:
             session = await self._sessions.create_root(
                 folder,
-                name=name,
+                name=storable(name),
                 permission_mode=permission_mode,
                 profile=profile,
                 model=model,
-                first_message=first_message,
+                first_message=storable(first_message) if first_message else first_message,
                 session_id=session_id,
                 config={WORKTREE_KEY: made.to_value()} if made is not None else None,
             )
@@ -326,7 +327,7 @@ class Engine(AgentRunsPart, WorktreePart):
     async def send(self, session_id: str, text: str, *, start: bool = True) -> WorkItem:
         """Queue a message and start the session (it runs after what is already queued)."""
         owner = self._running() if start else None  # refuse before writing
-        item = await self._sessions.send(session_id, text)
+        item = await self._sessions.send(session_id, storable(text))
         if self._agents is not None:  # inbox events wait for this turn: they go in behind it
             await self._agents.delivery.attach_to_next_turn(session_id)
         if owner is not None:
@@ -337,6 +338,7 @@ class Engine(AgentRunsPart, WorktreePart):
         """Deliver ``text`` into the running turn at its next step; when no turn runs, it is
         an ordinary message."""
         owner = self._running()
+        text = storable(text)
         if owner.is_running(session_id):
             item = await self._sessions.steer(session_id, text)
         else:
@@ -374,7 +376,7 @@ class Engine(AgentRunsPart, WorktreePart):
             await self._owner.shutdown()
 
     async def rename(self, session_id: str, name: str) -> Session:
-        return await self._sessions.rename(session_id, name)
+        return await self._sessions.rename(session_id, storable(name))
 
     async def close(self, session_id: str, *, force: bool = False, keep_branch: bool = True) -> str:
         """Archive the session and its sub-agents; their live work stops. A root session's
