@@ -81,12 +81,13 @@ def gone(pid: int) -> bool:
         return True
 
 
-def zombies() -> set[int]:
-    """Zombie children of this process (what fxdesk started and never reaped)."""
+def zombies(since: float) -> set[int]:
+    """Zombie children of this process started after ``since`` (``time.time()``): what this
+    test's fxdesk started and never reaped (not what an earlier test left)."""
     found = set()
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if child.status() == psutil.STATUS_ZOMBIE:
+            if child.status() == psutil.STATUS_ZOMBIE and child.create_time() >= since - 1:
                 found.add(child.pid)
     return found
 
@@ -144,7 +145,7 @@ async def test_a_server_that_double_forks_out_of_its_group_is_stopped_with_its_s
     server = '( setsid sleep 600 & echo "escaped=$!" ); echo ready; exec sleep 600'
     leader: list[int] = []
     outsiders: list[int] = []
-    zombies_before = zombies()
+    began_at = time.time()
 
     async def find_the_escaped() -> None:
         task = app.engine.background_task("#1", session_ids[0])
@@ -184,7 +185,7 @@ async def test_a_server_that_double_forks_out_of_its_group_is_stopped_with_its_s
         for pid in outsiders:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    await until(lambda: zombies() <= zombies_before)
+    await until(lambda: not zombies(began_at))
 
 
 # --- a PID that now names another process ---------------------------------------------------
@@ -281,7 +282,7 @@ async def test_commands_that_leave_zombies_closed_output_and_odd_bytes(
     timeout (ended on time); and one that prints NUL and bytes that are not UTF-8, in the
     foreground and in a background log. Every result is stored and read back after a
     restart, with U+FFFD for the bad bytes; no zombie is left; the database is intact."""
-    zombies_before = zombies()
+    began_at = time.time()
     odd = r"printf 'caf\351 \000nul\377\376 end\n'"
     root = Script(
         [
@@ -311,7 +312,7 @@ async def test_commands_that_leave_zombies_closed_output_and_odd_bytes(
         assert "caf\ufffd \u2400nul\ufffd\ufffd end" in results[5]
         assert results[6] == "Command #1 stopped."
     assert time.monotonic() - began < WAIT_S  # the 60 s command did not hold the turn
-    await until(lambda: zombies() <= zombies_before)
+    await until(lambda: not zombies(began_at))
     async with running(paths, Script([])) as again:
         transcript = await again.engine.transcript(session_id)
         stored = [e.content for e in transcript.entries if e.kind.value == "tool_result"]
