@@ -175,3 +175,41 @@ def test_a_large_image_is_shrunk_and_a_file_that_is_no_image_is_named(
         assert str(exc) == "fake.png could not be read as an image"
     else:
         raise AssertionError("a text file was taken for an image")
+
+
+async def test_retry_of_a_failed_message_sends_its_images_again(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    from fxdesk.providers.scripted import Fault
+
+    project = tmp_path / "project"
+    project.mkdir()
+    shot = write_png(tmp_path / "error.png", 12, 8, "#aa0000")
+    provider = ScriptedProvider([Fault("server_error", "upstream 500"), Reply("Seen now.")])
+    run = await Window(data_paths, provider).started()
+    try:
+        await run.app.sessions.create_root(project, name="Retry")
+        await until(lambda: run.panel.session is not None)
+        composer = run.panel.composer
+        files = QMimeData()
+        files.setUrls([QUrl.fromLocalFile(str(tmp_path / "error.png"))])
+        drop(composer.edit.viewport(), files)
+        await until(lambda: composer.images)
+        run.type_and_send("What does this error say?")
+        notice = await until(
+            lambda: next(
+                (
+                    run.transcript.row_at(i)
+                    for i in range(run.transcript.rowCount())
+                    if run.transcript.row_at(i).kind == RowKind.NOTICE
+                ),
+                None,
+            )
+        )
+        run.panel.transcript.action.emit("retry", notice.work_id)
+        await until(lambda: "Seen now." in run.rows(RowKind.ASSISTANT))
+        retried = provider.requests[-1].messages[-1]
+        assert retried.content == "What does this error say?"
+        assert [i.data for i in retried.images] == [shot]
+    finally:
+        await run.stop()
