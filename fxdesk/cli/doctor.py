@@ -232,16 +232,15 @@ def check_acp_agents() -> Check:
     A warning at most: external agents are optional. Only whether they can start is checked,
     not that the adapter downloads or logs in (that needs the network)."""
     from fxdesk.domain.acp_presets import PRESETS
+    from fxdesk.engine.acp_programs import find_agent_program
 
     found: dict[str, str | None] = {}
     missing: list[str] = []
     node = shutil.which("node")
     for preset in PRESETS.values():
-        program = shutil.which(preset.command)
-        if preset.needs_node and node is None:
-            program = None
-        found[preset.name] = program
-        if program is None:
+        program = find_agent_program(preset.command)
+        found[preset.name] = program.path
+        if not program.found:
             missing.append(f"{preset.title}: {preset.install}")
     data = {"node": node, "presets": found}
     ready = [PRESETS[name].title for name, program in found.items() if program]

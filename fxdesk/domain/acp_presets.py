@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+NODE_PROGRAMS = ("npx", "node", "npm")  # run on Node.js: node must be found too
+
 
 @dataclass(frozen=True)
 class AcpPreset:
@@ -22,7 +24,7 @@ class AcpPreset:
 
     @property
     def needs_node(self) -> bool:
-        return self.command in ("npx", "node", "npm")
+        return self.command in NODE_PROGRAMS
 
 
 PRESETS: dict[str, AcpPreset] = {
@@ -53,3 +55,22 @@ PRESETS: dict[str, AcpPreset] = {
         ),
     )
 }
+
+
+# Words in a variable's name that say its value is a secret: such values of an ``acp``
+# profile's environment are kept in the keyring, not the database (``Profile.secret_env``).
+SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def looks_secret(name: str) -> bool:
+    """Whether the variable ``name`` (``ANTHROPIC_API_KEY``, ``GH_TOKEN``) holds a secret."""
+    upper = name.upper()
+    return any(word in upper for word in SECRET_WORDS)
+
+
+def preset_of(command: str | None, args: tuple[str, ...]) -> AcpPreset | None:
+    """The preset whose command line this is (its arguments first), or None."""
+    for preset in PRESETS.values():
+        if command == preset.command and args[: len(preset.args)] == preset.args:
+            return preset
+    return None

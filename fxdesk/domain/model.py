@@ -174,6 +174,12 @@ class Profile:
     command: str | None = None  # acp: the agent's program
     args: tuple[str, ...] = ()  # acp: its arguments
     env: tuple[tuple[str, str], ...] = ()  # acp: extra environment (NAME, value)
+    # acp: names of more variables whose values are secrets, kept in the keyring (one JSON
+    # object under the profile's entry), never here.
+    secret_env: tuple[str, ...] = ()
+    preset: str | None = None  # acp: the preset it was made from (domain/acp_presets.py)
+    # acp: whether the agent runs in the sandbox; None: the default (on; a preset's own).
+    sandbox: bool | None = None
     # Whether the model takes images; None: guessed from its name (domain/images.py).
     accepts_images: bool | None = None
 

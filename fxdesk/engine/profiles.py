@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import json
 import time
 from dataclasses import dataclass
 
+from fxdesk.domain.acp_presets import looks_secret
 from fxdesk.domain.conversation import ChatMessage
 from fxdesk.domain.model import UNRESTRICTED_SETTING, KeySource, PermissionMode, Profile
-from fxdesk.engine.providers import build_provider
-from fxdesk.logs import register_secret_variable
+from fxdesk.engine.acp_programs import find_agent_program
+from fxdesk.engine.providers import build_provider, env_secrets
+from fxdesk.logs import register_secret, register_secret_variable
 from fxdesk.providers.base import ModelRequest, ProviderError, collect
 from fxdesk.providers.scripted import ScriptedProvider
 from fxdesk.store import Store, repo, secrets
@@ -83,13 +87,54 @@ class ProfileService:
                 await asyncio.to_thread(ScriptedProvider.from_file, profile.script_path)
             except ProviderError as exc:
                 raise ProfileError(exc.message) from exc
-        if key:
+        if profile.kind == "acp":
+            profile = await self._keep_env_secrets(profile)
+        elif key:
             await asyncio.to_thread(secrets.set_secret, profile.name, key)
-        await self.store.write(lambda: repo.save_profile(profile), label="profile")
+        stored = profile
+        await self.store.write(lambda: repo.save_profile(stored), label="profile")
         if profile.key_source == KeySource.ENV and profile.key_env:
             register_secret_variable(profile.key_env)
         if make_default:
             await self.set_default(profile.name)
+
+    async def _keep_env_secrets(self, profile: Profile) -> Profile:
+        """An ``acp`` profile with the values of its secret-looking variables moved to the
+        keyring (one JSON object under the profile's entry, as another profile's API key).
+
+        ``profile.env`` holds the values given now; a name in ``profile.secret_env`` without
+        one keeps its stored value; a secret no longer named is forgotten.
+
+        Raises:
+            secrets.SecretsUnavailable: there are secrets and no keyring to keep them.
+        """
+        for name, _value in profile.env:
+            if not name.isidentifier():
+                raise ProfileError(f"{name!r} is not an environment variable name")
+        given = {name: value for name, value in profile.env if looks_secret(name)}
+        names = tuple(dict.fromkeys((*profile.secret_env, *given)))
+        kept = {name: value for name, value in profile.env if name not in given}
+        for value in given.values():
+            register_secret(value)
+        if not names:
+            if profile.secret_env or (await self._stored_env_secrets(profile.name)):
+                with contextlib.suppress(secrets.SecretsUnavailable):
+                    await asyncio.to_thread(secrets.delete_secret, profile.name)
+        else:
+            stored = await self._stored_env_secrets(profile.name) if profile.secret_env else {}
+            values = {name: given.get(name, stored.get(name, "")) for name in names}
+            missing = [name for name, value in values.items() if not value]
+            if missing:
+                raise ProfileError(f"no value is stored or given for {', '.join(missing)}")
+            text = json.dumps(values, sort_keys=True)
+            await asyncio.to_thread(secrets.set_secret, profile.name, text)
+        return dataclasses.replace(profile, env=tuple(kept.items()), secret_env=names)
+
+    async def _stored_env_secrets(self, name: str) -> dict[str, str]:
+        try:
+            return await env_secrets(name)
+        except secrets.SecretsUnavailable:
+            return {}
 
     async def hide_env_keys(self) -> None:
         """Keep every profile's key variable (``--api-key-env``) out of the agent's commands,
@@ -122,6 +167,17 @@ class ProfileService:
         ``api_key``: test with this key (typed, not saved yet) instead of the stored one.
         """
         began = time.monotonic()
+        if profile.kind == "acp":
+            program = await asyncio.to_thread(find_agent_program, profile.command or "")
+            elapsed = (time.monotonic() - began) * 1000
+            if not program.found:
+                return ProbeResult(False, program.problem, elapsed)
+            return ProbeResult(
+                True,
+                f"found {program.path} (whether the agent starts and is logged in shows at "
+                "its first turn)",
+                elapsed,
+            )
         try:
             provider = await build_provider(profile, api_key=api_key)
             response = await collect(

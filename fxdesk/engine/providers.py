@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,44 @@ async def _find_key(profile: Profile) -> str | None:
     return key
 
 
+async def env_secrets(profile_name: str) -> dict[str, str]:
+    """The secret environment values of an ``acp`` profile, from the keyring (registered for
+    redaction); empty when none are stored.
+
+    Raises:
+        secrets.SecretsUnavailable: no keyring to ask.
+    """
+    text = await asyncio.to_thread(secrets.get_secret, profile_name)
+    try:
+        values = json.loads(text) if text else {}
+    except ValueError:
+        values = {}
+    if not isinstance(values, dict):
+        return {}
+    found = {str(k): str(v) for k, v in values.items()}
+    for value in found.values():
+        register_secret(value)
+    return found
+
+
+async def _agent_environment(profile: Profile) -> dict[str, str]:
+    env = dict(profile.env)
+    if not profile.secret_env:
+        return env
+    try:
+        stored = await env_secrets(profile.name)
+    except secrets.SecretsUnavailable as exc:
+        raise ProviderError("auth", exc.user_message) from None
+    missing = [name for name in profile.secret_env if name not in stored]
+    if missing:
+        raise ProviderError(
+            "auth",
+            f"the keyring holds no value for {', '.join(missing)} of profile {profile.name!r}: "
+            "set it again in Settings → Profiles",
+        )
+    return env | {name: stored[name] for name in profile.secret_env}
+
+
 async def build_provider(
     profile: Profile, *, api_key: str | None = None, log_dir: Path | None = None
 ) -> Provider:
@@ -84,7 +123,7 @@ async def build_provider(
             raise ProviderError(
                 "unavailable", f"the ACP profile {profile.name!r} has no command to start"
             )
-        launch = AcpLaunch(profile.command, profile.args, dict(profile.env))
+        launch = AcpLaunch(profile.command, profile.args, await _agent_environment(profile))
         return AcpAgentProvider(launch, log_dir=log_dir)
     if profile.kind == "scripted":
         if not profile.script_path or profile.script_path == DEMO_SCRIPT:

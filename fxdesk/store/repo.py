@@ -281,6 +281,9 @@ _PROFILE_SETTINGS = (
     "args",
     "env",
     "accepts_images",
+    "secret_env",
+    "preset",
+    "sandbox",
 )
 
 
@@ -293,6 +296,8 @@ def _profile(row: ProfileRow) -> Profile:
         extra["args"] = tuple(str(a) for a in extra["args"])
     if "env" in extra:
         extra["env"] = tuple((str(k), str(v)) for k, v in extra["env"])
+    if "secret_env" in extra:
+        extra["secret_env"] = tuple(str(n) for n in extra["secret_env"])
     return Profile(
         name=row.name,
         kind=row.kind,

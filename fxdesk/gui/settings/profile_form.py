@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
@@ -17,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QPushButton,
     QSpinBox,
     QToolButton,
@@ -24,6 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from fxdesk.domain.acp_presets import PRESETS, SECRET_WORDS, looks_secret, preset_of
 from fxdesk.domain.images import guess_accepts
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.facade import ProfileService
@@ -35,6 +38,7 @@ KIND_LABELS = {
     "openai": "OpenAI-compatible (OpenAI, Ollama, LM Studio, OpenRouter…)",
     "anthropic": "Anthropic",
     "scripted": "Offline demo agent (no AI model)",
+    "acp": "External agent (ACP: Claude Code, Codex, Gemini CLI…)",
 }
 KEY_SOURCE_LABELS = {
     KeySource.KEYRING: "Stored in the system keyring",
@@ -54,7 +58,16 @@ _MODEL_PLACEHOLDER = {
     "anthropic": "e.g. claude-sonnet-4-5",
 }
 _ENV_PLACEHOLDER = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-_DEFAULT_NAME = {"openai": "openai", "anthropic": "anthropic", "scripted": "demo"}
+_DEFAULT_NAME = {"openai": "openai", "anthropic": "anthropic", "scripted": "demo", "acp": "agent"}
+# In the environment field, in place of a value kept in the keyring: keep it as stored.
+STORED = "<in the keyring>"
+ENV_HINT = (
+    "One NAME=value a line. Values of names with "
+    + ", ".join(SECRET_WORDS[:4])
+    + " and the like go to the system keyring, not the database; "
+    + STORED
+    + " keeps the stored value. The agent also inherits fxdesk's environment."
+)
 
 DEMO_TEXT = (
     "The offline demo agent needs no account and no network: it looks around the workspace, "
@@ -177,6 +190,7 @@ class ProfileForm(QWidget):
         self.max_tokens_spin.setSingleStep(1024)
         self.max_tokens_spin.setSpecialValueText("Model default")
         form.addRow("Ma&x tokens:", self.max_tokens_spin)
+        self._build_agent_fields()
 
         prices = QWidget()
         row = QHBoxLayout(prices)
@@ -202,6 +216,44 @@ class ProfileForm(QWidget):
         self.max_tokens_spin.valueChanged.connect(self._on_field_changed)
         self.images_combo.currentIndexChanged.connect(self._on_field_changed)
         self.model_edit.textChanged.connect(self._show_image_guess)
+
+    def _build_agent_fields(self) -> None:
+        """The fields of an ``acp`` profile: a preset, the command, its arguments and
+        environment."""
+        form = self.fields
+        self.preset_combo = QComboBox()
+        self.preset_combo.setAccessibleName("Preset")
+        self.preset_combo.addItem("Custom command", None)
+        for preset in PRESETS.values():
+            self.preset_combo.addItem(preset.title, preset.name)
+        self.preset_combo.setToolTip("Fill in the command of an agent people already use")
+        self.preset_combo.activated.connect(self._on_preset_combo_activated)
+        form.addRow("Pre&set:", self.preset_combo)
+
+        self.command_edit = QLineEdit()
+        self.command_edit.setAccessibleName("Command")
+        self.command_edit.setPlaceholderText("the agent's program, e.g. npx or gemini")
+        form.addRow("&Command:", self.command_edit)
+
+        self.args_edit = QLineEdit()
+        self.args_edit.setAccessibleName("Arguments")
+        self.args_edit.setPlaceholderText("as on a command line; quote an argument with spaces")
+        form.addRow("&Arguments:", self.args_edit)
+
+        self.agent_env_edit = QPlainTextEdit()
+        self.agent_env_edit.setAccessibleName("Environment")
+        self.agent_env_edit.setTabChangesFocus(True)
+        self.agent_env_edit.setPlaceholderText("ANTHROPIC_API_KEY=sk-…")
+        self.agent_env_edit.setFixedHeight(self.agent_env_edit.fontMetrics().lineSpacing() * 4 + 12)
+        self.agent_env_hint = hint_label()
+        self.agent_env_hint.setText(ENV_HINT)
+        self.agent_env_hint.setWordWrap(True)
+        self._agent_env_box = _stacked(self.agent_env_edit, self.agent_env_hint)
+        form.addRow("&Environment:", self._agent_env_box)
+
+        for edit in (self.command_edit, self.args_edit):
+            edit.textChanged.connect(self._on_field_changed)
+        self.agent_env_edit.textChanged.connect(self._on_field_changed)
 
     def _show_image_guess(self) -> None:
         guess = guess_accepts(self.kind, self.model_edit.text().strip())
@@ -245,6 +297,12 @@ class ProfileForm(QWidget):
         self._name_edited = True
         self.set_kind(profile.kind)
         self.name_edit.setText(profile.name)
+        self.command_edit.setText(profile.command or "")
+        self.args_edit.setText(shlex.join(profile.args))
+        lines = [f"{name}={value}" for name, value in profile.env]
+        lines += [f"{name}={STORED}" for name in profile.secret_env]
+        self.agent_env_edit.setPlainText("\n".join(lines))
+        self._show_preset(profile.preset)
         self.name_edit.setReadOnly(True)
         self.url_edit.setText(profile.base_url or "")
         self.model_edit.setText(profile.model or "")
@@ -268,6 +326,8 @@ class ProfileForm(QWidget):
         """The profile as the form shows it (``problem()`` says whether it can be saved)."""
         base = self._original or Profile(name="", kind=self.kind)
         name = self.name_edit.text().strip()
+        if self.kind == "acp":
+            return self._agent_profile(base, name)
         if self.kind == "scripted":
             script = base.script_path if base.kind == "scripted" and base.script_path else None
             return dataclasses.replace(
@@ -303,9 +363,42 @@ class ProfileForm(QWidget):
             else None,
         )
 
+    def _agent_profile(self, base: Profile, name: str) -> Profile:
+        command = self.command_edit.text().strip()
+        args = tuple(self._args() or ())
+        env, kept = _parse_env(self.agent_env_edit.toPlainText())
+        preset = preset_of(command, args)
+        return dataclasses.replace(
+            base,
+            name=name,
+            kind="acp",
+            base_url=None,
+            model=None,
+            script_path=None,
+            effort=None,
+            max_tokens=None,
+            accepts_images=None,
+            price_in_per_mtok=None,
+            price_out_per_mtok=None,
+            key_source=KeySource.NONE,
+            key_env=None,
+            command=command or None,
+            args=args,
+            env=tuple(env),
+            secret_env=tuple(kept),
+            preset=preset.name if preset is not None else None,
+        )
+
+    def _args(self) -> list[str] | None:
+        """The arguments as typed, split as a shell would; None when a quote is not closed."""
+        try:
+            return shlex.split(self.args_edit.text())
+        except ValueError:
+            return None
+
     def key(self) -> str | None:
         """The API key typed in, to store in the keyring; None keeps the stored one (if any)."""
-        if self.kind == "scripted" or self.key_source != KeySource.KEYRING:
+        if self.kind in ("scripted", "acp") or self.key_source != KeySource.KEYRING:
             return None
         return self.key_edit.text().strip() or None
 
@@ -319,6 +412,8 @@ class ProfileForm(QWidget):
             return "A profile name is needed.", self.name_edit
         if self.kind == "scripted":
             return None, None
+        if self.kind == "acp":
+            return self._agent_problem()
         if not self.model_edit.text().strip():
             return "A model name is needed.", self.model_edit
         url = self.url_edit.text().strip()
@@ -335,6 +430,21 @@ class ProfileForm(QWidget):
         for edit in (self.price_in_edit, self.price_out_edit):
             if edit.text().strip() and _parse_price(edit.text()) is None:
                 return "Prices are numbers of dollars, like 0.15 (or empty when unknown).", edit
+        return None, None
+
+    def _agent_problem(self) -> tuple[str | None, QWidget | None]:
+        if not self.command_edit.text().strip():
+            return "The command that starts the agent is needed.", self.command_edit
+        if self._args() is None:
+            return "A quote in the arguments is not closed.", self.args_edit
+        for line in self.agent_env_edit.toPlainText().splitlines():
+            name, equals, _value = line.strip().partition("=")
+            if line.strip() and (not equals or not name.strip().isidentifier()):
+                return (
+                    f"“{line.strip()}” is not NAME=value (a name has only letters, digits "
+                    "and underscores).",
+                    self.agent_env_edit,
+                )
         return None, None
 
     def validate(self) -> bool:
@@ -378,7 +488,7 @@ class ProfileForm(QWidget):
     def _show_testing(self) -> None:
         self.test_button.setEnabled(False)
         self.test_result.setStyleSheet("")
-        self.test_result.setText("Testing…")
+        self.test_result.setText("Checking…" if self.kind == "acp" else "Testing…")
 
     def _show_result(self, ok: bool, message: str) -> None:
         show_outcome(self.test_result, ok, message)
@@ -395,7 +505,7 @@ class ProfileForm(QWidget):
         kind = self.kind
         if not self._name_edited:
             self.name_edit.setText(_DEFAULT_NAME[kind])
-        if kind != "scripted":
+        if kind in _URL_PLACEHOLDER:
             self.url_edit.setPlaceholderText(_URL_PLACEHOLDER[kind])
             self.url_hint.setText(_URL_HINT[kind])
             self.model_edit.setPlaceholderText(_MODEL_PLACEHOLDER[kind])
@@ -409,6 +519,21 @@ class ProfileForm(QWidget):
         self._update_visibility()
         self._on_field_changed()
 
+    @Slot(int)
+    def _on_preset_combo_activated(self, index: int) -> None:
+        name = self.preset_combo.itemData(index)
+        if name is None:
+            return
+        preset = PRESETS[name]
+        self.command_edit.setText(preset.command)
+        self.args_edit.setText(shlex.join(preset.args))
+        if not self._name_edited:
+            self.name_edit.setText(preset.name)
+        self.test_result.clear()
+
+    def _show_preset(self, name: str | None) -> None:
+        self.preset_combo.setCurrentIndex(max(0, self.preset_combo.findData(name)))
+
     @Slot(bool)
     def _on_more_button_toggled(self, checked: bool) -> None:
         arrow = Qt.ArrowType.DownArrow if checked else Qt.ArrowType.RightArrow
@@ -421,6 +546,9 @@ class ProfileForm(QWidget):
 
     @Slot()
     def _on_field_changed(self) -> None:
+        if self.kind == "acp":  # the preset shown follows the command line
+            preset = preset_of(self.command_edit.text().strip(), tuple(self._args() or ()))
+            self._show_preset(preset.name if preset is not None else None)
         if self._checking:
             self.show_problem(self.problem() or "")
         self.changed.emit()
@@ -429,14 +557,15 @@ class ProfileForm(QWidget):
 
     def _update_visibility(self) -> None:
         self._show_image_guess()
-        scripted = self.kind == "scripted"
+        agent = self.kind == "acp"
+        scripted = self.kind == "scripted" or agent  # neither has a model, key or prices
         script = self._original.script_path if self._original else None
-        custom_script = scripted and bool(script) and script != DEMO_SCRIPT
+        custom_script = self.kind == "scripted" and bool(script) and script != DEMO_SCRIPT
         self.script_label.setText((script or "") if custom_script else "")
         more = self.more_button.isChecked() and not scripted
         source = self.key_source
         rows: list[tuple[QWidget, bool]] = [
-            (self.demo_note, scripted and not custom_script),
+            (self.demo_note, self.kind == "scripted" and not custom_script),
             (self.script_label, custom_script),
             (self._url_box, not scripted),
             (self.model_edit, not scripted),
@@ -448,9 +577,18 @@ class ProfileForm(QWidget):
             (self.effort_combo, more),
             (self.max_tokens_spin, more),
             (self._prices, more),
+            (self.preset_combo, agent),
+            (self.command_edit, agent),
+            (self.args_edit, agent),
+            (self._agent_env_box, agent),
         ]
         for widget, visible in rows:
             self.fields.setRowVisible(widget, visible)
+        self.test_button.setText("C&heck" if agent else "&Test connection")
+        self.test_button.setAccessibleName("Check" if agent else "Test connection")
+        self.test_button.setToolTip(
+            "Whether the agent's program is found on this computer" if agent else ""
+        )
         stored = self._key_is_stored()
         self.key_edit.setPlaceholderText(
             "Leave empty to keep the stored key" if stored else "Paste the API key"
@@ -481,6 +619,23 @@ def _stacked(field: QWidget, hint: QLabel) -> QWidget:
     column.addWidget(hint)
     box.setFocusProxy(field)
     return box
+
+
+def _parse_env(text: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The environment lines as (NAME, value) pairs given now, and the names whose value is
+    ``STORED`` (kept in the keyring as it is). Malformed lines are left out (``problem`` says)."""
+    given: list[tuple[str, str]] = []
+    kept: list[str] = []
+    for line in text.splitlines():
+        name, equals, value = line.strip().partition("=")
+        name = name.strip()
+        if not equals or not name.isidentifier():
+            continue
+        if value == STORED and looks_secret(name):
+            kept.append(name)
+        else:
+            given.append((name, value))
+    return given, kept
 
 
 def _price_text(value: float | None) -> str:
