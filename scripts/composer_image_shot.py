@@ -97,6 +97,7 @@ async def main() -> None:
     files = QMimeData()
     files.setUrls([QUrl.fromLocalFile(str(page))])
     composer.edit.insertFromMimeData(files)  # what a drop from the file manager delivers
+    await until(lambda: composer.images)  # read in a worker thread
     composer.edit.setPlainText("The sign-up button is broken on this page, see the circle.")
     composer.send.click()
     await until(lambda: provider.calls == 1)
@@ -106,6 +107,7 @@ async def main() -> None:
     pasted = QMimeData()
     pasted.setImageData(chart())
     composer.edit.insertFromMimeData(pasted)
+    await until(lambda: composer.images)
     composer.edit.setPlainText("Also: why is the third bar red in this chart?")
     composer.edit.setFocus()
     await run.task

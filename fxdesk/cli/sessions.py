@@ -19,6 +19,7 @@ from fxdesk.cli.follow import follow, short, step_line
 from fxdesk.cli.runner import CommandError, execute
 from fxdesk.domain import reasons
 from fxdesk.domain.conversation import HistoryEntry
+from fxdesk.domain.images import ImageAttachment, sniff
 from fxdesk.domain.model import EntryKind, PermissionMode, Profile, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.paths import DataPaths
@@ -84,6 +85,14 @@ def register(commands: Any) -> None:
         "once) and return",
     )
     send.add_argument("--no-input", action="store_true", help="never ask on the terminal")
+    send.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="attach a PNG, JPEG, GIF or WebP image (at most 5 MB; repeat for more) for a "
+        "model that takes images",
+    )
     send.set_defaults(handler=cmd_send)
 
     cancel = commands.add_parser("cancel", help="cancel a session's queued and running work")
@@ -136,13 +145,27 @@ def cmd_run(args: argparse.Namespace, paths: DataPaths) -> int:
     return execute(paths, body)
 
 
+def read_images(files: list[str]) -> list[ImageAttachment]:
+    """The images named on the command line, as given (the engine checks what they are)."""
+    images = []
+    for name in files:
+        path = Path(name).expanduser()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise CommandError(f"cannot read the image {path}: {exc.strerror}") from None
+        images.append(ImageAttachment(path.name, sniff(data) or "application/octet-stream", data))
+    return images
+
+
 def cmd_send(args: argparse.Namespace, paths: DataPaths) -> int:
     if args.no_wait:
         return _hand_off(args, paths)
 
     async def body(engine: Engine) -> int:
         session = await engine.find_session(args.session)
-        item = await engine.send(session.id, args.message, start=False)
+        images = read_images(args.image)
+        item = await engine.send(session.id, args.message, start=False, images=images)
         code = await follow(engine, session, retry=False, no_input=args.no_input)
         if session.id in engine.busy_elsewhere() and await engine.hand_off(item.id):
             # Another process runs the session: the message stays queued, for it or a window
@@ -163,7 +186,8 @@ def _hand_off(args: argparse.Namespace, paths: DataPaths) -> int:
 
     async def body(engine: Engine) -> int:
         session = await engine.find_session(args.session)
-        item = await engine.send(session.id, args.message, start=False)
+        images = read_images(args.image)
+        item = await engine.send(session.id, args.message, start=False, images=images)
         print(f"queued message {item.id} to session {session.id}; {await _who_runs(engine, item)}")
         return ExitCode.OK
 

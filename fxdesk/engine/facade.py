@@ -52,6 +52,7 @@ from fxdesk.domain.permissions import PermissionRule, Scope
 from fxdesk.domain.run_commands import RunCommand, RunCommandError, checked
 from fxdesk.domain.sandbox_settings import DEFAULTS, SandboxSettingsError, WorkspaceSandbox
 from fxdesk.domain.search import SearchHit
+from fxdesk.domain.text import storable
 from fxdesk.domain.usage import DayUsage, SessionUsage, UsageSummary, UsageTotals
 from fxdesk.domain.work import WorkItem
 from fxdesk.domain.worktrees import WORKTREE_KEY, Worktree
@@ -277,11 +278,11 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
         try:
             session = await self._sessions.create_root(
                 folder,
-                name=name,
+                name=storable(name),
                 permission_mode=permission_mode,
                 profile=profile,
                 model=model,
-                first_message=first_message,
+                first_message=storable(first_message) if first_message else first_message,
                 session_id=session_id,
                 config={WORKTREE_KEY: made.to_value()} if made is not None else None,
             )
@@ -336,7 +337,7 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
         """Queue a message (with the images it carries) and start the session (it runs after
         what is already queued). Images to a model that takes none: ``SessionError``."""
         owner = self._running() if start else None  # refuse before writing
-        item = await self._sessions.send(session_id, text, images=images)
+        item = await self._sessions.send(session_id, storable(text), images=images)
         if self._agents is not None:  # inbox events wait for this turn: they go in behind it
             await self._agents.delivery.attach_to_next_turn(session_id)
         if owner is not None:
@@ -354,6 +355,7 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
         """Deliver ``text`` into the running turn at its next step; when no turn runs, it is
         an ordinary message."""
         owner = self._running()
+        text = storable(text)
         if owner.is_running(session_id):
             item = await self._sessions.steer(session_id, text, images)
         else:
@@ -391,7 +393,7 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
             await self._owner.shutdown()
 
     async def rename(self, session_id: str, name: str) -> Session:
-        return await self._sessions.rename(session_id, name)
+        return await self._sessions.rename(session_id, storable(name))
 
     async def close(self, session_id: str, *, force: bool = False, keep_branch: bool = True) -> str:
         """Archive the session and its sub-agents; their live work stops. A root session's

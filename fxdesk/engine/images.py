@@ -92,3 +92,14 @@ class ImagesPart:
     async def images(self, ids: Sequence[int]) -> dict[int, ImageAttachment]:
         """Attached images by id, with their bytes (the transcript's thumbnails)."""
         return await self._store.read(lambda: attachments.load_images(list(ids)))
+
+    async def work_images(self, work_id: str) -> list[ImageAttachment]:
+        """The images a message (work item) carried, in order, with their bytes (Retry sends
+        them again with its text)."""
+
+        def read() -> list[ImageAttachment]:
+            ids = [int(ref["id"]) for ref in attachments.refs_for_work(work_id)]
+            found = attachments.load_images(ids)
+            return [found[i] for i in ids if i in found]
+
+        return await self._store.read(read)

@@ -292,3 +292,30 @@ def test_scenario_48_recovery_skips_work_owned_by_a_live_process(tmp_path: Path)
     assert kinds.count("turn_end") == 1 and kinds[-1] == "turn_end"
     assert {e["work_id"] for e in shown["transcript"]} == {item_id}
     assert s.model_calls() == 2  # the other process's two calls; recovery made none
+
+
+def test_send_attaches_images_and_refuses_a_file_that_is_none(tmp_path: Path) -> None:
+    """Issue 18 item 6: ``fxdesk send ID MESSAGE --image FILE``; the scripted model records the
+    images its request carried. A file that is not an image is refused, nothing queued."""
+    from tests.pngs import png_bytes
+
+    s = Setup(tmp_path)
+    s.write_script({"text": "hello"}, {"text": "a small image"})
+    added = s.fx("profiles", "add", "demo", "--kind", "scripted", "--script", str(s.script),
+                 "--default")  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    assert s.fx("run", "-w", str(s.workspace), "hi").returncode == 0
+    session_id = s.only_session()
+    shot = tmp_path / "shot.png"
+    shot.write_bytes(png_bytes(3, 2))
+    sent = s.fx("send", session_id, "what is this?", "--image", str(shot))
+    assert sent.returncode == 0, sent.stderr
+    last = json.loads(s.requests.read_text().splitlines()[-1])
+    assert last["images"] == [
+        {"media_type": "image/png", "size": len(png_bytes(3, 2)), "name": "shot.png"}
+    ]
+    (tmp_path / "notes.png").write_text("words")
+    refused = s.fx("send", session_id, "and this?", "--image", str(tmp_path / "notes.png"))
+    assert refused.returncode == 2
+    assert "notes.png is not a PNG, JPEG, GIF or WebP image" in refused.stderr
+    assert s.model_calls() == 2

@@ -13,7 +13,7 @@ from fxdesk.domain.images import ImageAttachment
 from fxdesk.domain.model import Profile
 from fxdesk.engine.errors import SessionError
 from fxdesk.store import attachments, history, repo
-from tests.engine.harness import Engine, say
+from tests.engine.harness import Engine, call, say
 from tests.pngs import png_bytes
 
 PNG = png_bytes(6, 6, (10, 120, 200))
@@ -113,4 +113,27 @@ async def test_an_image_on_its_own_is_a_message_that_names_it(tmp_path: Path) ->
         await engine.run(session.id)
         assert [i.name for i in engine.provider.requests[0].messages[-1].images] == ["only.png"]
     finally:
+        await engine.close()
+
+
+async def test_an_image_sent_to_steer_the_running_turn_reaches_its_next_model_call(
+    tmp_path: Path,
+) -> None:
+    engine = await Engine.create(tmp_path, [call("echo", text="x"), say("seen it")])
+    try:
+        session = await engine.root_session("start")
+        await engine.start_blocked(session.id)  # inside the turn's first model call
+        image = ImageAttachment("steer.png", "image/png", PNG)
+        steer = await engine.sessions.steer(session.id, "look at this too", images=[image])
+        engine.provider.release()
+        await engine.owner.join(session.id)
+        last = engine.provider.requests[-1].messages[-1]
+        assert (last.role, last.content) == ("user", "look at this too")
+        assert [i.data for i in last.images] == [PNG]
+        rows = await engine.store.read(lambda: history.page_history(session.id, 0, 100))
+        steered = next(r for r in rows if r.data.get("steer"))
+        assert steered.data["steer_id"] == steer.id
+        assert [r["name"] for r in steered.data["images"]] == ["steer.png"]
+    finally:
+        engine.provider.release()
         await engine.close()

@@ -252,6 +252,37 @@ async def test_a_lone_surrogate_from_the_model_is_stored_as_a_replacement(
     assert integrity(paths) == "ok"
 
 
+async def test_a_message_and_name_that_are_not_utf8_are_stored_as_replacements(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """The command line hands fxdesk what the terminal typed; bytes that are not UTF-8 come
+    as lone surrogates (``fxdesk run $'caf\\xff'``). They used to escape the engine as
+    ``UnicodeEncodeError``; now the session, its message, a steer and a rename are stored
+    with U+FFFD."""
+    root = Script([Reply("one"), Reply("two")])
+    paths = data(tmp_path)
+    async with running(paths, root) as app:
+        engine = app.engine
+        session = await engine.create_session(
+            workspace,
+            name="n\udcff",
+            permission_mode=PermissionMode.YOLO,
+            first_message="caf\udcff",
+        )
+        assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE
+        await engine.send(session.id, "b\udcfe")
+        assert await asyncio.wait_for(engine.join(session.id), WAIT_S) == Result.IDLE
+        renamed = await engine.rename(session.id, "r\udcfd")
+        transcript = await engine.transcript(session.id)
+        assert [e.content for e in transcript.entries if e.kind.value == "user"] == [
+            "caf\ufffd",
+            "b\ufffd",
+        ]
+        assert renamed.name == "r\ufffd"
+        assert root.requests[0].messages[-1].content == "caf\ufffd"
+    assert integrity(paths) == "ok"
+
+
 async def test_symbolic_link_loops_are_refused_saying_so(tmp_path: Path, workspace: Path) -> None:
     """Links that lead to each other, a link to itself, and a path through a loop: every file
     tool says it is a loop (not "does not exist", not "became a link after the check"), the

@@ -140,6 +140,7 @@ class Tray(QObject):
         super().__init__(parent)
         self.available = tray_available() if available is None else available
         self.status = TrayStatus()
+        self.stopped = False  # the app quit: the menu is gone
         self._icons = {state: state_icon(base, state) for state in TrayState}
         self._message_session = ""
         self.menu = QMenu()
@@ -166,12 +167,16 @@ class Tray(QObject):
             self.icon.show()
 
     def stop(self) -> None:
+        self.stopped = True
         if self.icon is not None:
             self.icon.hide()
         self.menu.deleteLater()
 
     def set_status(self, status: TrayStatus) -> None:
         self.status = status
+        if self.stopped:
+            # A status the engine sent while the app quit: its menu (and actions) are gone.
+            return
         self.approvals_action.setText(f"Approvals ({status.approvals})…")
         if self.icon is not None:
             self.icon.setIcon(self._icons[status.state])

@@ -35,13 +35,7 @@ from PySide6.QtWidgets import (
 from fxdesk.domain.images import ImageAttachment
 from fxdesk.domain.model import PermissionMode
 from fxdesk.gui.sessions import modes
-from fxdesk.gui.sessions.image_chips import (
-    ImageChips,
-    ImageProblem,
-    from_file,
-    from_qimage,
-    is_image_file,
-)
+from fxdesk.gui.sessions.image_chips import ImageChips, from_file, from_qimage, is_image_file
 from fxdesk.gui.widgets import problem_label, show_problem
 
 _COMPLETER_KEYS = frozenset(
@@ -56,8 +50,9 @@ class MessageEdit(QPlainTextEdit):
     an empty box leaves the transcript its room and a long message is seen whole."""
 
     send_requested = Signal()
-    image_added = Signal(object)  # an ImageAttachment dropped or pasted in
-    image_problem = Signal(str)  # why one could not be
+    # An image dropped or pasted in: how to read it (a callable giving an ImageAttachment or
+    # raising ImageProblem), run off the UI thread by the chips.
+    image_offered = Signal(object)
     MIN_LINES = 2
     MAX_LINES = 10
 
@@ -115,10 +110,7 @@ class MessageEdit(QPlainTextEdit):
             self.insertPlainText(" ".join(w for w in words if w) + " ")
 
     def _attach(self, read: Callable[[], ImageAttachment]) -> None:
-        try:
-            self.image_added.emit(read())
-        except ImageProblem as exc:
-            self.image_problem.emit(str(exc))
+        self.image_offered.emit(read)
 
     def mention_for(self, path: Path) -> str:
         if not str(path):
@@ -191,8 +183,8 @@ class Composer(QWidget):
         self.edit.send_requested.connect(self._on_edit_send_requested)
         self.chips = ImageChips()
         self.chips.changed.connect(self._on_chips_changed)
-        self.edit.image_added.connect(self._on_edit_image_added)
-        self.edit.image_problem.connect(self.show_image_problem)
+        self.edit.image_offered.connect(self.chips.read_in)
+        self.chips.problem.connect(self.show_image_problem)
         # What the session's model does with images: None until the controller says.
         self.images_refusal = ""  # why images cannot go to it ("" when they can)
         self.image_note = problem_label("Image problem")
@@ -288,13 +280,6 @@ class Composer(QWidget):
             self.chips.add(image)
         self.show_image_problem(problem)
 
-    @Slot(object)
-    def _on_edit_image_added(self, image: ImageAttachment) -> None:
-        try:
-            self.chips.add(image)
-        except ImageProblem as exc:
-            self.show_image_problem(str(exc))
-
     @Slot()
     def _on_chips_changed(self) -> None:
         self.show_image_problem(self.images_refusal if self.chips.images else "")
@@ -303,7 +288,10 @@ class Composer(QWidget):
     @Slot()
     def _on_edit_send_requested(self) -> None:
         text = self.edit.toPlainText().strip()
-        if not text and not self.chips.images:
+        if not text and not self.chips.images and not self.chips.reading:
+            return
+        if self.chips.reading:  # an image still being read would be left behind
+            self.show_image_problem("Still reading the image; send again in a moment.")
             return
         if self.chips.images and self.images_refusal:
             self.show_image_problem(self.images_refusal)  # kept: never sent without them

@@ -346,7 +346,8 @@ class SessionController(QObject):
         items = await self.engine.items(session.id)
         failed = next((i for i in items if i.id == work_id), None)
         if failed is not None and failed.status == WorkStatus.FAILED:
-            await self.submit(session.id, failed.content)
+            images = tuple(await self.engine.work_images(work_id))  # never retried without them
+            await self.submit(session.id, failed.content, images=images)
 
     def _show_full_output(self, row: Row) -> None:
         """A command's whole output, or the whole of an answer too long for the transcript."""

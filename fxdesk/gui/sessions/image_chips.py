@@ -6,12 +6,20 @@ over ``MAX_SIDE`` pixels, or whose file is over the size cap, is scaled down and
 (PNG, or JPEG when that is still too large); pasted image data becomes a PNG. The engine checks
 the bytes again before anything is stored (``domain/images.py``).
 
+Reading (decoding, shrinking, encoding) runs in a worker thread, one image at a time and in the
+order they came: a large photo takes seconds, and the window must not stall meanwhile. ``QImage``
+is not a ``QObject`` and is safe there; the chip's ``QPixmap`` is made back on the UI thread.
+
 Signals:
     changed(): an image was added or removed.
+    problem(str): an image could not be attached, and why.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QSize, Qt, Signal
@@ -19,6 +27,9 @@ from PySide6.QtGui import QImage, QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QWidget
 
 from fxdesk.domain.images import MAX_IMAGE_BYTES, MAX_IMAGES_PER_MESSAGE, ImageAttachment, sniff
+from fxdesk.gui.tasks import alive
+
+log = logging.getLogger(__name__)
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp"})
 MAX_SIDE = 2048  # pixels; models scale larger images down themselves (and bill for them)
@@ -79,29 +90,37 @@ def from_file(path: Path) -> ImageAttachment:
     return from_qimage(image, path.name, original)
 
 
-def thumbnail(data: bytes, side: int) -> QPixmap:
-    """A ``side``-pixel square-bounded thumbnail of the image in ``data`` (null if unreadable)."""
+def scaled(data: bytes, side: int) -> QImage:
+    """The image in ``data`` within a ``side``-pixel square (null if unreadable); any thread."""
     image = QImage()
     image.loadFromData(data)
     if image.isNull():
-        return QPixmap()
-    return QPixmap.fromImage(
-        image.scaled(
-            QSize(side, side),
-            Qt.AspectRatioMode.KeepAspectRatio,
-            Qt.TransformationMode.SmoothTransformation,
-        )
+        return image
+    return image.scaled(
+        QSize(side, side),
+        Qt.AspectRatioMode.KeepAspectRatio,
+        Qt.TransformationMode.SmoothTransformation,
     )
+
+
+def thumbnail(data: bytes, side: int) -> QPixmap:
+    """A ``side``-pixel square-bounded thumbnail of the image in ``data`` (UI thread)."""
+    image = scaled(data, side)
+    return QPixmap() if image.isNull() else QPixmap.fromImage(image)
 
 
 class ImageChips(QWidget):
     """The images waiting to go with the next message, one removable chip each."""
 
     changed = Signal()
+    problem = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.images: list[ImageAttachment] = []
+        self.reading = 0  # images being read
+        self._order: asyncio.Lock | None = None  # one read at a time, in order
+        self._tasks: set[asyncio.Task[None]] = set()
         self._row = QHBoxLayout(self)
         self._row.setContentsMargins(0, 0, 0, 0)
         self._row.setSpacing(6)
@@ -114,6 +133,44 @@ class ImageChips(QWidget):
             raise ImageProblem(f"a message may carry at most {MAX_IMAGES_PER_MESSAGE} images")
         self.images.append(image)
         self._rebuild()
+
+    def read_in(self, read: Callable[[], ImageAttachment]) -> None:
+        """Read an offered image in a worker thread, then add its chip."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a widget on its own): read it here
+            self._add_read(read)
+            return
+        self.reading += 1
+        task = loop.create_task(self._read(read), name="read-image")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _add_read(self, read: Callable[[], ImageAttachment]) -> None:
+        try:
+            self.add(read())
+        except ImageProblem as exc:
+            self.problem.emit(str(exc))
+
+    async def _read(self, read: Callable[[], ImageAttachment]) -> None:
+        try:
+            if self._order is None:
+                self._order = asyncio.Lock()
+            async with self._order:
+                image = await asyncio.to_thread(read)
+        except ImageProblem as exc:
+            image, problem = None, str(exc)
+        except Exception:  # a bug: said plainly, logged with its trace
+            log.exception("could not read an image")
+            image, problem = None, "The image could not be read."
+        finally:
+            self.reading -= 1
+        if not alive(self):
+            return
+        if image is None:
+            self.problem.emit(problem)
+            return
+        self._add_read(lambda: image)
 
     def remove(self, index: int) -> None:
         if 0 <= index < len(self.images):

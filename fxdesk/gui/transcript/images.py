@@ -9,6 +9,7 @@ read its place shows a frame with its name.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -18,7 +19,7 @@ from PySide6.QtCore import QRect, QRectF, Qt
 from PySide6.QtGui import QPainter, QPalette, QPixmap
 
 from fxdesk.domain.images import ImageAttachment, refs_of
-from fxdesk.gui.sessions.image_chips import thumbnail
+from fxdesk.gui.sessions.image_chips import scaled
 from fxdesk.gui.tasks import TaskGroup
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,14 @@ class Thumbnails:
                 self.reads += 1
                 for image_id in ids:
                     image = found.get(image_id)
-                    # An image that is gone (or unreadable) keeps its named frame.
-                    shown = thumbnail(image.data, MAX_THUMB_WIDTH) if image else QPixmap()
+                    # Decoded and scaled in a worker thread (a large image takes a while); an
+                    # image that is gone (or unreadable) keeps its named frame.
+                    small = (
+                        await asyncio.to_thread(scaled, image.data, MAX_THUMB_WIDTH)
+                        if image
+                        else None
+                    )
+                    shown = QPixmap.fromImage(small) if small and not small.isNull() else QPixmap()
                     self._pixmaps[image_id] = shown
                 while len(self._pixmaps) > CACHE:
                     self._pixmaps.popitem(last=False)

@@ -59,12 +59,14 @@ async def test_a_dropped_png_and_a_pasted_image_go_with_the_message_and_show_in_
         files = QMimeData()
         files.setUrls([QUrl.fromLocalFile(str(tmp_path / "screenshot.png"))])
         drop(edit.viewport(), files)
+        await until(lambda: len(composer.images) == 1)  # read off the UI thread
         pasted = QMimeData()
         red = QImage(30, 30, QImage.Format.Format_RGB32)
         red.fill(QColor("#d03030"))
         pasted.setImageData(red)
         assert edit.canInsertFromMimeData(pasted)
         edit.insertFromMimeData(pasted)  # what Ctrl+V does with image data on the clipboard
+        await until(lambda: len(composer.images) == 2)
 
         assert [(i.name, i.media_type) for i in composer.images] == [
             ("screenshot.png", "image/png"),
@@ -133,6 +135,7 @@ async def test_a_model_that_takes_no_images_is_named_and_nothing_is_sent(
         files = QMimeData()
         files.setUrls([QUrl.fromLocalFile(str(tmp_path / "diagram.png"))])
         drop(composer.edit.viewport(), files)
+        await until(lambda: composer.images)
         await until(lambda: run.controller.sessions.image_support.checks > checks)
         note = composer.image_note
         await until(note.isVisible)
@@ -152,5 +155,61 @@ async def test_a_model_that_takes_no_images_is_named_and_nothing_is_sent(
         QTest.keyClick(composer.edit, Qt.Key.Key_Return)
         await until(lambda: provider.calls == 1)
         assert provider.requests[0].messages[-1].images == ()
+    finally:
+        await run.stop()
+
+
+def test_a_large_image_is_shrunk_and_a_file_that_is_no_image_is_named(
+    qapp: QApplication, tmp_path: Path
+) -> None:
+    from fxdesk.gui.sessions.image_chips import MAX_SIDE, ImageProblem, from_file
+
+    write_png(tmp_path / "wide.png", 3000, 1000, "#445566")
+    image = from_file(tmp_path / "wide.png")
+    assert (image.width, image.height) == (MAX_SIDE, 682)
+    assert image.media_type == "image/png" and image.data.startswith(b"\x89PNG")
+    (tmp_path / "fake.png").write_text("not an image")
+    try:
+        from_file(tmp_path / "fake.png")
+    except ImageProblem as exc:
+        assert str(exc) == "fake.png could not be read as an image"
+    else:
+        raise AssertionError("a text file was taken for an image")
+
+
+async def test_retry_of_a_failed_message_sends_its_images_again(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    from fxdesk.providers.scripted import Fault
+
+    project = tmp_path / "project"
+    project.mkdir()
+    shot = write_png(tmp_path / "error.png", 12, 8, "#aa0000")
+    provider = ScriptedProvider([Fault("server_error", "upstream 500"), Reply("Seen now.")])
+    run = await Window(data_paths, provider).started()
+    try:
+        await run.app.sessions.create_root(project, name="Retry")
+        await until(lambda: run.panel.session is not None)
+        composer = run.panel.composer
+        files = QMimeData()
+        files.setUrls([QUrl.fromLocalFile(str(tmp_path / "error.png"))])
+        drop(composer.edit.viewport(), files)
+        await until(lambda: composer.images)
+        run.type_and_send("What does this error say?")
+        notice = await until(
+            lambda: next(
+                (
+                    run.transcript.row_at(i)
+                    for i in range(run.transcript.rowCount())
+                    if run.transcript.row_at(i).kind == RowKind.NOTICE
+                ),
+                None,
+            )
+        )
+        run.panel.transcript.action.emit("retry", notice.work_id)
+        await until(lambda: "Seen now." in run.rows(RowKind.ASSISTANT))
+        retried = provider.requests[-1].messages[-1]
+        assert retried.content == "What does this error say?"
+        assert [i.data for i in retried.images] == [shot]
     finally:
         await run.stop()
