@@ -153,6 +153,7 @@ class Sample:
     wal_bytes: int
     history_rows: int
     work_items: int
+    py_objects: int  # objects the garbage collector tracks: Python's own growth, apart from RSS
 
 
 @dataclass
@@ -267,6 +268,7 @@ class Soak:
                 wal_bytes=wal.stat().st_size if wal.exists() else 0,
                 history_rows=rows,
                 work_items=items,
+                py_objects=len(gc.get_objects()),
             )
         )
 
@@ -299,7 +301,15 @@ class Soak:
         await self.sample()  # after the stop: no children, files closed
         after = self.samples[-1]
         if after.children:
-            self.problems.append(f"{after.children} child processes left after the stop")
+            left = []
+            for kid in psutil.Process().children(recursive=True):
+                try:
+                    left.append(" ".join(kid.cmdline())[-160:])
+                except psutil.Error:
+                    continue
+            self.problems.append(
+                f"{after.children} child processes left after the stop: {left[:6]}"
+            )
         integrity = _integrity(self.paths.database)
         if integrity != "ok":
             self.problems.append(f"integrity_check: {integrity}")
@@ -334,11 +344,13 @@ class Soak:
                 "fds": _slope(steady, "fds"),
                 "threads": _slope(steady, "threads"),
                 "children": _slope(steady, "children"),
+                "py_objects": _slope(steady, "py_objects"),
             },
+            "rss_slope_second_half_per_hour": _slope(steady[len(steady) // 2 :], "rss_mib"),
             "steady_hours": round(hours, 3),
             "range": {
                 name: [min(getattr(s, name) for s in steady), max(getattr(s, name) for s in steady)]
-                for name in ("rss_mib", "fds", "threads", "children", "zombies")
+                for name in ("rss_mib", "fds", "threads", "children", "zombies", "py_objects")
             },
             "database": {
                 "bytes_at_end": last.db_bytes,

@@ -76,9 +76,30 @@ class _Prepared:
 
 
 async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutcome]:
-    """Start ``request``'s command held back, identify it, release it (module docstring)."""
+    """Start ``request``'s command held back, identify it, release it (module docstring).
+
+    A cancel (the person cancels the turn that asked) does not cut the handshake in the
+    middle: the steps go on in their own task, and the cancel is honoured at the release.
+    Before it, the held-back wrapper is closed and nothing is kept; once the command is
+    released, the task stays listed and recorded (it runs), and the caller is cancelled all the
+    same. Cut anywhere, it used to leave a wrapper held back for ever, listed as running with
+    an empty log (found by the soak, tests/reliability/soak.py)."""
     if ctx.stop_requested:
         raise LaunchRefused("fxdesk is quitting; the command was not started")
+    cancelled = asyncio.Event()
+    steps = asyncio.ensure_future(_launch(ctx, request, cancelled))
+    try:
+        return await asyncio.shield(steps)
+    except asyncio.CancelledError:
+        cancelled.set()
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(steps)
+        raise
+
+
+async def _launch(
+    ctx: Context, request: LaunchRequest, cancelled: asyncio.Event
+) -> tuple[Task, LaunchOutcome]:
     prepared = await _prepare(ctx, request)
     spec = await asyncio.to_thread(
         ctx.build_spec, request.place, request.cwd, prepared.log_path, request.policy.durable
@@ -114,6 +135,18 @@ async def launch(ctx: Context, request: LaunchRequest) -> tuple[Task, LaunchOutc
             PersistenceRequired(
                 "Could not save the background record; the command was not started."
             ),
+            listed=True,
+        )
+    if cancelled.is_set():
+        if saved:
+            await records.delete(ctx, task)
+        ctx.table.remove(task)
+        raise await _fail_blocked(
+            ctx,
+            prepared,
+            wrapper,
+            token,
+            LaunchRefused("Cancelled before the command started."),
             listed=True,
         )
     try:

@@ -8,7 +8,9 @@ can make an identity unreadable or a cleanup unconfirmed.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,59 @@ async def test_scenario_08_traces_are_metadata_only(
     assert "background task completed" in text  # it did trace
     for secret in (str(bg.workspace), str(bg.root), task.log_path, "SECRET_CMD"):
         assert secret not in text
+
+
+async def test_a_launch_cancelled_before_the_release_leaves_nothing_held(
+    bg: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person cancels the turn while the record is being saved: the wrapper held back for
+    the command is closed, the record removed, the number free, the command never runs. (Cut
+    there, it used to stay held for ever, listed as running with an empty log: the soak.)"""
+    marker = bg.root / "marker"
+    _marker_on_release(bg, marker)
+    saving = asyncio.Event()
+    go_on = asyncio.Event()
+    save = launching.records.save
+
+    async def slow_save(*args: object, **kwargs: object) -> bool:
+        saving.set()
+        await go_on.wait()
+        return await save(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(launching.records, "save", slow_save)
+    started = asyncio.ensure_future(bg.launch("true", policy=LaunchPolicy.DURABLE))
+    await asyncio.wait_for(saving.wait(), 10)
+    started.cancel()
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await started
+    assert not bg.fake.named("release") and not marker.exists()
+    assert bg.fake.named("close_and_wait")  # the held-back wrapper was told to go
+    assert not any(p.alive for p in bg.fake.processes.values())
+    assert bg.runtime.tasks(bg.session_id) == []
+    assert await bg.records() == []
+
+
+async def test_a_launch_cancelled_during_the_release_keeps_the_task_it_started(
+    bg: Harness,
+) -> None:
+    """Cancelled while the command is being released: it runs, so it stays listed and
+    recorded (the Processes dock shows it, a later fxdesk finds it), and the caller is
+    cancelled all the same."""
+    releasing = threading.Event()
+    go_on = threading.Event()
+
+    def run(process: FakeProcess, command: str) -> None:
+        releasing.set()
+        go_on.wait(10)
+
+    bg.fake.on_release = run
+    started = asyncio.ensure_future(bg.launch("true", policy=LaunchPolicy.DURABLE))
+    await asyncio.to_thread(releasing.wait, 10)
+    started.cancel()
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await started
+    assert len(bg.fake.named("release")) == 1
+    [task] = bg.runtime.tasks(bg.session_id)
+    assert [(r[1], r[2]) for r in await bg.records()] == [(task.stable_id, "running")]
