@@ -254,7 +254,8 @@ class App:
             store,
             self.bus,
             lock_dir=self.paths.locks,
-            providers=self.providers or ProfileResolver(store, log_dir=self.paths.logs),
+            providers=self.providers
+            or ProfileResolver(store, log_dir=self.paths.logs, data_dir=self.paths.root),
             runner=runner,
             authority=self.authority,
             scheduler=scheduler,

@@ -26,6 +26,9 @@ What it does with a prompt depends on the prompt's first word:
 - ``serve``: opens a client terminal running ``sleep 300`` and ends its turn leaving it running;
   says its terminal id.
 - ``stopterm <id>``: kills that terminal, says how it ended, releases it.
+- ``rawwrite <path>`` / ``rawread <path>``: writes (or reads) <path> itself, not through the
+  client, and says "wrote <path>" ("read <path>: <content>") or "cannot write <path>: <error>"
+  (the sandbox test: what the agent's own process may touch).
 - ``think``: streams two thought chunks, a plan, then the same plan with its first step done,
   edits ``a.txt`` in a tool call whose content is the edit as a diff, reports usage (the
   session's cumulative cost grows by $0.25 each ``think``), says "thought it through".
@@ -152,6 +155,17 @@ class TestAgent:
             return schema.PromptResponse(stop_reason="cancelled")
         elif word == "think":
             await self.think(session_id)
+        elif word in ("rawwrite", "rawread"):
+            target = rest.strip()
+            try:
+                if word == "rawwrite":
+                    Path(target).write_text("written by the agent itself\n")
+                    said = f"wrote {target}"
+                else:
+                    said = f"read {target}: {Path(target).read_text().strip()}"
+            except OSError as exc:
+                said = f"cannot {word[3:]} {target}: {exc.strerror}"
+            await self.say(session_id, said)
         elif word == "fswrite":
             await self.fs_write(session_id, rest.strip(), ask=True)
         elif word == "fsput":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fxdesk.cli.exit_codes import ExitCode
 from fxdesk.cli.runner import CommandError, execute
-from fxdesk.domain.acp_presets import PRESETS
+from fxdesk.domain.acp_presets import PRESETS, preset_of
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.paths import DataPaths
 from fxdesk.providers.demo import DEMO_SCRIPT
@@ -66,7 +66,23 @@ def register(commands: Any) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="acp: extra environment (repeatable; stored in the database: no secrets here)",
+        help="acp: extra environment (repeatable; values of names with KEY, TOKEN, SECRET, "
+        "PASSWORD... go to the keyring, the others to the database)",
+    )
+    sandbox = add.add_mutually_exclusive_group()
+    sandbox.add_argument(
+        "--sandbox",
+        dest="agent_sandbox",
+        action="store_const",
+        const=True,
+        help="acp: run the agent in fxdesk's sandbox (default: on; a preset's own default)",
+    )
+    sandbox.add_argument(
+        "--no-sandbox",
+        dest="agent_sandbox",
+        action="store_const",
+        const=False,
+        help="acp: run the agent outside the sandbox",
     )
     add.add_argument("--base-url", metavar="URL", help="the API's base URL")
     add.add_argument("--model", help="model name")
@@ -141,6 +157,7 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
     pairs = [item.partition("=") for item in args.agent_env]
     if any(not name or not eq for name, eq, _ in pairs):
         raise CommandError("--env takes NAME=VALUE")
+    agent_args = tuple(args.agent_args)
     if args.api_key_env:
         source, env = KeySource.ENV, args.api_key_env
     elif args.no_key or args.kind in ("scripted", "acp"):
@@ -166,6 +183,8 @@ def _profile_from(args: argparse.Namespace, script: Path | None) -> Profile:
         command=args.agent_command,
         args=tuple(args.agent_args),
         env=tuple((name, value) for name, _, value in pairs),
+        preset=found.name if (found := preset_of(args.agent_command, agent_args)) else None,
+        sandbox=args.agent_sandbox,
     )
 
 

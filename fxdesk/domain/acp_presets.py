@@ -15,12 +15,39 @@ NODE_PROGRAMS = ("npx", "node", "npm")  # run on Node.js: node must be found too
 
 
 @dataclass(frozen=True)
+class SandboxNeeds:
+    """What an agent needs from the sandbox it runs in (docs/acp.md): the network, and the
+    paths in the home folder it writes (``~/…``: its configuration, login and caches; folders
+    are made when missing, files are bound when they exist), and the variables of fxdesk's
+    environment it reads (its API key) beyond the sandbox's allow-list.
+
+    ``sandbox``: whether its profiles run in the sandbox by default; ``why_not`` says why not.
+    """
+
+    network: bool = True
+    home_folders: tuple[str, ...] = ()
+    home_files: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    sandbox: bool = True
+    why_not: str = ""
+
+    def describe(self) -> str:
+        """In a few words, for the person: "network; writes ~/.codex, ~/.npm"."""
+        parts = ["network"] if self.network else []
+        paths = (*self.home_folders, *self.home_files)
+        if paths:
+            parts.append("writes " + ", ".join(paths))
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
 class AcpPreset:
     name: str  # what --preset takes
     title: str  # what the person reads
     command: str
     args: tuple[str, ...]
     install: str  # what to do when ``command`` is not found
+    needs: SandboxNeeds = SandboxNeeds()
 
     @property
     def needs_node(self) -> bool:
@@ -37,6 +64,14 @@ PRESETS: dict[str, AcpPreset] = {
             ("-y", "@zed-industries/claude-code-acp"),
             "Install Node.js (18 or newer); npx fetches the adapter at the first start. "
             "Claude Code logs in by itself or takes ANTHROPIC_API_KEY from the environment.",
+            SandboxNeeds(
+                home_folders=("~/.claude", "~/.npm"),
+                home_files=("~/.claude.json",),
+                env=("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"),
+                sandbox=False,
+                why_not="Claude Code also writes files next to ~/.claude.json in the home "
+                "folder (its backups and lock), which the sandbox keeps read-only",
+            ),
         ),
         AcpPreset(
             "codex",
@@ -45,6 +80,10 @@ PRESETS: dict[str, AcpPreset] = {
             ("-y", "@zed-industries/codex-acp"),
             "Install Node.js (18 or newer); npx fetches the adapter at the first start. "
             "Codex logs in by itself or takes OPENAI_API_KEY from the environment.",
+            SandboxNeeds(
+                home_folders=("~/.codex", "~/.npm"),
+                env=("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"),
+            ),
         ),
         AcpPreset(
             "gemini",
@@ -52,6 +91,10 @@ PRESETS: dict[str, AcpPreset] = {
             "gemini",
             ("--experimental-acp",),
             "npm install -g @google/gemini-cli",
+            SandboxNeeds(
+                home_folders=("~/.gemini",),
+                env=("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT"),
+            ),
         ),
     )
 }
@@ -60,6 +103,22 @@ PRESETS: dict[str, AcpPreset] = {
 # Words in a variable's name that say its value is a secret: such values of an ``acp``
 # profile's environment are kept in the keyring, not the database (``Profile.secret_env``).
 SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+# A profile without a preset: the network, the workspace, nothing of the home folder.
+CUSTOM_NEEDS = SandboxNeeds()
+
+
+def needs_of(preset: str | None) -> SandboxNeeds:
+    """What the agent of a profile made from ``preset`` needs (a custom one: the default)."""
+    found = PRESETS.get(preset or "")
+    return found.needs if found is not None else CUSTOM_NEEDS
+
+
+def sandboxed(preset: str | None, choice: bool | None) -> bool:
+    """Whether a profile's agent runs in the sandbox: its own ``choice``, else the preset's
+    default (on without a preset)."""
+    return choice if choice is not None else needs_of(preset).sandbox
 
 
 def looks_secret(name: str) -> bool:

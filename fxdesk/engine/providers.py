@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fxdesk.domain.model import KeySource, Profile, Session
+from fxdesk.engine.acp_sandbox import agent_sandbox
 from fxdesk.logs import register_secret, register_secret_variable
 from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.providers.base import Provider, ProviderError
@@ -111,12 +112,17 @@ async def _agent_environment(profile: Profile) -> dict[str, str]:
 
 
 async def build_provider(
-    profile: Profile, *, api_key: str | None = None, log_dir: Path | None = None
+    profile: Profile,
+    *,
+    api_key: str | None = None,
+    log_dir: Path | None = None,
+    data_dir: Path | None = None,
 ) -> Provider:
     """A fresh provider for ``profile`` (with retries for the network kinds).
 
     ``api_key`` stands in for the stored key: a key typed into a form, tested before saving.
-    ``log_dir``: where an ACP agent's stderr goes (none: discarded).
+    ``log_dir``: where an ACP agent's stderr goes (none: discarded); ``data_dir``: fxdesk's
+    data folder, hidden from a sandboxed agent (which keeps its ``/tmp`` there).
     """
     if profile.kind == "acp":
         if not profile.command:
@@ -124,7 +130,8 @@ async def build_provider(
                 "unavailable", f"the ACP profile {profile.name!r} has no command to start"
             )
         launch = AcpLaunch(profile.command, profile.args, await _agent_environment(profile))
-        return AcpAgentProvider(launch, log_dir=log_dir)
+        wrap = agent_sandbox(profile, data_dir)
+        return AcpAgentProvider(launch, log_dir=log_dir, wrap=wrap)
     if profile.kind == "scripted":
         if not profile.script_path or profile.script_path == DEMO_SCRIPT:
             return DemoProvider()  # a scripted profile without a script: the offline demo
@@ -165,9 +172,12 @@ async def build_provider(
 class ProfileResolver(ProviderResolver):
     """Looks the session's profile (or the default profile) up in the database."""
 
-    def __init__(self, store: Store, *, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, store: Store, *, log_dir: Path | None = None, data_dir: Path | None = None
+    ) -> None:
         self.store = store
         self.log_dir = log_dir  # ACP agents' stderr
+        self.data_dir = data_dir  # hidden from sandboxed ACP agents
         self._built: dict[str, tuple[Profile, Provider]] = {}
 
     async def resolve(self, session: Session) -> Resolved:
@@ -182,7 +192,10 @@ class ProfileResolver(ProviderResolver):
         built = self._built.get(name)
         if built is None or built[0] != profile or profile.kind == "scripted":
             # Scripts are re-read per session run, so each run plays its script from the start.
-            built = (profile, await build_provider(profile, log_dir=self.log_dir))
+            built = (
+                profile,
+                await build_provider(profile, log_dir=self.log_dir, data_dir=self.data_dir),
+            )
             self._built[name] = built
         return Resolved(built[1], session.model or profile.model or profile.kind, profile)
 

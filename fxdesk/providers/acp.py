@@ -165,11 +165,18 @@ def _tool_call(update: Any, started: bool) -> AgentToolCall:
 
 @dataclass(frozen=True)
 class AcpLaunch:
-    """How to start an agent: a command, its arguments and extra environment."""
+    """How to start an agent: a command, its arguments and extra environment (added to
+    fxdesk's, or, ``inherit_env`` off, the whole environment: a sandboxed start)."""
 
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    inherit_env: bool = True
+
+
+# How a start is wrapped for a workspace (the sandbox, ``fxdesk.engine.acp_sandbox``):
+# blocking, run in a worker thread.
+LaunchWrapper = Callable[[AcpLaunch, Path], AcpLaunch]
 
 
 @dataclass(frozen=True)
@@ -493,9 +500,16 @@ class AcpAgentProvider(Provider):
 
     name = "acp"
 
-    def __init__(self, launch: AcpLaunch, *, log_dir: Path | None = None) -> None:
+    def __init__(
+        self,
+        launch: AcpLaunch,
+        *,
+        log_dir: Path | None = None,
+        wrap: LaunchWrapper | None = None,
+    ) -> None:
         self.launch = launch
         self.log_dir = log_dir
+        self.wrap = wrap  # the sandbox around it (None: it runs as it is)
 
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         raise ProviderError("unavailable", "an ACP agent runs its own loop; it takes whole turns")
@@ -510,14 +524,17 @@ class AcpAgentProvider(Provider):
         import acp
         from acp import schema
 
-        env = dict(os.environ)
-        env.update(self.launch.env)
+        started = self.launch
+        if self.wrap is not None:
+            started = await asyncio.to_thread(self.wrap, self.launch, workspace)
+        env = dict(os.environ) if started.inherit_env else {}
+        env.update(started.env)
         stderr_path = (self.log_dir or workspace) / "acp-agent.stderr.log"
         try:
             stderr = stderr_path.open("ab") if self.log_dir else asyncio.subprocess.DEVNULL
             process = await asyncio.create_subprocess_exec(
-                self.launch.command,
-                *self.launch.args,
+                started.command,
+                *started.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,

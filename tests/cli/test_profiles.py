@@ -252,6 +252,13 @@ def test_a_preset_fills_in_the_agents_command(tmp_path: Path) -> None:
         "npx",
         ["-y", "@zed-industries/codex-acp"],
     )
+    assert (profile["preset"], profile["sandbox"]) == ("codex", None)  # the preset's default
+    off = cli("profiles", "add", "gem", "--preset", "gemini", "--no-sandbox")
+    assert off.returncode == 0, off.stderr
+    gem = next(
+        p for p in json.loads(cli("profiles", "list", "--json").stdout) if p["name"] == "gem"
+    )
+    assert (gem["preset"], gem["sandbox"]) == ("gemini", False)
     clash = cli("profiles", "add", "x", "--preset", "codex", "--kind", "openai")
     assert clash.returncode != 0 and "--preset makes an acp profile" in clash.stderr
 

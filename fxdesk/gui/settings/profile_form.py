@@ -13,6 +13,7 @@ import shlex
 
 from PySide6.QtCore import Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QFormLayout,
     QHBoxLayout,
@@ -26,7 +27,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from fxdesk.domain.acp_presets import PRESETS, SECRET_WORDS, looks_secret, preset_of
+from fxdesk.domain.acp_presets import (
+    PRESETS,
+    SECRET_WORDS,
+    looks_secret,
+    needs_of,
+    preset_of,
+    sandboxed,
+)
 from fxdesk.domain.images import guess_accepts
 from fxdesk.domain.model import KeySource, Profile
 from fxdesk.engine.facade import ProfileService
@@ -251,6 +259,14 @@ class ProfileForm(QWidget):
         self._agent_env_box = _stacked(self.agent_env_edit, self.agent_env_hint)
         form.addRow("&Environment:", self._agent_env_box)
 
+        self.sandbox_check = QCheckBox("Run the agent in the sand&box")
+        self.sandbox_check.setAccessibleName("Run the agent in the sandbox")
+        self.sandbox_check.setChecked(True)
+        self.sandbox_hint = hint_label()
+        self.sandbox_hint.setWordWrap(True)
+        self._sandbox_box = _stacked(self.sandbox_check, self.sandbox_hint)
+        form.addRow("Sandbox:", self._sandbox_box)
+
         for edit in (self.command_edit, self.args_edit):
             edit.textChanged.connect(self._on_field_changed)
         self.agent_env_edit.textChanged.connect(self._on_field_changed)
@@ -303,6 +319,7 @@ class ProfileForm(QWidget):
         lines += [f"{name}={STORED}" for name in profile.secret_env]
         self.agent_env_edit.setPlainText("\n".join(lines))
         self._show_preset(profile.preset)
+        self.sandbox_check.setChecked(sandboxed(profile.preset, profile.sandbox))
         self.name_edit.setReadOnly(True)
         self.url_edit.setText(profile.base_url or "")
         self.model_edit.setText(profile.model or "")
@@ -387,6 +404,7 @@ class ProfileForm(QWidget):
             env=tuple(env),
             secret_env=tuple(kept),
             preset=preset.name if preset is not None else None,
+            sandbox=self.sandbox_check.isChecked(),
         )
 
     def _args(self) -> list[str] | None:
@@ -529,10 +547,20 @@ class ProfileForm(QWidget):
         self.args_edit.setText(shlex.join(preset.args))
         if not self._name_edited:
             self.name_edit.setText(preset.name)
+        self.sandbox_check.setChecked(preset.needs.sandbox)
         self.test_result.clear()
 
     def _show_preset(self, name: str | None) -> None:
         self.preset_combo.setCurrentIndex(max(0, self.preset_combo.findData(name)))
+        needs = needs_of(name)
+        text = (
+            "In fxdesk's sandbox the agent writes only the workspace"
+            + (f" and what it needs ({needs.describe()})" if needs.home_folders else "")
+            + "; it has the network."
+        )
+        if needs.why_not:
+            text += f" Off by default: {needs.why_not}."
+        self.sandbox_hint.setText(text)
 
     @Slot(bool)
     def _on_more_button_toggled(self, checked: bool) -> None:
@@ -581,6 +609,7 @@ class ProfileForm(QWidget):
             (self.command_edit, agent),
             (self.args_edit, agent),
             (self._agent_env_box, agent),
+            (self._sandbox_box, agent),
         ]
         for widget, visible in rows:
             self.fields.setRowVisible(widget, visible)

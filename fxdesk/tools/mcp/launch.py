@@ -18,6 +18,7 @@ server's status says so.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from fxdesk.tools.sandbox import allowed_environment, bwrap_arguments
 from fxdesk.tools.sandbox_placeholders import make_fxdesk_folder
 from fxdesk.tools.sandbox_probe import BUBBLEWRAP, SandboxStatus, sandbox_status
 from fxdesk.tools.shell import command_policy, no_sandbox
+from fxdesk.tools.workspace import is_inside
 
 MCP_TEMP = "mcp-tmp"  # under the data folder: each sandboxed server's /tmp
 MCP_HOMES = "mcp-home"  # under the data folder: a global server's writable folder
@@ -54,19 +56,63 @@ def stdio_launch(
         why = no_sandbox(status) if not status.available else "the sandbox runs no servers here"
         env = allowed_environment(environment_without_secrets()) | own
         return Launch(argv, env, cwd, sandboxed=False, outside=why)
+    temp = data_dir / MCP_TEMP / key
+    return sandboxed_launch(argv, own, place, cwd, f"mcp-{key}", temp, status, data_dir=data_dir)
+
+
+def sandboxed_launch(
+    argv: tuple[str, ...],
+    own: Mapping[str, str],
+    place: Path,
+    cwd: Path,
+    name: str,
+    temp_dir: Path | None,
+    status: SandboxStatus,
+    *,
+    data_dir: Path | None = None,
+    home_writable: Sequence[Path] = (),
+    extra_env: Sequence[str] = (),
+) -> Launch:
+    """A long-lived program (a stdio MCP server, an external ACP agent) under bubblewrap with
+    the policy of ``place``'s commands, the network on, its own program readable, and
+    ``own`` variables passed on. Blocking (reads the file system). ``status`` must be
+    bubblewrap's.
+
+    Args:
+        argv: The program and its arguments.
+        own: Variables its configuration names (the person wrote them for it).
+        place: The writable folder (the workspace).
+        cwd: Where it starts.
+        name: Whose it is, for the policy's context (``mcp-<server>``, ``acp-<profile>``).
+        temp_dir: What it sees as ``/tmp`` (None: an empty one).
+        status: The sandbox found here (bubblewrap).
+        data_dir: fxdesk's data folder: hidden (None: not known here).
+        home_writable: Existing paths (resolved) it may write besides ``place``: an agent's
+            own configuration folders. Its credential files inside them (``~/.codex/auth.json``)
+            are then not hidden from it: they are its own login.
+        extra_env: Variable names of fxdesk's environment passed on beyond the allow-list.
+    """
     make_fxdesk_folder(place)  # bubblewrap keeps only what exists read-only
     context = ToolContext(
         place,
-        f"mcp-{key}",
-        "mcp",
-        "mcp",
+        name,
+        name.split("-", 1)[0],
+        name.split("-", 1)[0],
         network=True,
         data_dir=data_dir,
-        temp_dir=data_dir / MCP_TEMP / key,
+        temp_dir=temp_dir,
+        extra_env=tuple(extra_env),
     )
-    policy = replace(command_policy(context), readable=program_paths(argv))
+    policy = command_policy(context)
+    homes = tuple(home_writable)
+    policy = replace(
+        policy,
+        readable=program_paths(argv),
+        grants=tuple(dict.fromkeys((*policy.grants, *homes))),
+        hidden=tuple(h for h in policy.hidden if not any(is_inside(h, p) for p in homes)),
+    )
     arguments = bwrap_arguments(policy, argv, cwd, disable_userns=status.disable_userns)
-    return Launch((status.bwrap, *arguments), dict(policy.environment) | own, cwd, sandboxed=True)
+    return Launch((status.bwrap, *arguments), dict(policy.environment) | dict(own), cwd, True)
 
 
 def program_paths(argv: tuple[str, ...]) -> tuple[Path, ...]:

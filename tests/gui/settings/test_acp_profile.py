@@ -95,6 +95,10 @@ async def test_an_acp_profile_is_created_and_edited_through_the_form_with_secret
             assert form.command_edit.text() == "npx"
             assert form.args_edit.text() == "-y @zed-industries/claude-code-acp"
             assert form.name_edit.text() == "claude-code"
+            # The preset says what it needs from the sandbox, and why it is off by default.
+            assert not form.sandbox_check.isChecked()
+            hint = form.sandbox_hint.text()
+            assert "~/.claude" in hint and "Off by default" in hint
             form.agent_env_edit.setPlainText(f"ANTHROPIC_API_KEY={SECRET}\nDEBUG=acp")
             dialog.save_button.click()
             await until(lambda: dialog.result() == QDialog.DialogCode.Accepted)
@@ -107,7 +111,7 @@ async def test_an_acp_profile_is_created_and_edited_through_the_form_with_secret
         )
         assert saved.env == (("DEBUG", "acp"),)
         assert saved.secret_env == ("ANTHROPIC_API_KEY",)
-        assert saved.preset == "claude-code"
+        assert saved.preset == "claude-code" and saved.sandbox is False
         stored = keyring.get_password("fxdesk", "profile:claude-code")
         assert stored is not None and json.loads(stored) == {"ANTHROPIC_API_KEY": SECRET}
         assert not database_holds(tmp_path, SECRET)
@@ -124,6 +128,8 @@ async def test_an_acp_profile_is_created_and_edited_through_the_form_with_secret
             form.command_edit.setText("/opt/claude-acp/bin/claude-acp")
             form.args_edit.setText("--log-dir '/var/tmp/claude acp'")
             assert form.preset_combo.currentText() == "Custom command"
+            assert "Off by default" not in form.sandbox_hint.text()
+            form.sandbox_check.setChecked(True)
             form.agent_env_edit.setPlainText(f"{text}\nGH_TOKEN={TOKEN}")
             dialog.save_button.click()
             await until(lambda: dialog.result() == QDialog.DialogCode.Accepted)
@@ -131,7 +137,7 @@ async def test_an_acp_profile_is_created_and_edited_through_the_form_with_secret
         assert edited is not None
         assert edited.command == "/opt/claude-acp/bin/claude-acp"
         assert edited.args == ("--log-dir", "/var/tmp/claude acp")
-        assert edited.preset is None
+        assert edited.preset is None and edited.sandbox is True
         assert edited.env == (("DEBUG", "acp"),)
         assert set(edited.secret_env) == {"ANTHROPIC_API_KEY", "GH_TOKEN"}
         assert not database_holds(tmp_path, SECRET) and not database_holds(tmp_path, TOKEN)
