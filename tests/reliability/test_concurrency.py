@@ -142,7 +142,11 @@ def _stop_trial(f: Folder, a: Host, b: Host, rng: random.Random, n: int, fig: Co
     # Six short commands: most of the turn is fxdesk's own work (model calls, commits,
     # sandbox start-ups), so a stop often lands inside it, sometimes inside a commit.
     s = a.create(label, f"{label} steps=6")
-    time.sleep(rng.uniform(0.0, 2.5))
+    # A moment inside the turn: after the model call of a random step (a turn of six short
+    # commands is over in about a second here, so a time drawn from the start mostly missed it).
+    step = rng.randrange(7)
+    wait_for(lambda: f.asked(label, step), 60, interval=0.005, what=f"{label} step {step}")
+    time.sleep(rng.uniform(0.0, 0.2))
     a.signal(signal.SIGSTOP)
     fig["stops"] += 1
     try:
