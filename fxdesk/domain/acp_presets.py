@@ -31,13 +31,10 @@ class SandboxNeeds:
     sandbox: bool = True
     why_not: str = ""
 
-    def describe(self) -> str:
-        """In a few words, for the person: "network; writes ~/.codex, ~/.npm"."""
-        parts = ["network"] if self.network else []
-        paths = (*self.home_folders, *self.home_files)
-        if paths:
-            parts.append("writes " + ", ".join(paths))
-        return "; ".join(parts)
+    @property
+    def home_paths(self) -> tuple[str, ...]:
+        """Every path it writes in the home folder, as written (``~/.codex``)."""
+        return (*self.home_folders, *self.home_files)
 
 
 @dataclass(frozen=True)

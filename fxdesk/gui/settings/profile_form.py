@@ -74,7 +74,8 @@ ENV_HINT = (
     + ", ".join(SECRET_WORDS[:4])
     + " and the like go to the system keyring, not the database; "
     + STORED
-    + " keeps the stored value. The agent also inherits fxdesk's environment."
+    + " keeps the stored value. Outside the sandbox the agent also gets all of fxdesk's "
+    + "environment; inside, only the usual variables and its preset's key variables."
 )
 
 DEMO_TEXT = (
@@ -555,7 +556,7 @@ class ProfileForm(QWidget):
         needs = needs_of(name)
         text = (
             "In fxdesk's sandbox the agent writes only the workspace"
-            + (f" and what it needs ({needs.describe()})" if needs.home_folders else "")
+            + (f" and {', '.join(needs.home_paths)}" if needs.home_paths else "")
             + "; it has the network."
         )
         if needs.why_not:
