@@ -220,13 +220,14 @@ class Window:
     def __init__(self, folder: Folder) -> None:
         log = folder.data / "logs" / "fxdesk.log"
         ready_before = _count(log, "startup: handed-off work ready")
-        self.process = subprocess.Popen(
-            fxdesk_command("--data-dir", str(folder.data)),
-            env=child_env(QT_QPA_PLATFORM="offscreen"),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        # Its output to a file: an unread pipe that fills would freeze the window.
+        with open(folder.root / "window-output.txt", "ab") as output:
+            self.process = subprocess.Popen(
+                fxdesk_command("--data-dir", str(folder.data)),
+                env=child_env(QT_QPA_PLATFORM="offscreen"),
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
         deadline = time.monotonic() + TIMEOUT_S
         while _count(log, "startup: handed-off work ready") <= ready_before:
             if self.process.poll() is not None or time.monotonic() > deadline:
