@@ -183,5 +183,6 @@ async def _report(engine: Engine, session_id: str, result: Result) -> None:
         detail = f": {reason}" if reason else ""
     if result == Result.EXTERNAL_BUSY:
         pid = engine.busy_elsewhere().get(session_id)
-        detail = f": in use by process {pid}" if pid else ": in use by another process"
+        who = engine.describe_process(pid) if pid else "another process"
+        detail = f": in use by {who}"
     print(f"fxdesk: session {session_id} {result.value}{detail}", file=sys.stderr)

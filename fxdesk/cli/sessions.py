@@ -202,7 +202,7 @@ async def _who_runs(engine: Engine, queued: WorkItem) -> str:
     if any(i.status == WorkStatus.RUNNING for i in ahead):
         pid = engine.in_use_elsewhere(queued.session_id)
         if pid is not None:
-            who = f"process {pid}" if pid else "another fxdesk"
+            who = engine.describe_process(pid) if pid else "another fxdesk"
             return f"{who} is running the session and runs it next."
     if engine.handed_off_work_is_picked_up():
         return "the running fxdesk window runs it."

@@ -91,6 +91,7 @@ from fxdesk.engine.worktrees import WorktreePart, WorktreeService
 from fxdesk.store import Store, control, history, owners, repo, usage
 from fxdesk.store import approvals as approvals_store
 from fxdesk.store.errors import StoreError
+from fxdesk.store.lock_holder import describe_process
 from fxdesk.store.locks import HandoffLock, instance_alive, is_locked_elsewhere
 from fxdesk.store.secrets import SecretsUnavailable
 from fxdesk.tools.background.logs import LogSummary
@@ -428,6 +429,11 @@ class Engine(AgentRunsPart, WorktreePart, ImagesPart):
     def busy_elsewhere(self) -> Mapping[str, int | None]:
         """Sessions another fxdesk process is running, with its pid when known."""
         return dict(self._owner.busy_elsewhere) if self._owner is not None else {}
+
+    @staticmethod
+    def describe_process(pid: int) -> str:
+        """``process 1234 (python)``, with ``stopped`` when it is frozen: for "in use by …"."""
+        return describe_process(pid)
 
     def in_use_elsewhere(self, session_id: str) -> int | None:
         """The pid of another process holding the session's lock right now (or None)."""

@@ -173,7 +173,8 @@ def test_a_message_sent_to_a_session_busy_elsewhere_stays_queued_for_it(tmp_path
         assert sent.returncode == 4
         assert f"in use by process {first.pid}" in sent.stderr
         assert "stays queued" in sent.stderr
-        assert f"process {first.pid} is running the session and runs it next" in sent.stderr
+        assert f"process {first.pid} (" in sent.stderr  # "(python)": what it is
+        assert "is running the session and runs it next" in sent.stderr
         first.send_signal(signal.SIGTERM)
         first.wait(60)
     finally:

@@ -84,7 +84,8 @@ def test_two_apps_a_window_and_the_cli_share_one_folder(tmp_path: Path) -> None:
         assert "stays queued" in sent.stderr
         handed = f.cli("send", "--no-wait", s1, "c2 steps=1")
         assert handed.returncode == 0, handed.stderr
-        assert f"process {a.pid} is running the session and runs it next" in handed.stdout
+        assert f"process {a.pid} (" in handed.stdout
+        assert "is running the session and runs it next" in handed.stdout
         (f.workspace / "open").touch()
         done = ["completed"] * 4
         wait_for(lambda: _settled(f, s1, done), 120, interval=0.2, what=f"s1 done: {done}")
@@ -119,7 +120,8 @@ def test_a_stopped_runner_loses_to_a_cancel_and_nothing_runs_twice(tmp_path: Pat
         b.ask(f"send {s} x2 steps=1", "QUEUED")
         assert b.ask(f"join {s}", "RESULT").split()[2:] == ["external_busy", str(a.pid)]
         sent = f.cli("send", s, "x3 steps=1")
-        assert sent.returncode == 4 and f"in use by process {a.pid}" in sent.stderr
+        assert sent.returncode == 4 and f"in use by process {a.pid} (" in sent.stderr
+        assert "stopped)" in sent.stderr  # the holder is frozen, and the person is told so
         asked_while_stopped = f.asked("x1")
         (f.workspace / "go").touch()
         a.signal(signal.SIGCONT)
