@@ -137,19 +137,9 @@ async def _launch(
             ),
             listed=True,
         )
-    if cancelled.is_set():
-        if saved:
-            await records.delete(ctx, task)
-        ctx.table.remove(task)
-        raise await _fail_blocked(
-            ctx,
-            prepared,
-            wrapper,
-            token,
-            LaunchRefused("Cancelled before the command started."),
-            listed=True,
-        )
     try:
+        if cancelled.is_set():  # the caller is gone: the held-back wrapper goes too
+            raise LaunchFailed("the turn was cancelled")
         task.owned = await asyncio.to_thread(wrapper.release, request.command)
     except LaunchFailed as exc:
         if saved:
