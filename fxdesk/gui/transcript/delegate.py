@@ -44,6 +44,7 @@ from PySide6.QtWidgets import (
     QStyleOptionViewItem,
 )
 
+from fxdesk.domain.usage import money
 from fxdesk.gui.diff import color_diff
 from fxdesk.gui.theme import Role, color, is_dark
 from fxdesk.gui.transcript import images
@@ -648,15 +649,18 @@ def _turn_summary(row: Row) -> str:
     if isinstance(calls, int):
         parts.append(f"{calls} model call{'' if calls == 1 else 's'}")
     used = row.data.get("usage")
+    cost = row.data.get("cost_usd")
     if row.data.get("usage_reported") is False:  # not "0 in / 0 out · $0.0000"
-        parts.append("usage not reported")
+        # An external agent may report its cost but not its tokens.
+        parts.append(
+            "tokens not reported" if isinstance(cost, int | float) else "usage not reported"
+        )
     elif (
         isinstance(used, list | tuple) and len(used) == 2 and all(isinstance(n, int) for n in used)
     ):
         parts.append(f"{used[0]:,} in / {used[1]:,} out")
-    cost = row.data.get("cost_usd")
     if isinstance(cost, int | float):
-        parts.append(f"${cost:.4f}")
+        parts.append(money(cost))
     if row.at_ms:
         parts.insert(0, clock_text(row.at_ms))
     return " · ".join(parts) or "Turn finished"

@@ -270,7 +270,7 @@ async def test_the_view_lays_out_and_paints_every_kind_of_row(
 
     # The turn footer gives calls, tokens and cost.
     footer = view.delegate.layout(model.row_at(3)).footer
-    assert footer == "2 model calls · 1,234 in / 15 out · $0.0123"
+    assert footer == "2 model calls · 1,234 in / 15 out · $0.012"
 
     # The code block's Copy button puts exactly the code on the clipboard.
     answer = model.index(1, 0)
@@ -605,7 +605,11 @@ def test_a_turn_whose_server_reported_no_usage_says_so_not_zero_tokens_for_free(
     )
     assert _turn_summary(quiet) == "1 model call · usage not reported"
     told = Row("t", RowKind.TURN, data={"model_calls": 2, "usage": [1234, 15], "cost_usd": 0.0123})
-    assert _turn_summary(told) == "2 model calls · 1,234 in / 15 out · $0.0123"
+    assert _turn_summary(told) == "2 model calls · 1,234 in / 15 out · $0.012"
+    agent = Row(
+        "t3", RowKind.TURN, data={"model_calls": 1, "usage_reported": False, "cost_usd": 0.25}
+    )
+    assert _turn_summary(agent) == "1 model call · tokens not reported · $0.25"
 
 
 def test_a_command_card_reads_as_a_prompt_and_its_output_with_arguments_on_request() -> None:
