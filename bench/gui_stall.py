@@ -196,6 +196,8 @@ async def once(root: Path, body: Callable[..., Any] | None = None) -> Any:
     app = App(paths, providers=FixedResolver(provider))
     controller = GuiController(app)
     main = asyncio.ensure_future(controller.main())
+    global _provider
+    _provider = provider
     try:
         await until(lambda: controller.ready.is_set() or main.done())
         if main.done():
@@ -260,11 +262,11 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         window.panel.transcript.viewport(), lambda: shown_chars(controller.transcript)
     )
 
-    deltas = 0
+    streamed = 0  # characters: the turn may hand the bus several deltas at once when busy
 
     def on_text(event: TextStreamed) -> None:  # the bus hands the delta to the GUI now
-        nonlocal deltas
-        deltas += 1
+        nonlocal streamed
+        streamed += len(event.text)
         if event.session_id == shown:
             latency.arrived(len(event.text))
 
@@ -284,7 +286,7 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         await until(lambda: len(finished) == SESSIONS)
         wall = time.perf_counter() - began
         cpu_percent = cpu.percent()
-        cpu_nominal = nominal_percent(cpu.seconds(), deltas, RATE)
+        cpu_nominal = nominal_percent(cpu.seconds(), streamed // CHUNK, RATE)
         typist.stop.set()
         typist.join()
         await asyncio.sleep(0.1)  # the last key press lands
@@ -341,6 +343,7 @@ async def measure(runs: int, *, references: bool = False) -> tuple[list[Result],
 
 
 SOAK_SAMPLE_S = 5.0
+_provider: ScriptedProvider | None = None  # the running measurement's model
 SOAK_SWITCH_S = 30.0
 
 
@@ -388,6 +391,10 @@ async def soak(app: App, controller: GuiController, root: Path, minutes: float) 
         shown = 0
         next_switch = SOAK_SWITCH_S
         while (elapsed := time.perf_counter() - began) < seconds:
+            if _provider is not None:
+                # The scripted model records every request it was sent (tests read them): each
+                # holds the whole conversation so far. That is the fake's memory, not fxdesk's.
+                _provider.requests.clear()
             samples.append((elapsed, process.memory_info().rss / 2**20))
             if elapsed >= next_switch:
                 shown = (shown + 1) % SESSIONS
