@@ -83,10 +83,21 @@ class CpuClock:
         self.began_cpu = times.user + times.system
         self.began_wall = time.perf_counter()
 
-    def percent(self) -> float:
+    def seconds(self) -> float:
+        """CPU seconds used since ``start``."""
         times = self.process.cpu_times()
+        return times.user + times.system - self.began_cpu
+
+    def percent(self) -> float:
         wall = time.perf_counter() - self.began_wall
-        return (times.user + times.system - self.began_cpu) / wall * 100 if wall > 0 else 0.0
+        return self.seconds() / wall * 100 if wall > 0 else 0.0
+
+
+def nominal_percent(cpu_s: float, deltas: int, rate: float) -> float:
+    """The share of one core (%) that ``deltas`` deltas for ``cpu_s`` CPU seconds need at
+    ``rate`` deltas a second: what streaming at full pace costs, even on a machine too busy to
+    give the process that pace (CPU time over wall time is capped by the cores it gets)."""
+    return cpu_s / deltas * rate * 100 if deltas else float("nan")
 
 
 @dataclass
@@ -96,6 +107,8 @@ class StreamResult:
     deltas: int  # of the shown stream
     seconds: float
     rss_samples: list[tuple[float, float]]  # (seconds since start, MiB)
+    cpu_s: float = 0.0
+    all_deltas: int = 0  # of every stream
 
 
 async def bare_stream(
@@ -120,7 +133,7 @@ async def bare_stream(
     shown_chars = 0
     probe = PaintLatency(edit.viewport(), lambda: shown_chars)
     kept: list[list[str]] = [[] for _ in range(streams)]  # what a program keeps of each stream
-    deltas = 0
+    deltas = all_deltas = 0
     process = psutil.Process()
     samples: list[tuple[float, float]] = []
     clock = CpuClock(process)
@@ -128,7 +141,7 @@ async def bare_stream(
     began = time.perf_counter()
 
     async def one(n: int) -> None:
-        nonlocal shown_chars, deltas
+        nonlocal shown_chars, deltas, all_deltas
         while time.perf_counter() - began < seconds:
             kept[n] = []
             if n == 0:
@@ -140,6 +153,7 @@ async def bare_stream(
                     return
                 delta = reply[start : start + chunk]
                 kept[n].append(delta)
+                all_deltas += 1
                 if n == 0:
                     probe.arrived(len(delta))
                     edit.moveCursor(edit.textCursor().MoveOperation.End)
@@ -158,12 +172,13 @@ async def bare_stream(
         jobs.append(sample())
     await asyncio.gather(*jobs)
     cpu = clock.percent()
+    cpu_s = clock.seconds()
     wall = time.perf_counter() - began
     await asyncio.sleep(0.05)  # the last delta's paint
     probe.remove()
     window.close()
     window.deleteLater()
-    return StreamResult(probe.latencies_ms, cpu, deltas, wall, samples)
+    return StreamResult(probe.latencies_ms, cpu, deltas, wall, samples, cpu_s, all_deltas)
 
 
 def slope_mib_per_hour(samples: list[tuple[float, float]], warm_up: float = 0.25) -> float:

@@ -681,13 +681,22 @@ def bench_streaming(rounds: int) -> list[Row]:
             "",
         ),
         Row(
-            "streaming: CPU of the fxdesk process while 20 sessions stream",
+            "streaming: CPU of the fxdesk process at 20 sessions × 200 deltas/s",
+            median(result["cpu_nominal_runs"]),
+            median(result["ref_cpu_nominal_runs"]),
+            "% of a core",
+            "value<=60",
+            "the whole process (engine, bus, window, scripted model): its CPU seconds per delta "
+            "× 4,000 deltas/s; reference: the bare program streaming 20 answers, painting one",
+            {"fxdesk": result["cpu_nominal_runs"], "reference": result["ref_cpu_nominal_runs"]},
+        ),
+        Row(
+            "streaming: CPU time / wall time while streaming, as measured",
             result["cpu_percent"],
             result["ref_cpu_percent"],
             "% of a core",
-            "value<=60",
-            "CPU time / wall time of the whole process (engine, bus, window, scripted model); "
-            "reference: the bare program streaming 20 answers, painting one",
+            "",
+            "capped by the share of the cores the process gets on a busy machine",
             {"fxdesk": result["cpu_percent_runs"], "reference": result["ref_cpu_percent_runs"]},
         ),
         Row(
@@ -826,12 +835,12 @@ def bench_soak(minutes: float, reference_minutes: float) -> list[Row]:
             {"fxdesk_rss": [m for _, m in r["rss"]], "reference_rss": [m for _, m in r["ref_rss"]]},
         ),
         Row(
-            "soak: fxdesk process CPU while 20 sessions stream",
+            "soak: fxdesk process CPU time / wall time while 20 sessions stream",
             r["cpu_percent"],
             r["ref_cpu_percent"],
             "% of a core",
-            "value<=60",
             "",
+            "as measured (capped by the process's share of a busy machine)",
         ),
     ]
 

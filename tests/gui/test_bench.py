@@ -26,7 +26,7 @@ def numbers(rows: list[suite.Row]) -> dict[str, suite.Row]:
 def test_streaming_reports_delta_to_paint_latency_and_cpu_beside_the_bare_program() -> None:
     rows = numbers(suite.bench_streaming(1))
     latency = next(row for what, row in rows.items() if "delta → its paint, p99" in what)
-    cpu = next(row for what, row in rows.items() if "CPU of the fxdesk process" in what)
+    cpu = next(row for what, row in rows.items() if "CPU of the fxdesk process at" in what)
     assert 0 < latency.fxdesk < math.inf and 0 < latency.reference < math.inf  # deltas painted
     assert cpu.fxdesk > 0 and cpu.reference > 0
     assert latency.target_text() == "≤ 100 ms" and cpu.target_text() == "≤ 60 % of a core"

@@ -23,6 +23,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
+    QPointF,
     QRect,
     QRectF,
     QSize,
@@ -418,10 +419,15 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.drawRoundedRect(card.adjusted(-4, -3, 4, 3), 6, 6)
             painter.setBrush(Qt.BrushStyle.NoBrush)
         covered = row.key == self.covered  # its text is in the selection box above it
+        # Only what the viewport shows of each document is drawn: a long answer's whole
+        # document took ~230 ms a frame while it was scrolled (issue 17, bench.transcript_big).
+        shown = QRectF(self._view.viewport().rect()).translated(-QPointF(origin))
         for doc, area in [] if covered else layout.docs:
             painter.save()
             painter.translate(area.topLeft())
-            doc.drawContents(painter, QRectF(0, 0, area.width(), area.height()))
+            clip = shown.translated(-area.topLeft()) & QRectF(0, 0, area.width(), area.height())
+            if not clip.isEmpty():
+                doc.drawContents(painter, clip)
             painter.restore()
         images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)
         if option.state & QStyle.StateFlag.State_HasFocus and self._view.hasFocus():

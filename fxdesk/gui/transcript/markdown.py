@@ -172,7 +172,7 @@ def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocumen
     return document
 
 
-CODE_LINES_COLOURED = 500  # of one document (an answer, a piece of a streaming one)
+CODE_LINES_COLOURED = 200  # of one document (an answer, a piece of a streaming one)
 _CODE = "fxdesk_has_code"  # document property: it has fenced code blocks
 _COLOURED = "fxdesk_code_coloured"  # document property: highlight_code coloured them
 
