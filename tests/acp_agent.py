@@ -38,6 +38,14 @@ Sessions are kept as JSON files in ``$ACP_TEST_STATE`` (else a temporary folder)
 ``session/load`` works across processes; a load replays what the agent said before as message
 chunks, as real agents do. With ``ACP_TEST_NO_LOAD=1`` the agent does not offer
 ``loadSession``.
+
+- ``fail <text>``: fails the prompt as codex-acp 0.16 does when the model API is unreachable:
+  error -32603 "Internal error" with the reason in ``data.message``.
+
+With ``ACP_TEST_AUTH=1`` it wants a login as codex-acp 0.16 does: ``initialize`` offers a login
+of its own and an ``env_var`` method reading ``TEST_AGENT_KEY``; ``session/new`` and
+``session/load`` answer -32000 "Authentication required" until the client called
+``authenticate`` with that method (refused when the variable is not set).
 """
 
 from __future__ import annotations
@@ -70,19 +78,43 @@ class TestAgent:
         self.conn: Any = None
         self.cancelled: dict[str, asyncio.Event] = {}
         self.loaded: set[str] = set()
+        self.logged_in = False
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> schema.InitializeResponse:
         load = os.environ.get("ACP_TEST_NO_LOAD") != "1"
+        methods: list[Any] = []
+        if os.environ.get("ACP_TEST_AUTH") == "1":  # the shape codex-acp 0.16.0 sends
+            methods = [
+                schema.AuthMethodAgent(id="own-login", name="Login with the agent"),
+                schema.EnvVarAuthMethod(
+                    type="env_var",
+                    id="test-key",
+                    name="Use TEST_AGENT_KEY",
+                    vars=[schema.AuthEnvVar(name="TEST_AGENT_KEY")],
+                ),
+            ]
         return schema.InitializeResponse(
             protocol_version=acp.PROTOCOL_VERSION,
             agent_info=schema.Implementation(name="fxdesk-test-agent", version="1"),
             agent_capabilities=schema.AgentCapabilities(load_session=load),
+            auth_methods=methods,
         )
 
+    async def authenticate(self, method_id: str, **kwargs: Any) -> schema.AuthenticateResponse:
+        if method_id != "test-key" or not os.environ.get("TEST_AGENT_KEY"):
+            raise acp.RequestError.invalid_params({"methodId": method_id})
+        self.logged_in = True
+        return schema.AuthenticateResponse()
+
+    def _check_login(self) -> None:
+        if os.environ.get("ACP_TEST_AUTH") == "1" and not self.logged_in:
+            raise acp.RequestError.auth_required()
+
     async def new_session(self, cwd: str, **kwargs: Any) -> schema.NewSessionResponse:
+        self._check_login()
         os.chdir(cwd)
         session_id = f"test-{uuid.uuid4().hex[:12]}"
         STATE.mkdir(parents=True, exist_ok=True)
@@ -92,6 +124,7 @@ class TestAgent:
     async def load_session(
         self, cwd: str, session_id: str, **kwargs: Any
     ) -> schema.LoadSessionResponse:
+        self._check_login()
         if not _state(session_id).exists():
             raise acp.RequestError.invalid_params({"sessionId": session_id})
         os.chdir(cwd)
@@ -134,6 +167,8 @@ class TestAgent:
             )
             await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
             return schema.PromptResponse(stop_reason="cancelled")
+        elif word == "fail":
+            raise acp.RequestError(-32603, "Internal error", {"message": rest})
         elif word == "echo":
             await self.say(session_id, "you said: ")
             await self.say(session_id, rest)

@@ -63,6 +63,7 @@ from fxdesk.providers.acp import (
     HostRefused,
     PermissionAsk,
     PromptEnd,
+    describe_error,
 )
 from fxdesk.providers.base import ProviderError, Usage
 from fxdesk.store import Store, StoreError, control, history
@@ -619,7 +620,9 @@ def _failure(prompt: asyncio.Task[PromptEnd], exit_code: int | None) -> str:
             "in the log folder (acp-agent.stderr.log)"
         )
     if prompt.done() and not prompt.cancelled() and prompt.exception() is not None:
-        return f"the agent's prompt failed: {prompt.exception()}"
+        return (
+            f"the agent's prompt failed: {describe_error(cast(BaseException, prompt.exception()))}"
+        )
     return "the agent stopped without ending its turn"
 
 

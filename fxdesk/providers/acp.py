@@ -390,6 +390,35 @@ class PromptEnd:
 
 
 _GONE = (ConnectionError, OSError, EOFError)  # the agent's pipe closed: it died
+AUTH_REQUIRED = -32000  # ACP's "Authentication required" error code
+
+
+@dataclass(frozen=True)
+class AuthMethod:
+    """A way to log in the agent advertised in ``initialize`` (``authMethods``). ``env``: the
+    variables an ``env_var`` method reads (Codex: ``OPENAI_API_KEY``); empty for the others
+    (a login of the agent's own, a terminal command)."""
+
+    method_id: str
+    name: str
+    description: str = ""
+    env: tuple[str, ...] = ()
+
+
+def describe_error(exc: BaseException) -> str:
+    """An agent's error as a person reads it: real agents put the reason in the error's data
+    (Codex: ``Internal error`` with ``data.message``), which ``str`` leaves out."""
+    text = str(exc) or type(exc).__name__
+    data = getattr(exc, "data", None)
+    detail = data.get("message") if isinstance(data, dict) else None
+    if isinstance(detail, str) and detail and detail not in text:
+        text = f"{text}: {detail}"
+    return text
+
+
+def _auth_method(method: Any) -> AuthMethod:
+    variables = tuple(v.name for v in getattr(method, "vars", None) or ())
+    return AuthMethod(method.id, method.name, method.description or "", variables)
 
 
 @dataclass
@@ -404,6 +433,9 @@ class AcpConnection:
     session_id: str = ""
     agent_name: str = ""
     can_load: bool = False  # the agent advertised ``loadSession``
+    auth_methods: tuple[AuthMethod, ...] = ()  # what ``initialize`` offered
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)  # the agent's (secrets)
+    authenticated: bool = False
 
     @property
     def alive(self) -> bool:
@@ -421,14 +453,63 @@ class AcpConnection:
         """
         import acp
 
-        try:
-            created = await self.conn.new_session(cwd=str(workspace), mcp_servers=[])
-        except (acp.RequestError, *_GONE) as exc:
-            raise ProviderError(
-                "unavailable", f"the agent {self.label!r} did not start a session: {exc}"
-            ) from None
+        for attempt in (1, 2):
+            try:
+                created = await self.conn.new_session(cwd=str(workspace), mcp_servers=[])
+                break
+            except acp.RequestError as exc:
+                if exc.code == AUTH_REQUIRED and attempt == 1 and await self.authenticate():
+                    continue  # logged in with the key in its environment: once more
+                raise ProviderError(
+                    "unavailable",
+                    f"the agent {self.label!r} did not start a session: "
+                    f"{describe_error(exc)}{self._login_hint(exc)}",
+                ) from None
+            except _GONE as exc:
+                raise ProviderError(
+                    "unavailable", f"the agent {self.label!r} did not start a session: {exc}"
+                ) from None
         self.session_id = created.session_id
         return self.session_id
+
+    def usable_auth(self) -> AuthMethod | None:
+        """The ``env_var`` login whose variables are all set in the agent's environment."""
+        for method in self.auth_methods:
+            if method.env and all(self.env.get(name) for name in method.env):
+                return method
+        return None
+
+    async def authenticate(self) -> bool:
+        """``authenticate`` with the first ``env_var`` method whose variables the agent got
+        (Codex asks for it before ``session/new``, even with ``OPENAI_API_KEY`` set); False
+        when there is none, or the agent refused it."""
+        import acp
+
+        method = None if self.authenticated else self.usable_auth()
+        if method is None:
+            return False
+        try:
+            await self.conn.authenticate(method_id=method.method_id)
+        except acp.RequestError as exc:
+            log.info("ACP agent %s refused login %s: %s", self.label, method.method_id, exc)
+            return False
+        self.authenticated = True
+        log.info("ACP agent %s: logged in with %s", self.label, method.method_id)
+        return True
+
+    def _login_hint(self, exc: Any) -> str:
+        """What the person can do when the agent wants a login fxdesk cannot give it."""
+        if getattr(exc, "code", None) != AUTH_REQUIRED:
+            return ""
+        ways = [
+            f"{m.name} (set {', '.join(m.env)} in the profile's environment)"
+            if m.env
+            else f"{m.name}{f': {m.description}' if m.description else ''}"
+            for m in self.auth_methods
+        ]
+        if not ways:
+            return " (log the agent in by itself first)"
+        return " (it needs a login; it offers: " + "; ".join(ways) + ")"
 
     async def load_session(self, workspace: Path, session_id: str) -> bool:
         """``session/load``: the agent takes up ``session_id`` again. The history it replays
@@ -441,7 +522,16 @@ class AcpConnection:
 
         self.client.replaying = True
         try:
-            await self.conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            try:
+                await self.conn.load_session(
+                    cwd=str(workspace), session_id=session_id, mcp_servers=[]
+                )
+            except acp.RequestError as exc:
+                if exc.code != AUTH_REQUIRED or not await self.authenticate():
+                    raise
+                await self.conn.load_session(
+                    cwd=str(workspace), session_id=session_id, mcp_servers=[]
+                )
         except acp.RequestError as exc:
             log.info("ACP agent %s could not load session %s: %s", self.label, session_id, exc)
             return False
@@ -555,7 +645,7 @@ class AcpAgentProvider(Provider):
         assert process.stdin is not None and process.stdout is not None
         client = _Client()
         conn = acp.connect_to_agent(cast(Any, client), process.stdin, process.stdout)
-        connection = AcpConnection(conn, process, client, self.launch)
+        connection = AcpConnection(conn, process, client, self.launch, env=env)
         try:
             init = await conn.initialize(
                 protocol_version=acp.PROTOCOL_VERSION,
@@ -577,6 +667,7 @@ class AcpAgentProvider(Provider):
         connection.agent_name = info.name if info is not None else ""
         caps = init.agent_capabilities
         connection.can_load = bool(caps is not None and caps.load_session)
+        connection.auth_methods = tuple(_auth_method(m) for m in init.auth_methods or ())
         return connection
 
 

@@ -22,12 +22,15 @@ AGENT = str(REPO / "tests" / "acp_agent.py")
 TIMEOUT = 60.0  # a generous bound on a child process starting Python and the SDK
 
 
-async def make(tmp_path: Path, *, no_load: bool = False) -> Engine:
+async def make(
+    tmp_path: Path, *, no_load: bool = False, extra: dict[str, str] | None = None
+) -> Engine:
     """An engine on ``tmp_path`` whose sessions run the test agent (its sessions kept under
     ``tmp_path/agent``, so a reopened engine on the same folder can load them)."""
     env = {"PYTHONPATH": child_env()["PYTHONPATH"], "ACP_TEST_STATE": str(tmp_path / "agent")}
     if no_load:
         env["ACP_TEST_NO_LOAD"] = "1"
+    env.update(extra or {})
     provider = AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
     return await Engine.create(
         tmp_path, provider=provider, permissions=True, tools=ToolRegistry(all_tools())
@@ -260,5 +263,48 @@ async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: P
 
         totals = await engine.store.read(lambda: usage.totals([sid]))
         assert (totals.model_calls, totals.cost_usd, totals.unpriced) == (2, 0.5, 0)
+    finally:
+        await engine.close()
+
+
+async def test_an_agent_that_wants_a_login_is_logged_in_with_the_key_in_its_environment(
+    tmp_path: Path,
+) -> None:
+    # codex-acp 0.16.0 answers session/new "Authentication required" until the client calls
+    # authenticate with its env_var method, even with OPENAI_API_KEY set (seen in a real run).
+    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
+    try:
+        sid = await start(engine, "echo hello", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert ("assistant", "you said: hello", None) in await rows(engine, sid)
+    finally:
+        await engine.close()
+
+
+async def test_an_agent_wanting_a_login_it_cannot_get_fails_naming_the_ways_it_offers(
+    tmp_path: Path,
+) -> None:
+    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1"})  # no TEST_AGENT_KEY
+    try:
+        sid = await start(engine, "echo hello", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
+        reason = await _failure_reason(engine, sid)
+        assert reason is not None and reason.startswith("provider_failed"), reason
+        assert "Authentication required" in reason
+        assert "Login with the agent" in reason
+        assert "Use TEST_AGENT_KEY (set TEST_AGENT_KEY in the profile's environment)" in reason
+    finally:
+        await engine.close()
+
+
+async def test_a_prompt_the_agent_fails_gives_the_reason_in_its_error_data(tmp_path: Path) -> None:
+    # codex-acp 0.16.0 without the network: -32603 "Internal error", the cause in data.message.
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "fail stream disconnected: no route", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
+        reason = await _failure_reason(engine, sid)
+        assert reason is not None and reason.startswith("provider_failed"), reason
+        assert "Internal error: stream disconnected: no route" in reason
     finally:
         await engine.close()
