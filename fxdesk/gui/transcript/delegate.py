@@ -55,6 +55,7 @@ from fxdesk.gui.transcript.markdown import (
     highlight_code,
     plain,
     render,
+    skip_colouring,
     stream_segments,
 )
 from fxdesk.gui.transcript.model import (
@@ -236,11 +237,17 @@ class TranscriptDelegate(QStyledItemDelegate):
         small = QFontMetrics(font).height()
         layout = _Layout(0, footer="streaming…")
         top = 0.0
-        for segment in stream_segments(row.text or " "):
-            key = (segment, width, dark)
+        segments = stream_segments(row.text or " ")
+        for number, segment in enumerate(segments):
+            # The growing last piece is rendered anew each frame: its code is coloured once
+            # the piece is closed (pygments on it each frame was a third of streaming's cost).
+            growing = number == len(segments) - 1
+            key = (segment, width, dark, growing)
             doc = self._segments.get(key)
             if doc is None:
-                doc = render(segment, width, dark=dark, font=font)
+                doc = render(segment, width, dark=dark, font=font, highlight=not growing)
+                if growing:
+                    skip_colouring(doc)
                 self.segments_rendered += 1
                 self._segments[key] = doc
                 while len(self._segments) > SEGMENT_CACHE:

@@ -125,6 +125,11 @@ def has_plain_code(document: QTextDocument) -> bool:
     return bool(document.property(_CODE)) and not document.property(_COLOURED)
 
 
+def skip_colouring(document: QTextDocument) -> None:
+    """Leave ``document``'s code uncoloured: ``highlight_code`` passes it over."""
+    document.setProperty(_COLOURED, True)
+
+
 def highlight_code(document: QTextDocument, dark: bool) -> None:
     """Colour the code blocks of a rendered document (once).
 
