@@ -39,6 +39,10 @@ Sessions are kept as JSON files in ``$ACP_TEST_STATE`` (else a temporary folder)
 chunks, as real agents do. With ``ACP_TEST_NO_LOAD=1`` the agent does not offer
 ``loadSession``.
 
+- ``ccwrite <name>``: writes <name> with the message shapes claude-code-acp 0.16.2 sends: a
+  ``tool_call`` with an empty input (from the stream's first event), the same ``tool_call`` again
+  with its input and title, a permission request whose tool call has no ``kind``
+  (options ``allow_always``/``allow``/``reject``), then ``completed`` with the diff.
 - ``fail <text>``: fails the prompt as codex-acp 0.16 does when the model API is unreachable:
   error -32603 "Internal error" with the reason in ``data.message``.
 
@@ -176,6 +180,8 @@ class TestAgent:
             return schema.PromptResponse(stop_reason="end_turn", usage=usage)
         elif word == "write":
             await self.write(session_id, rest.strip())
+        elif word == "ccwrite":
+            await self.cc_write(session_id, rest.strip())
         elif word == "crash":
             await self.say(session_id, "about to crash")
             os._exit(3)
@@ -327,6 +333,46 @@ class TestAgent:
             chosen = getattr(outcome, "option_id", outcome.outcome)
             await self.conn.session_update(
                 session_id, acp.update_tool_call("t-write", status="failed")
+            )
+            await self.say(session_id, f"Not allowed ({chosen}).")
+
+    async def cc_write(self, session_id: str, name: str) -> None:
+        meta = {"claudeCode": {"toolName": "Write"}}
+        first = acp.start_tool_call("toolu_1", "Write", kind="edit", status="pending", raw_input={})
+        await self.conn.session_update(session_id, first.model_copy(update={"field_meta": meta}))
+        path = str(Path(name).absolute())
+        full = {"file_path": path, "content": "by claude\n"}
+        again = acp.start_tool_call(
+            "toolu_1", f"Write {path}", kind="edit", status="pending", raw_input=full
+        )
+        await self.conn.session_update(session_id, again)
+        answer = await self.conn.request_permission(
+            session_id=session_id,
+            tool_call=schema.ToolCallUpdate(
+                tool_call_id="toolu_1", title=f"Write {path}", raw_input=full
+            ),
+            options=[
+                schema.PermissionOption(
+                    option_id="allow_always", name="Always Allow", kind="allow_always"
+                ),
+                schema.PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+                schema.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            ],
+        )
+        outcome = answer.outcome
+        if isinstance(outcome, schema.AllowedOutcome) and outcome.option_id == "allow":
+            Path(name).write_text("by claude\n")
+            done = acp.update_tool_call(
+                "toolu_1",
+                status="completed",
+                content=[acp.tool_diff_content(path, "by claude\n")],
+            )
+            await self.conn.session_update(session_id, done)
+            await self.say(session_id, "Done.")
+        else:
+            chosen = getattr(outcome, "option_id", outcome.outcome)
+            await self.conn.session_update(
+                session_id, acp.update_tool_call("toolu_1", status="failed")
             )
             await self.say(session_id, f"Not allowed ({chosen}).")
 

@@ -155,6 +155,8 @@ class _Call:
     settled: bool = False
     diffs: tuple[FileDiff, ...] = ()
     raw_input: Any = None  # what the agent said the call takes (shown when asking)
+    kind: str | None = None  # ACP's tool kind (edit, execute, ...), from any update
+    shown_input: Any = None  # the input its tool_call row was written with
 
 
 @dataclass
@@ -437,6 +439,12 @@ class _AcpTurn:
             call = await self._start(update)
         if update.title:
             call.title = update.title
+        if update.kind:
+            call.kind = update.kind
+        if update.raw_input not in (None, {}):
+            # Claude Code sends the tool_call first with an empty input (its stream's first
+            # event), then again with the input: the row keeps the first, the result the last.
+            call.raw_input = update.raw_input
         if update.status:
             call.status = update.status
         if update.text:
@@ -456,7 +464,13 @@ class _AcpTurn:
         """The call's row, after the agent's text so far (one step, as a native turn)."""
         turn, rt = self.turn, self.turn.rt
         title = update.title or update.kind or "tool call"
-        call = _Call(f"acp-{rt.item.id[:12]}-{update.call_id}", title, raw_input=update.raw_input)
+        call = _Call(
+            f"acp-{rt.item.id[:12]}-{update.call_id}",
+            title,
+            raw_input=update.raw_input,
+            kind=update.kind,
+            shown_input=update.raw_input,
+        )
         self.calls[update.call_id] = call
         turn.step += 1
         arguments = json.dumps(
@@ -479,6 +493,8 @@ class _AcpTurn:
 
     async def _result(self, call: _Call, content: str, *, ok: bool, **data: object) -> None:
         call.settled = True
+        if call.raw_input != call.shown_input:  # the input came after the tool_call row
+            data["input"] = call.raw_input
         row = self.turn.entry(
             EntryKind.TOOL_RESULT,
             call_id=call.row_id,
@@ -529,10 +545,16 @@ class _AcpTurn:
         if service is None:  # no permission checks in this runner (tests about other things)
             self.allowed_calls.add(ask.call.call_id)
             return ask.option(allow=True)
-        tool = f"acp:{ask.call.kind or 'other'}"
         call = self.calls[ask.call.call_id]
+        # Claude Code's request carries no kind: it was in the call's tool_call.
+        tool = f"acp:{ask.call.kind or call.kind or 'other'}"
         arguments = json.dumps(
-            {"title": call.title, "input": ask.call.raw_input}, default=str, sort_keys=True
+            {
+                "title": call.title,
+                "input": ask.call.raw_input if ask.call.raw_input is not None else call.raw_input,
+            },
+            default=str,
+            sort_keys=True,
         )
         check = await service.check(
             rt.session,

@@ -308,3 +308,30 @@ async def test_a_prompt_the_agent_fails_gives_the_reason_in_its_error_data(tmp_p
         assert "Internal error: stream disconnected: no route" in reason
     finally:
         await engine.close()
+
+
+async def test_claude_codes_shapes_a_rule_on_the_calls_kind_answers_and_its_input_is_kept(
+    tmp_path: Path,
+) -> None:
+    # claude-code-acp 0.16.2: the tool_call first with an empty input, then again with it; the
+    # permission request's tool call has no kind (it was in the tool_call).
+    engine = await make(tmp_path)
+    try:
+        assert engine.permissions is not None
+        await engine.permissions.add_rule(
+            PermissionRule("acp:edit", "*", Verdict.ALLOW, Scope.GLOBAL)
+        )
+        sid = await start(engine, "ccwrite cc.txt", PermissionMode.ASK)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert (engine.workspace / "cc.txt").read_text() == "by claude\n"
+        assert await engine.permissions.pending() == []
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 10_000))
+        (result,) = [e for e in entries if e.kind.value == "tool_result"]
+        assert result.data["ok"] is True and result.data["diff"] is True
+        assert result.data["input"] == {
+            "file_path": str(engine.workspace / "cc.txt"),
+            "content": "by claude\n",
+        }
+        assert result.tool_name == f"Write {engine.workspace / 'cc.txt'}"
+    finally:
+        await engine.close()
