@@ -43,6 +43,8 @@ chunks, as real agents do. With ``ACP_TEST_NO_LOAD=1`` the agent does not offer
   ``tool_call`` with an empty input (from the stream's first event), the same ``tool_call`` again
   with its input and title, a permission request whose tool call has no ``kind``
   (options ``allow_always``/``allow``/``reject``), then ``completed`` with the diff.
+- ``quota``: says "counted" and ends the turn reporting its tokens as gemini-cli 0.61 does, in
+  the response's ``_meta.quota.token_count`` (7 input, 3 output), not in ``usage``.
 - ``fail <text>``: fails the prompt as codex-acp 0.16 does when the model API is unreachable:
   error -32603 "Internal error" with the reason in ``data.message``.
 
@@ -171,6 +173,11 @@ class TestAgent:
             )
             await self.cancelled.setdefault(session_id, asyncio.Event()).wait()
             return schema.PromptResponse(stop_reason="cancelled")
+        elif word == "quota":
+            await self.say(session_id, "counted")
+            tokens = {"input_tokens": 7, "output_tokens": 3}
+            quota = {"token_count": tokens, "model_usage": []}
+            return schema.PromptResponse(stop_reason="end_turn", field_meta={"quota": quota})
         elif word == "fail":
             raise acp.RequestError(-32603, "Internal error", {"message": rest})
         elif word == "echo":

@@ -2,9 +2,11 @@
 
 Each preset is the command that starts the agent speaking the Agent Client Protocol on stdio.
 The Claude Code and Codex adapters are npm packages run through ``npx`` (Node.js needed; the
-first start downloads them); Gemini CLI speaks ACP itself once installed. None of them is
-exercised by the tests (no network there); ``fxdesk doctor`` says whether their programs are
-found on this machine.
+first start downloads them); Gemini CLI speaks ACP itself once installed (``--acp``; 0.61 still
+takes the deprecated ``--experimental-acp``). The command lines were checked by starting
+claude-code-acp 0.16.2, codex-acp 0.16.0 and gemini-cli 0.61.0 (``scripts/acp_real_check.py``);
+the tests have no network, so they use ``tests/acp_agent.py`` in their shapes. ``fxdesk doctor``
+says whether their programs are found on this machine.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ PRESETS: dict[str, AcpPreset] = {
             "gemini",
             "Gemini CLI",
             "gemini",
-            ("--experimental-acp",),
+            ("--acp",),  # gemini-cli 0.61: --experimental-acp is deprecated
             "npm install -g @google/gemini-cli",
             SandboxNeeds(
                 home_folders=("~/.gemini",),
@@ -124,9 +126,16 @@ def looks_secret(name: str) -> bool:
     return any(word in upper for word in SECRET_WORDS)
 
 
+# Earlier command lines of a preset, still recognised as it (profiles made before a change).
+LEGACY_ARGS: dict[str, tuple[tuple[str, ...], ...]] = {"gemini": (("--experimental-acp",),)}
+
+
 def preset_of(command: str | None, args: tuple[str, ...]) -> AcpPreset | None:
     """The preset whose command line this is (its arguments first), or None."""
     for preset in PRESETS.values():
-        if command == preset.command and args[: len(preset.args)] == preset.args:
-            return preset
+        if command != preset.command:
+            continue
+        for known in (preset.args, *LEGACY_ARGS.get(preset.name, ())):
+            if args[: len(known)] == known:
+                return preset
     return None

@@ -416,6 +416,19 @@ def describe_error(exc: BaseException) -> str:
     return text
 
 
+def _quota_tokens(meta: Any) -> tuple[int, int] | None:
+    """Gemini CLI's tokens of a prompt: ``_meta.quota.token_count`` of its response (it sends
+    no ``usage``)."""
+    quota = meta.get("quota") if isinstance(meta, dict) else None
+    count = quota.get("token_count") if isinstance(quota, dict) else None
+    if not isinstance(count, dict):
+        return None
+    used = count.get("input_tokens"), count.get("output_tokens")
+    if all(isinstance(n, int) and not isinstance(n, bool) for n in used):
+        return cast(tuple[int, int], used)
+    return None
+
+
 def _auth_method(method: Any) -> AuthMethod:
     variables = tuple(v.name for v in getattr(method, "vars", None) or ())
     return AuthMethod(method.id, method.name, method.description or "", variables)
@@ -570,6 +583,8 @@ class AcpConnection:
         )
         used = response.usage
         tokens = (used.input_tokens, used.output_tokens) if used is not None else None
+        if tokens is None:
+            tokens = _quota_tokens(response.field_meta)
         return PromptEnd(str(response.stop_reason), tokens)
 
     async def cancel(self) -> None:

@@ -275,3 +275,12 @@ def test_a_profile_can_say_its_model_takes_no_images(tmp_path: Path) -> None:
         p["name"]: p["accepts_images"] for p in json.loads(cli("profiles", "list", "--json").stdout)
     }
     assert listed == {"plain": None, "text": False, "local": True}
+
+
+def test_a_gemini_command_line_of_before_the_acp_flag_is_still_the_gemini_preset() -> None:
+    from fxdesk.domain.acp_presets import PRESETS, preset_of
+
+    assert PRESETS["gemini"].args == ("--acp",)  # gemini-cli 0.61 deprecates the old flag
+    found = preset_of("gemini", ("--experimental-acp",))
+    assert found is not None and found.name == "gemini"
+    assert preset_of("gemini", ("--other",)) is None

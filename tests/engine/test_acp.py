@@ -335,3 +335,18 @@ async def test_claude_codes_shapes_a_rule_on_the_calls_kind_answers_and_its_inpu
         assert result.tool_name == f"Write {engine.workspace / 'cc.txt'}"
     finally:
         await engine.close()
+
+
+async def test_tokens_reported_in_the_responses_quota_meta_are_the_turns_usage(
+    tmp_path: Path,
+) -> None:
+    # gemini-cli 0.61 reports a prompt's tokens in _meta.quota.token_count, not in usage.
+    engine = await make(tmp_path)
+    try:
+        sid = await start(engine, "quota", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
+        assert [e.kind.value for e in entries] == ["user", "assistant", "turn_end"]
+        assert entries[1].data["usage"] == [7, 3]
+    finally:
+        await engine.close()
