@@ -10,7 +10,12 @@ in a scratch folder first:
 then, from the repository (the main venv's Python; the model APIs need not be reachable):
 
     PYTHONPATH=. .venv/bin/python scripts/acp_real_check.py /tmp/acp-real [--agents codex] \\
-        [--turn-timeout 300] [--out /tmp/acp-check]
+        [--turn-timeout 300] [--out /tmp/acp-check] [--npx [--sandbox]]
+
+``--npx`` starts the Claude Code and Codex adapters with their presets' own command lines
+(``npx -y @zed-industries/...``: npx downloads them into the scratch ``HOME``'s ``~/.npm``; the
+npm registry must be reachable), and ``--sandbox`` does so in fxdesk's sandbox with the preset's
+``SandboxNeeds`` (``fxdesk/engine/acp_sandbox.py``; bubblewrap needed).
 
 For each agent (claude-code, codex, gemini: the presets of ``fxdesk/domain/acp_presets.py``, with
 the installed program in place of ``npx -y <package>``) it runs, with ``HOME`` in a scratch
@@ -42,7 +47,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fxdesk.providers.acp import AcpLaunch as AcpLaunchT
 
 # agent -> (its program in <install>/node_modules/.bin, its arguments)
 AGENTS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -116,6 +124,45 @@ def summary_of(messages: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     }
 
 
+def launch_of(agent: str, install: Path, home: Path, log: Path, npx: bool) -> AcpLaunchT:
+    """How the agent starts: the installed program, or (``npx``) its preset's command line;
+    through this script's ``--tee`` either way."""
+    from fxdesk.domain.acp_presets import PRESETS
+    from fxdesk.providers.acp import AcpLaunch
+
+    if npx:
+        preset = PRESETS[agent]
+        command = [preset.command, *preset.args]
+    else:
+        program, args = AGENTS[agent]
+        command = [str(install / "node_modules" / ".bin" / program), *args]
+    return AcpLaunch(
+        sys.executable,
+        (SELF, "--tee", str(log), "--", *command),
+        environment(home, install),
+        inherit_env=False,
+    )
+
+
+def sandbox_of(agent: str, home: Path, data: Path) -> Any:
+    """fxdesk's sandbox for the agent's preset, with the scratch ``HOME``; the tee runs
+    outside it (around bubblewrap), so the wire is still logged."""
+    from fxdesk.domain.acp_presets import needs_of
+    from fxdesk.engine.acp_sandbox import AgentSandbox
+    from fxdesk.providers.acp import AcpLaunch
+
+    sandbox = AgentSandbox(agent, needs_of(agent), data, home=home)
+
+    def wrap(launch: AcpLaunchT, workspace: Path) -> AcpLaunchT:
+        tee_args, inner = launch.args[:4], launch.args[4:]
+        inside = sandbox(AcpLaunch(inner[0], tuple(inner[1:]), launch.env, False), workspace)
+        return AcpLaunch(
+            launch.command, (*tee_args, inside.command, *inside.args), inside.env, False
+        )
+
+    return wrap
+
+
 def environment(home: Path, install: Path) -> dict[str, str]:
     bins = [str(install / "node_modules" / ".bin"), os.path.dirname(sys.executable)]
     return {
@@ -126,23 +173,17 @@ def environment(home: Path, install: Path) -> dict[str, str]:
     }
 
 
-async def check_protocol(agent: str, install: Path, out: Path) -> dict[str, Any]:
-    from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch, ProviderError
+async def check_protocol(agent: str, install: Path, out: Path, opts: Any) -> dict[str, Any]:
+    from fxdesk.providers.acp import AcpAgentProvider, ProviderError
 
-    program, args = AGENTS[agent]
     home, workspace = out / agent / "home", out / agent / "ws"
     for folder in (home, workspace):
         folder.mkdir(parents=True, exist_ok=True)
-    log = out / f"{agent}.wire.log"
-    command = str(install / "node_modules" / ".bin" / program)
-    launch = AcpLaunch(
-        sys.executable,
-        (SELF, "--tee", str(log), "--", command, *args),
-        environment(home, install),
-        inherit_env=False,
-    )
-    result: dict[str, Any] = {"agent": agent, "command": [command, *args]}
-    provider = AcpAgentProvider(launch, log_dir=out / agent)
+    launch = launch_of(agent, install, home, out / f"{agent}.wire.log", opts.npx)
+    result: dict[str, Any] = {"agent": agent, "command": list(launch.args[4:])}
+    wrap = sandbox_of(agent, home, out / agent / "data") if opts.sandbox else None
+    result["sandbox"] = bool(wrap)
+    provider = AcpAgentProvider(launch, log_dir=out / agent, wrap=wrap)
     started = time.monotonic()
     try:
         connection = await provider.start(workspace)
@@ -185,28 +226,22 @@ async def _no_permission(ask: Any) -> str | None:
     return None
 
 
-async def check_turn(agent: str, install: Path, out: Path, limit_s: float) -> dict[str, Any]:
+async def check_turn(agent: str, install: Path, out: Path, opts: Any) -> dict[str, Any]:
     """One whole fxdesk turn: how the item ends and why."""
     from fxdesk.domain.model import PermissionMode
-    from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
+    from fxdesk.providers.acp import AcpAgentProvider
     from fxdesk.store import control, history
     from fxdesk.tools.base import ToolRegistry
     from fxdesk.tools.registry import all_tools
     from tests.engine.harness import Engine
 
-    program, args = AGENTS[agent]
+    limit_s = opts.turn_timeout
     root = out / agent / "turn"
     home = out / agent / "home"
     root.mkdir(parents=True, exist_ok=True)
-    log = out / f"{agent}.turn.wire.log"
-    command = str(install / "node_modules" / ".bin" / program)
-    launch = AcpLaunch(
-        sys.executable,
-        (SELF, "--tee", str(log), "--", command, *args),
-        environment(home, install),
-        inherit_env=False,
-    )
-    provider = AcpAgentProvider(launch, log_dir=root)
+    launch = launch_of(agent, install, home, out / f"{agent}.turn.wire.log", opts.npx)
+    wrap = sandbox_of(agent, home, out / agent / "data") if opts.sandbox else None
+    provider = AcpAgentProvider(launch, log_dir=root, wrap=wrap)
     engine = await Engine.create(
         root, provider=provider, permissions=True, tools=ToolRegistry(all_tools())
     )
@@ -236,15 +271,16 @@ async def main(args: argparse.Namespace) -> None:
     out = Path(args.out)
     for agent in args.agents.split(","):
         program, _ = AGENTS[agent]
-        if not (Path(args.install) / "node_modules" / ".bin" / program).exists():
+        if args.npx and agent == "gemini":
+            print(json.dumps({"agent": agent, "skipped": "its preset is no npx command"}))
+            continue
+        if not args.npx and not (Path(args.install) / "node_modules" / ".bin" / program).exists():
             print(json.dumps({"agent": agent, "skipped": f"{program} not installed"}))
             continue
-        result = await check_protocol(agent, Path(args.install), out)
+        result = await check_protocol(agent, Path(args.install), out, args)
         result.update(summary_of(wire(out / f"{agent}.wire.log")))
         if args.turn_timeout > 0:
-            result["fxdesk_turn"] = await check_turn(
-                agent, Path(args.install), out, args.turn_timeout
-            )
+            result["fxdesk_turn"] = await check_turn(agent, Path(args.install), out, args)
             turn_wire = summary_of(wire(out / f"{agent}.turn.wire.log"))
             result["fxdesk_turn"]["agent_called"] = turn_wire["agent_called"]
             result["fxdesk_turn"]["errors"] = turn_wire["errors"]
@@ -264,6 +300,8 @@ if __name__ == "__main__":
         default=300.0,
         help="how long the whole turn may take (0: skip it)",
     )
+    parser.add_argument("--npx", action="store_true", help="the presets' npx command lines")
+    parser.add_argument("--sandbox", action="store_true", help="in fxdesk's sandbox (--npx)")
     parsed = parser.parse_args()
     Path(parsed.out).mkdir(parents=True, exist_ok=True)
     asyncio.run(main(parsed))
