@@ -45,6 +45,8 @@ chunks, as real agents do. With ``ACP_TEST_NO_LOAD=1`` the agent does not offer
   (options ``allow_always``/``allow``/``reject``), then ``completed`` with the diff.
 - ``quota``: says "counted" and ends the turn reporting its tokens as gemini-cli 0.61 does, in
   the response's ``_meta.quota.token_count`` (7 input, 3 output), not in ``usage``.
+- ``unauth``: fails the prompt -32000 "Authentication required", as claude-code-acp 0.16.2
+  does when Claude Code says "Please run /login".
 - ``fail <text>``: fails the prompt as codex-acp 0.16 does when the model API is unreachable:
   error -32603 "Internal error" with the reason in ``data.message``.
 
@@ -178,6 +180,8 @@ class TestAgent:
             tokens = {"input_tokens": 7, "output_tokens": 3}
             quota = {"token_count": tokens, "model_usage": []}
             return schema.PromptResponse(stop_reason="end_turn", field_meta={"quota": quota})
+        elif word == "unauth":
+            raise acp.RequestError.auth_required()
         elif word == "fail":
             raise acp.RequestError(-32603, "Internal error", {"message": rest})
         elif word == "echo":

@@ -53,6 +53,7 @@ from fxdesk.engine.turn_state import TurnEnd, TurnOutcome, TurnRuntime, TurnStop
 from fxdesk.engine.turn_tools import ToolCalls
 from fxdesk.providers.acp import (
     AcpAgentProvider,
+    AcpConnection,
     AgentPlan,
     AgentText,
     AgentThought,
@@ -244,7 +245,7 @@ class _AcpTurn:
             turn.check()
             raise TurnStop(
                 TurnEnd.FAILED,
-                reasons.diagnostic(reasons.PROVIDER_FAILED, _failure(prompt, exit_code)),
+                reasons.diagnostic(reasons.PROVIDER_FAILED, _failure(prompt, exit_code, agent)),
             )
         await self._settle_open("the agent ended its turn without saying how this call ended")
         turn.step += 1
@@ -635,16 +636,15 @@ def _cannot_resume(opened: Opened) -> str:
     )
 
 
-def _failure(prompt: asyncio.Task[PromptEnd], exit_code: int | None) -> str:
+def _failure(prompt: asyncio.Task[PromptEnd], exit_code: int | None, agent: AcpConnection) -> str:
     if exit_code is not None:
         return (
             f"the agent exited (code {exit_code}) before ending its turn; its error output is "
             "in the log folder (acp-agent.stderr.log)"
         )
     if prompt.done() and not prompt.cancelled() and prompt.exception() is not None:
-        return (
-            f"the agent's prompt failed: {describe_error(cast(BaseException, prompt.exception()))}"
-        )
+        error = cast(BaseException, prompt.exception())
+        return f"the agent's prompt failed: {describe_error(error)}{agent.login_hint(error)}"
     return "the agent stopped without ending its turn"
 
 

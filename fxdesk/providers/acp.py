@@ -476,7 +476,7 @@ class AcpConnection:
                 raise ProviderError(
                     "unavailable",
                     f"the agent {self.label!r} did not start a session: "
-                    f"{describe_error(exc)}{self._login_hint(exc)}",
+                    f"{describe_error(exc)}{self.login_hint(exc)}",
                 ) from None
             except _GONE as exc:
                 raise ProviderError(
@@ -510,7 +510,7 @@ class AcpConnection:
         log.info("ACP agent %s: logged in with %s", self.label, method.method_id)
         return True
 
-    def _login_hint(self, exc: Any) -> str:
+    def login_hint(self, exc: Any) -> str:
         """What the person can do when the agent wants a login fxdesk cannot give it."""
         if getattr(exc, "code", None) != AUTH_REQUIRED:
             return ""

@@ -350,3 +350,18 @@ async def test_tokens_reported_in_the_responses_quota_meta_are_the_turns_usage(
         assert entries[1].data["usage"] == [7, 3]
     finally:
         await engine.close()
+
+
+async def test_a_prompt_refused_for_want_of_a_login_says_how_the_agent_logs_in(
+    tmp_path: Path,
+) -> None:
+    # claude-code-acp 0.16.2 fails the prompt -32000 when Claude Code wants "/login".
+    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
+    try:
+        sid = await start(engine, "unauth", PermissionMode.YOLO)
+        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
+        reason = await _failure_reason(engine, sid)
+        assert reason is not None and "prompt failed: Authentication required" in reason, reason
+        assert "it needs a login; it offers: Login with the agent" in reason
+    finally:
+        await engine.close()
