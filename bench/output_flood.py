@@ -32,19 +32,17 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import psutil
-import qasync
 from PySide6.QtWidgets import QMainWindow, QPlainTextEdit
 
 from bench.background_logs import BANNER, WRITER
 from bench.stream_probe import CpuClock
-from bench.transcript_open import FirstPaint, Gaps, until
+from bench.transcript_open import FirstPaint, Gaps, run_on_window_loop, until
 from fxdesk.app import App
 from fxdesk.domain.model import PermissionMode
 from fxdesk.engine.events import BackgroundChanged
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
+from fxdesk.gui.application import GuiController
 from fxdesk.gui.processes.log_view import TAIL_BYTES, LogView
-from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import ScriptedProvider
 
@@ -252,18 +250,8 @@ def main() -> None:
     parser.add_argument("--megabytes", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
-    qapp = create_qapplication(["fxdesk-bench"])
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
-    loop.set_exception_handler(loop_exception_handler)
-    collector = MainThreadGarbageCollector()
-    collector.start()
-    try:
-        with loop, tempfile.TemporaryDirectory(prefix="fxdesk-flood-") as folder:
-            result = loop.run_until_complete(measure(Path(folder), args.megabytes, args.rounds))
-    finally:
-        collector.stop()
-        asyncio.set_event_loop(None)
+    with tempfile.TemporaryDirectory(prefix="fxdesk-flood-") as folder:
+        result = run_on_window_loop(lambda: measure(Path(folder), args.megabytes, args.rounds))
     print(json.dumps(result))
     sys.stdout.flush()
 

@@ -31,16 +31,14 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import qasync
 from PySide6.QtWidgets import QApplication, QMainWindow, QPlainTextEdit, QScrollBar
 
-from bench.transcript_open import FirstPaint, Gaps, until
+from bench.transcript_open import FirstPaint, Gaps, run_on_window_loop, until
 from fxdesk.app import App
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
+from fxdesk.gui.application import GuiController
 from fxdesk.gui.transcript.model import RowKind
 from fxdesk.gui.window.messages import ErrorDetailsDialog
-from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
 
@@ -242,18 +240,7 @@ def main() -> None:
     parser.add_argument("data", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    qapp = create_qapplication(["fxdesk-bench"])
-    loop = qasync.QEventLoop(qapp)
-    asyncio.set_event_loop(loop)
-    loop.set_exception_handler(loop_exception_handler)
-    collector = MainThreadGarbageCollector()
-    collector.start()
-    try:
-        with loop:
-            result = loop.run_until_complete(measure(args.data, args.rounds))
-    finally:
-        collector.stop()
-        asyncio.set_event_loop(None)
+    result = run_on_window_loop(lambda: measure(args.data, args.rounds))
     print(json.dumps(result))
     sys.stdout.flush()
 

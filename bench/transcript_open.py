@@ -24,8 +24,9 @@ import os
 import sqlite3
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -41,6 +42,7 @@ from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
 
+T = TypeVar("T")
 LONG = "s000000"
 OTHER = "s000001"
 
@@ -202,11 +204,9 @@ async def measure(data: Path, rounds: int) -> dict[str, object]:
     return {**result, "pages": pages}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.transcript_open", description=__doc__)
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+def run_on_window_loop(make: Callable[[], Awaitable[T]]) -> T:
+    """Run a benchmark's coroutine on a qasync loop as fxdesk runs its window (exception
+    handler, garbage collected on the GUI thread only); its result."""
     qapp = create_qapplication(["fxdesk-bench"])
     loop = qasync.QEventLoop(qapp)
     asyncio.set_event_loop(loop)
@@ -215,10 +215,18 @@ def main() -> None:
     collector.start()
     try:
         with loop:
-            result = loop.run_until_complete(measure(args.data, args.rounds))
+            return loop.run_until_complete(make())
     finally:
         collector.stop()
         asyncio.set_event_loop(None)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.transcript_open", description=__doc__)
+    parser.add_argument("data", type=Path)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    result = run_on_window_loop(lambda: measure(args.data, args.rounds))
     print(json.dumps(result))
     sys.stdout.flush()
 
