@@ -27,6 +27,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -93,9 +94,13 @@ def _stamped(path: Path) -> bool:
     return path.exists() and path.stat().st_size > 0
 
 
-async def stamp_of(path: Path, within: float = 600) -> float:
+async def stamp_of(
+    path: Path, within: float = 600, ended: Callable[[], bool] = lambda: False
+) -> float:
     """The monotonic time the writer printed its banner (it writes the stamp file then)."""
-    await until(lambda: _stamped(path), within=within)
+    await until(lambda: _stamped(path) or ended(), within=within)
+    if not _stamped(path):
+        raise RuntimeError(f"the writer ended without printing its banner ({path})")
     return float((await asyncio.to_thread(path.read_text)).split()[0])
 
 
@@ -112,7 +117,9 @@ async def fxdesk_round(
     stamp = project / "stamp-fxdesk"
     stamp.unlink(missing_ok=True)
     script = project / "writer.py"
-    command = f"{sys.executable} {script} {megabytes} {stamp}"
+    # The system's python3: the sandbox gives the command a fresh /tmp, where a venv of a clone
+    # under /tmp (as CI makes it) is not.
+    command = f"python3 {script} {megabytes} {stamp}"
     url_at: list[float] = []
     ref: list[str] = []
 
@@ -126,7 +133,9 @@ async def fxdesk_round(
             began = time.monotonic()
             task = await engine.start_background(session_id, command, expect_url=True)
             ref.append(task.stable_id)
-            printed = await stamp_of(stamp)
+            printed = await stamp_of(
+                stamp, ended=lambda: not engine.background_task(ref[0]).state.running
+            )
             await until(lambda: bool(url_at) or engine.background_task(ref[0]).url_note != "")
         if not url_at:
             raise RuntimeError(f"no URL: {engine.background_task(ref[0]).url_note}")
