@@ -26,7 +26,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import qasync
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
@@ -590,7 +590,7 @@ def run(app: App, argv: list[str], *, new_session: bool = False) -> Outcome:
     """Open the window and run until quit (with the New session dialog open once it is
     ready if ``new_session``). Returns how the run ended."""
     qapp = create_qapplication(argv)
-    loop = qasync.QEventLoop(qapp)
+    loop = QuitSafeEventLoop(qapp)
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(loop_exception_handler)
     collector = MainThreadGarbageCollector()
@@ -606,11 +606,33 @@ def run(app: App, argv: list[str], *, new_session: bool = False) -> Outcome:
     return outcome
 
 
+class QuitSafeEventLoop(qasync.QEventLoop):
+    """qasync's loop, with asyncio's running loop still set for the last pass of Qt's loop.
+
+    ``qasync.QEventLoop.run_until_complete`` runs Qt's loop "one last time" after
+    ``run_forever`` returns, when asyncio no longer knows a running loop: a task step that runs
+    in that pass fails with "no running event loop" (it ended the display-lost shutdown in a
+    traceback about one run in five, in ``store.write``'s ``get_running_loop``).
+    """
+
+    def run_forever(self) -> int:
+        try:
+            return int(super().run_forever())
+        finally:
+            asyncio.events._set_running_loop(self)  # for run_until_complete's last pass
+
+    def run_until_complete(self, future: Any) -> Any:
+        try:
+            return super().run_until_complete(future)
+        finally:
+            asyncio.events._set_running_loop(None)
+
+
 DISPLAY_LOST_SHUTDOWN_S = 120.0  # how long a shutdown without a display may take
 
 
 def _run_to_the_end(
-    loop: qasync.QEventLoop, main: asyncio.Task[Outcome], controller: GuiController
+    loop: QuitSafeEventLoop, main: asyncio.Task[Outcome], controller: GuiController
 ) -> Outcome:
     """Run ``main`` to its end, even when Qt ends its event loop by itself (see the module
     docstring): then quit in order, running the loop again until the shutdown is done."""
