@@ -132,7 +132,8 @@ class SessionPanel(QWidget):
         parts = [summary.session.text()] if summary.session.model_calls else []
         if summary.tree != summary.session:
             parts.append(f"tree {_short(summary.tree)}")
-        parts.append(f"today {_short(summary.today)}")
+        if summary.today.model_calls:  # not "today none" for a session last used before
+            parts.append(f"today {_short(summary.today)}")
         self.usage.setText(
             f"<span style='color: {css(Role.QUIET_TEXT)}'>{_escape(' · '.join(parts))}</span>"
         )

@@ -520,7 +520,19 @@ class MainWindow(QMainWindow):
                 if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
                     self._open_chosen()
                     return True
+            elif key == Qt.Key.Key_Down:
+                self._enter_tree()
+                return True
         return super().eventFilter(watched, event)
+
+    def _enter_tree(self) -> None:
+        """Down in the empty filter box: on into the tree, at its current session or its
+        first one (as in a file dialog's location box)."""
+        if not self.tree.currentIndex().isValid():
+            matches = self._matches()
+            if matches:
+                self.tree.setCurrentIndex(matches[0])
+        self.tree.setFocus(Qt.FocusReason.TabFocusReason)
 
     @contextlib.contextmanager
     def _quietly(self) -> Iterator[None]:

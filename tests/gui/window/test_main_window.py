@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
 from fxdesk import __version__
 from fxdesk.domain.model import SessionState
-from fxdesk.gui.sessions.model import SessionTreeModel
+from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, SessionTreeModel
 from fxdesk.gui.window.main_window import MainWindow
 from tests.gui.sessions.test_session_model import populated, session, workspace
 
@@ -224,6 +224,22 @@ def test_filter_enter_opens_a_session_when_none_was_open(qtbot: Any) -> None:
     assert opened == ["r2"]
     assert window.centre.currentIndex() == window.PAGE_SESSION
     qtbot.waitUntil(window.panel.composer.edit.hasFocus, timeout=5000)
+
+
+def test_down_in_the_empty_filter_goes_on_into_the_tree(qtbot: Any) -> None:
+    """Found walking the window under openbox: Ctrl+K then Down did nothing, so the keyboard
+    could not reach the first session without Tab."""
+    window = make_window(qtbot, populated())
+    opened = _opened(window)
+    window.show()
+    window.filter_edit.setFocus()
+    qtbot.waitUntil(window.filter_edit.hasFocus, timeout=5000)
+    qtbot.keyClick(window.filter_edit, Qt.Key.Key_Down)
+    qtbot.waitUntil(window.tree.hasFocus, timeout=5000)
+    top = window.proxy.index(0, 0)  # the first workspace
+    first = window.proxy.index(0, 0, top).data(ROLE_SNAPSHOT).id
+    assert window.selected_session().id == first
+    assert opened == [first]
 
 
 def test_a_filter_that_matches_nothing_says_so(qtbot: Any) -> None:
