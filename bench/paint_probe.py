@@ -25,9 +25,17 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtWidgets import QApplication, QMainWindow, QWidget
 
 _FD = int(os.environ.get("FXDESK_PROBE_FD", "1"))
-_PROFILE = os.environ.get("FXDESK_PROBE_PROFILE")  # a file: pyinstrument's report goes there
+# A file: pyinstrument's report goes there; or, for a name ending in .prof, cProfile's stats
+# (``python -m pstats FILE``), when pyinstrument is not installed.
+_PROFILE = os.environ.get("FXDESK_PROBE_PROFILE")
 _profiler = None
-if _PROFILE:
+_cprofile = None
+if _PROFILE and _PROFILE.endswith(".prof"):
+    import cProfile
+
+    _cprofile = cProfile.Profile()
+    _cprofile.enable()
+elif _PROFILE:
     import pyinstrument
 
     _profiler = pyinstrument.Profiler(interval=0.0005)
@@ -35,6 +43,9 @@ if _PROFILE:
 
 
 def _stop_profile() -> None:
+    if _cprofile is not None and _PROFILE:
+        _cprofile.disable()
+        _cprofile.dump_stats(_PROFILE)
     if _profiler is not None and _PROFILE:
         _profiler.stop()
         with open(_PROFILE, "w") as out:

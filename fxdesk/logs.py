@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import faulthandler
 import logging
@@ -29,9 +28,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from fxdesk import __version__, messages
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -285,6 +287,8 @@ def install_exception_hooks() -> Callable[[], None]:
 
 def loop_exception_handler(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     """asyncio loop handler: exceptions go to ``report_unexpected``, the rest is logged."""
+    import asyncio  # here: the window's first frame comes before asyncio is imported
+
     exc = context.get("exception")
     if isinstance(exc, BaseException) and not isinstance(exc, asyncio.CancelledError):
         where = context.get("message") or "the event loop"

@@ -18,6 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 MANAGED_BY_KEY = "managed_by"  # a child's config: the session whose agent spawned it
+# A session's config when an external (ACP) agent runs it: {"id": its ACP session id, "agent":
+# its command line, "name": the agent's name}.
+ACP_SESSION_KEY = "acp_session"
 CHILD_RESULTS_KEY = "child_results"  # a history row's data: the delivery ids it carried
 ANSWER_CHARS = 4_000  # of one result, in the text the parent's model reads
 MAX_OPEN_CHILDREN = 8  # open (not closed) children one session's agent may keep

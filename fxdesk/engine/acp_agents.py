@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fxdesk.domain.child_agents import ACP_SESSION_KEY
 from fxdesk.providers.acp import AcpAgentProvider, AcpConnection, AcpLaunch
 from fxdesk.store import Store, repo
 
 log = logging.getLogger(__name__)
-
-# Session config: {"id": ACP session id, "agent": its command line, "name": the agent's name}.
-ACP_SESSION_KEY = "acp_session"
 
 
 @dataclass(frozen=True)

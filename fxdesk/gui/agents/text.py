@@ -7,10 +7,9 @@ import json
 
 from fxdesk.domain.agent_inbox import EventKind, InboxEvent, Lane, Severity
 from fxdesk.domain.agent_runs import AgentRun, RunMode, RunStatus
-from fxdesk.domain.child_agents import MANAGED_BY_KEY
+from fxdesk.domain.child_agents import ACP_SESSION_KEY, MANAGED_BY_KEY
 from fxdesk.domain.model import Session
 from fxdesk.domain.usage import money, tokens
-from fxdesk.engine.acp_agents import ACP_SESSION_KEY
 
 STATUS_LABELS = {
     RunStatus.QUEUED: "queued",
