@@ -87,7 +87,9 @@ class App:
         providers: ProviderResolver | None = None,
         agent_limits: Limits | None = None,
         clock: Clock | None = None,
+        crash_log: CrashLog | None = None,
     ) -> None:
+        """``crash_log``: the one the launcher armed for this run (else one is made here)."""
         self.paths = paths
         self._clock = clock
         self.agent_limits = agent_limits
@@ -98,7 +100,7 @@ class App:
         self._recover_at_start = True
         self._owner: SessionOwner | None = None
         self.bus = EventBus()
-        self.crash_log = CrashLog(paths.crash_dir)
+        self.crash_log = crash_log if crash_log is not None else CrashLog(paths.crash_dir)
         self._store: Store | None = None
         self._sessions: SessionService | None = None
         self._engine: Engine | None = None

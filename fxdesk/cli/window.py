@@ -14,7 +14,7 @@ from typing import Any
 
 from fxdesk import __version__
 from fxdesk.cli.exit_codes import ExitCode
-from fxdesk.logs import install_exception_hooks, setup_logging
+from fxdesk.logs import CrashLog, install_exception_hooks, setup_logging
 from fxdesk.paths import DataPaths
 
 log = logging.getLogger(__name__)
@@ -40,9 +40,11 @@ def open_window(
     new_session: bool = False,
 ) -> int:
     """``fxdesk`` with no command: log to the data folder, arm the crash log, open the window
-    (asking for a new session at once with ``new_session``: the desktop entry's action)."""
-    from fxdesk.app import App
-    from fxdesk.gui.application import Outcome, run
+    (asking for a new session at once with ``new_session``: the desktop entry's action).
+
+    The window paints its first frame before the App, asyncio and the engine are imported
+    (``gui.launch``); then ``gui.application.run`` takes it over (docs/performance.md)."""
+    from fxdesk.gui.launch import first_frame
 
     try:
         paths.ensure()
@@ -54,18 +56,24 @@ def open_window(
         return ExitCode.DATA
     setup_logging(paths.log_file, verbose=verbose)
     log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
-    app = App(paths)
-    app.crash_log.arm()
+    crash_log = CrashLog(paths.crash_dir)
+    crash_log.arm()
     undo_hooks = install_exception_hooks()
+    argv = argv if argv is not None else sys.argv
     try:
-        outcome = run(app, argv if argv is not None else sys.argv, new_session=new_session)
+        window = first_frame(argv)
+        from fxdesk.app import App  # after the first frame: asyncio and the engine's facade
+        from fxdesk.gui.application import Outcome, run
+
+        app = App(paths, crash_log=crash_log)
+        outcome = run(app, argv, new_session=new_session, window=window)
     except BaseException as exc:
-        report = app.crash_log.write_exception((type(exc), exc, exc.__traceback__))
+        report = crash_log.write_exception((type(exc), exc, exc.__traceback__))
         log.critical("fxdesk stopped on an uncaught exception; report: %s", report, exc_info=True)
         raise
     finally:
         undo_hooks()
-        app.crash_log.disarm()
+        crash_log.disarm()
     code = ExitCode.DATA if outcome is Outcome.DATA_UNUSABLE else ExitCode.OK
     log.info("fxdesk exited with code %d", code)
     if outcome is Outcome.DISPLAY_LOST:

@@ -21,7 +21,6 @@ import asyncio
 import enum
 import functools
 import gc
-import importlib.resources
 import logging
 import signal
 import time
@@ -30,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 import qasync
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Slot
-from PySide6.QtGui import QGuiApplication, QIcon
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
 
-from fxdesk import APP_ID, APP_NAME, __version__, messages
-from fxdesk.app import App
+from fxdesk import APP_NAME, messages
 from fxdesk.gui.desktop.program_watch import ProgramWatch, frozen_program, restart_text
+from fxdesk.gui.launch import FIRST_FRAME_WAIT_S, app_icon, create_qapplication
 from fxdesk.gui.sessions.model import (
     ROLE_APPROVALS,
     ROLE_BUSY,
@@ -52,6 +51,7 @@ from fxdesk.logs import loop_exception_handler
 # What only the started engine needs (the engine facade, the features composed in _compose, the
 # dialogs) is imported where it is used: the first frame of the window does not wait for it.
 if TYPE_CHECKING:
+    from fxdesk.app import App
     from fxdesk.domain.approvals import Approval
     from fxdesk.domain.conversation import HistoryEntry
     from fxdesk.engine.facade import Engine
@@ -83,7 +83,6 @@ class Outcome(enum.Enum):
 
 
 _QUIT_SIGNALS = (signal.SIGINT, signal.SIGTERM)
-FIRST_FRAME_WAIT_S = 0.5  # a window that is not exposed (no screen, minimized) paints later
 
 
 class _FirstFrame(QObject):
@@ -100,24 +99,6 @@ class _FirstFrame(QObject):
         return False
 
 
-def create_qapplication(argv: list[str]) -> QApplication:
-    existing = QApplication.instance()
-    qapp = existing if isinstance(existing, QApplication) else QApplication(argv)
-    qapp.setApplicationName(APP_NAME)
-    qapp.setApplicationDisplayName(APP_NAME)
-    qapp.setApplicationVersion(__version__)
-    qapp.setOrganizationName(APP_NAME)
-    qapp.setDesktopFileName(APP_ID)
-    qapp.setWindowIcon(app_icon())
-    return qapp
-
-
-def app_icon() -> QIcon:
-    icon = importlib.resources.files("fxdesk") / "resources" / f"{APP_ID}.svg"
-    with importlib.resources.as_file(icon) as path:
-        return QIcon(str(path))
-
-
 class GuiController(QObject):
     """Composes the window from its features and owns the run from start-up to shutdown.
 
@@ -129,17 +110,29 @@ class GuiController(QObject):
     """
 
     def __init__(
-        self, app: App, *, notifier: Notifier | None = None, new_session: bool = False
+        self,
+        app: App,
+        *,
+        notifier: Notifier | None = None,
+        new_session: bool = False,
+        window: MainWindow | None = None,
     ) -> None:
+        """``window``: the main window ``launch.first_frame`` already showed, if any."""
         super().__init__()
         self.open_new_session = new_session  # `fxdesk --new-session`: ask once it is ready
         # Quitting is this controller's orderly decision, never a side effect of a window
         # closing (that would end the Qt loop under the running asyncio loop).
         QApplication.setQuitOnLastWindowClosed(False)
         self.app = app
-        self.model = SessionTreeModel(self)
         self.transcript = TranscriptModel(self._fetch_history, self)
-        self.window = MainWindow(self.model, self.transcript)
+        self._shown = window is not None
+        if window is None:
+            self.model = SessionTreeModel(self)
+            window = MainWindow(self.model, self.transcript)
+        else:
+            self.model = window.model
+            window.use_transcript(self.transcript)
+        self.window = window
         self.messages = MessagePresenter(self.window.statusBar(), self.window)
         self.tasks = TaskGroup()
         # The tray and notifications, built in main once the window has painted (their Qt
@@ -262,8 +255,10 @@ class GuiController(QObject):
         for signum in _QUIT_SIGNALS:
             loop.add_signal_handler(signum, self._on_signal, signum)
         self.messages.attach()
-        self.window.show()
-        await self._first_frame()
+        if not self._shown:
+            self.window.show()
+            await self._first_frame()
+        self.window.build_session_page()
         self._build_desktop()
         self.desktop.start()
         if self.program_watch is not None:
@@ -586,16 +581,19 @@ class MainThreadGarbageCollector(QObject):
             log.info("garbage collection (%s) took %.0f ms (%d objects)", what, took_ms, found)
 
 
-def run(app: App, argv: list[str], *, new_session: bool = False) -> Outcome:
-    """Open the window and run until quit (with the New session dialog open once it is
-    ready if ``new_session``). Returns how the run ended."""
+def run(
+    app: App, argv: list[str], *, new_session: bool = False, window: MainWindow | None = None
+) -> Outcome:
+    """Open the window (or take over ``window``, shown by ``launch.first_frame``) and run until
+    quit (with the New session dialog open once it is ready if ``new_session``). Returns how
+    the run ended."""
     qapp = create_qapplication(argv)
     loop = QuitSafeEventLoop(qapp)
     asyncio.set_event_loop(loop)
     loop.set_exception_handler(loop_exception_handler)
     collector = MainThreadGarbageCollector()
     collector.start()
-    controller = GuiController(app, new_session=new_session)
+    controller = GuiController(app, new_session=new_session, window=window)
     try:
         with loop:
             main = loop.create_task(controller.main(), name="gui-main")

@@ -10,6 +10,7 @@ import base64
 import contextlib
 import platform
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import PySide6
 from PySide6.QtCore import (
@@ -44,7 +45,6 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk import APP_NAME, __version__
-from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import Session
 from fxdesk.gui.sessions.delegate import SessionDelegate
 from fxdesk.gui.sessions.model import (
@@ -53,9 +53,14 @@ from fxdesk.gui.sessions.model import (
     SessionFilterModel,
     SessionTreeModel,
 )
-from fxdesk.gui.sessions.panel import SessionPanel
-from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.banner import Banner
+
+# The session page (transcript and composer) is imported where it is built: the first frame
+# shows the window before any session is loaded, so it does not wait for it.
+if TYPE_CHECKING:
+    from fxdesk.domain.conversation import HistoryEntry
+    from fxdesk.gui.sessions.panel import SessionPanel
+    from fxdesk.gui.transcript.model import TranscriptModel
 
 ANSWER_SHORTCUT = "Ctrl+Shift+A"  # View → Answer approvals
 WINDOW_STATE_VERSION = 1  # of the docks' layout: a layout saved by another version is not used
@@ -125,7 +130,8 @@ class MainWindow(QMainWindow):
         parent: QWidget | None = None,
     ) -> None:
         super().__init__(parent)
-        self.transcript_model = transcript or TranscriptModel(_no_history, self)
+        self._transcript = transcript
+        self._panel: SessionPanel | None = None  # the session page, built when first needed
         self.setWindowTitle(APP_NAME)
         self.resize(1200, 760)
         self.allow_close = False
@@ -326,9 +332,36 @@ class MainWindow(QMainWindow):
         select.setAlignment(Qt.AlignmentFlag.AlignCenter)
         select.setEnabled(False)
         self.centre.addWidget(select)
-        self.panel = SessionPanel(self.transcript_model)
-        self.centre.addWidget(self.panel)
         return self.centre
+
+    @property
+    def transcript_model(self) -> TranscriptModel:
+        """The shown session's transcript (one with no history if none was given)."""
+        if self._transcript is None:
+            from fxdesk.gui.transcript.model import TranscriptModel
+
+            self._transcript = TranscriptModel(_no_history, self)
+        return self._transcript
+
+    def use_transcript(self, transcript: TranscriptModel) -> None:
+        """Show ``transcript`` in the session page (before the page is built)."""
+        assert self._panel is None, "the session page already shows another transcript"
+        self._transcript = transcript
+
+    @property
+    def panel(self) -> SessionPanel:
+        """The centre's session page: header, transcript and composer."""
+        return self._panel if self._panel is not None else self.build_session_page()
+
+    def build_session_page(self) -> SessionPanel:
+        """Build the session page now if it is not built yet (``GuiController`` does it just
+        after the first frame, which shows no session and does not wait for these widgets)."""
+        if self._panel is None:
+            from fxdesk.gui.sessions.panel import SessionPanel
+
+            self._panel = SessionPanel(self.transcript_model)
+            self.centre.insertWidget(self.PAGE_SESSION, self._panel)
+        return self._panel
 
     # --- state ----------------------------------------------------------------------------
 
