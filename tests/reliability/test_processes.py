@@ -81,21 +81,29 @@ def gone(pid: int) -> bool:
         return True
 
 
-def zombies(since: float) -> set[int]:
+def zombies(since: float) -> dict[int, str]:
     """Zombie children of this process started after ``since`` (``time.time()``): what this
-    test's fxdesk started and never reaped (not what an earlier test left)."""
-    found = set()
+    test's fxdesk started and never reaped (not what an earlier test left), each with what
+    it was and who should have reaped it (said when a run on a slow machine finds one)."""
+    found: dict[int, str] = {}
     for child in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):
             if child.status() == psutil.STATUS_ZOMBIE and child.create_time() >= since - 1:
-                found.add(child.pid)
+                parent = child.parent()
+                found[child.pid] = (
+                    f"{child.name()} (started {child.create_time() - since:+.1f} s) under "
+                    f"{parent.pid if parent else '?'} "
+                    f"{' '.join(parent.cmdline())[:200] if parent else ''}"
+                )
     return found
 
 
-async def until(condition, timeout_s: float = WAIT_S) -> None:  # type: ignore[no-untyped-def]
+async def until(  # type: ignore[no-untyped-def]
+    condition, timeout_s: float = WAIT_S, what: Callable[[], object] = lambda: ""
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
-        assert time.monotonic() < deadline, "condition not reached in time"
+        assert time.monotonic() < deadline, f"condition not reached in time {what()}"
         await asyncio.sleep(0.05)
 
 
@@ -178,14 +186,17 @@ async def test_a_server_that_double_forks_out_of_its_group_is_stopped_with_its_s
         results = tool_results(root.requests[-1])
         assert results[-1] == "Command #1 stopped.", results
         assert outsiders, "the double fork did not happen"
-        await until(lambda: all(gone(pid) for pid in [*leader, *outsiders]))
+        await until(
+            lambda: all(gone(pid) for pid in [*leader, *outsiders]),
+            what=lambda: [pid for pid in [*leader, *outsiders] if not gone(pid)],
+        )
         assert app.engine.background_task("#1", session.id).state is TaskState.STOPPED
     finally:
         await app.stop()
         for pid in outsiders:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-    await until(lambda: not zombies(began_at))
+    await until(lambda: not zombies(began_at), what=lambda: zombies(began_at))
 
 
 # --- a PID that now names another process ---------------------------------------------------
@@ -312,7 +323,7 @@ async def test_commands_that_leave_zombies_closed_output_and_odd_bytes(
         assert "caf\ufffd \u2400nul\ufffd\ufffd end" in results[5]
         assert results[6] == "Command #1 stopped."
     assert time.monotonic() - began < WAIT_S  # the 60 s command did not hold the turn
-    await until(lambda: not zombies(began_at))
+    await until(lambda: not zombies(began_at), what=lambda: zombies(began_at))
     async with running(paths, Script([])) as again:
         transcript = await again.engine.transcript(session_id)
         stored = [e.content for e in transcript.entries if e.kind.value == "tool_result"]

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from PySide6.QtCore import QPoint, Qt, QTimer, Signal
 from PySide6.QtGui import (
     QContextMenuEvent,
+    QFocusEvent,
     QGuiApplication,
     QKeyEvent,
     QKeySequence,
@@ -135,6 +136,21 @@ class TranscriptView(QListView):
                 self.trigger(index.row(), "copy", actions[0][2])
                 return
         super().keyPressEvent(event)
+
+    def focusInEvent(self, event: QFocusEvent) -> None:
+        """Tab into the transcript: the current row is the newest one in view, and the view
+        stays where it is (Qt would make the first loaded row current and scroll up to it)."""
+        if not self.currentIndex().isValid() and self.transcript.rowCount():
+            viewport = self.viewport()
+            index = self.indexAt(QPoint(viewport.width() // 2, viewport.height() - 1))
+            if not index.isValid():  # the rows end above the bottom of the view
+                index = self.transcript.index(self.transcript.rowCount() - 1, 0)
+            self.setAutoScroll(False)
+            try:
+                self.setCurrentIndex(index)
+            finally:
+                self.setAutoScroll(True)
+        super().focusInEvent(event)
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:
         """A double-click on a message lays its text out to select (with the word under the

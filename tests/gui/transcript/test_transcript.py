@@ -321,6 +321,27 @@ async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up
     assert bar.value() == held
 
 
+async def test_tab_into_the_transcript_keeps_the_view_on_the_newest_rows(qtbot: Any) -> None:
+    """Found walking the window under openbox: Tab from the tree made the first loaded row
+    current and scrolled a long way up to it, away from the newest messages."""
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model = TranscriptModel(FakeHistory(history))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(600, 400)
+    view.show()
+    await model.load_latest("s1")
+    bar = view.verticalScrollBar()
+    await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    view.activateWindow()
+    view.setFocus(Qt.FocusReason.TabFocusReason)
+    await until(view.hasFocus)
+    assert bar.value() == bar.maximum()
+    assert view.currentIndex().row() == model.rowCount() - 1  # the newest row, in view
+    QTest.keyClick(view, Qt.Key.Key_Up)
+    assert view.currentIndex().row() == model.rowCount() - 2
+
+
 MESSAGES = 10_000
 
 
