@@ -33,7 +33,7 @@ from fxdesk.domain.model import (
     WorkStatus,
 )
 from fxdesk.domain.report_policy import ReportPolicy
-from fxdesk.domain.work import Change, ControlEvent, WorkItem
+from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import (
@@ -94,17 +94,32 @@ def _check_mode(mode: PermissionMode | None) -> None:
         raise SessionError(UNRESTRICTED_OFF, code=ErrorCode.INVALID_ARGUMENT)
 
 
+def _load_for_enqueue(session_id: str) -> tuple[Session, ControlRecord, int]:
+    """The session, its record with the head of its queue (the head decides the state) and
+    the next position, in one read (inside a write)."""
+    loaded = control.load_for_enqueue(session_id)
+    if loaded is None:
+        raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+    return loaded
+
+
 def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: int) -> Change:
     """Queue one message (inside a write)."""
-    record = control.load_record(session_id, open_limit=1)  # the head decides the state
-    if record is None:
-        raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
+    _, record, position = _load_for_enqueue(session_id)
+    return _enqueue_on(record, position, content, kind, source_id, at)
+
+
+def _enqueue_on(
+    record: ControlRecord, position: int, content: str, kind: WorkKind, source_id: str, at: int
+) -> Change:
+    """Queue one message on ``record`` as loaded by ``_load_for_enqueue`` (inside a write)."""
+    session_id = record.session_id
     if record.state == SessionState.ARCHIVED:
         raise SessionError(f"session {session_id} is closed")
     item = WorkItem(
         id=new_id(),
         session_id=session_id,
-        position=control.next_position(session_id),
+        position=position,
         source_id=source_id,
         kind=kind,
         content=content,
@@ -360,17 +375,15 @@ class SessionService:
             raise SessionError("the message is empty", code=ErrorCode.INVALID_ARGUMENT)
         at = self._clock.now_ms()
 
-        def write() -> tuple[Change, Session | None]:
-            before = repo.get_session(session_id)
-            if images and before is not None:
+        def write() -> tuple[Change, Session]:
+            before, record, position = _load_for_enqueue(session_id)
+            if images:
                 support = image_support(before)
                 if not support.accepted:
                     raise SessionError(support.refusal, code=ErrorCode.INVALID_ARGUMENT)
-            change = _enqueue(session_id, content, kind, source_id, at)
+            change = _enqueue_on(record, position, content, kind, source_id, at)
             if images:
                 attachments.add_images(session_id, change.items[0].id, images, at)
-            if before is None:
-                return change, None
             after = _changed(before, change)  # no second read of the row just written
             if change.items[0].position == 1 and before.name == UNNAMED:
                 # Named after what it is about as soon as that is known: made with no name

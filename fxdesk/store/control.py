@@ -11,10 +11,11 @@ from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
-from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
+from fxdesk.domain.model import Session, SessionMode, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
 from fxdesk.store import owners
+from fxdesk.store.repo import SESSION_COLUMNS, session_from_columns
 from fxdesk.store.schema import database_proxy as db
 
 _ITEM_COLUMNS = (
@@ -83,6 +84,42 @@ def load_record(
         parent_id=session[5],
         archived_from=SessionState(session[6]) if session[6] else None,
     )
+
+
+# The session row, the next position and the head of the queue in one statement (a message is
+# queued on each of them): the record's columns are the session's, so one row gives both.
+_FOR_ENQUEUE = (
+    f"SELECT {', '.join('s.' + c.strip() for c in SESSION_COLUMNS.split(','))}, "
+    "(SELECT COALESCE(MAX(position), 0) FROM work_item WHERE session_id = s.id), "
+    f"{', '.join('w.' + c.strip() for c in _ITEM_COLUMNS.split(','))} "
+    "FROM session s LEFT JOIN work_item w ON w.id = (SELECT id FROM work_item "
+    f"WHERE session_id = s.id AND status IN {_OPEN} ORDER BY position LIMIT 1) "
+    "WHERE s.id = ?"
+)
+_SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
+
+
+def load_for_enqueue(session_id: str) -> tuple[Session, ControlRecord, int] | None:
+    """The session, its queue's record with the head only (``load_record(open_limit=1)``) and
+    the position a new item takes (one past the last), read together; None without the session.
+    """
+    row = db.execute_sql(_FOR_ENQUEUE, (session_id,)).fetchone()
+    if row is None:
+        return None
+    session = session_from_columns(row)
+    head = row[_SESSION_WIDTH + 1 :]
+    record = ControlRecord(
+        session_id=session_id,
+        mode=session.mode,
+        state=session.state,
+        generation=session.generation,
+        next_event_sequence=session.next_event_sequence,
+        items=(_item(head),) if head[0] is not None else (),
+        updated_at_ms=session.updated_at_ms,
+        parent_id=session.parent_id,
+        archived_from=session.archived_from,
+    )
+    return session, record, int(row[_SESSION_WIDTH]) + 1
 
 
 def _settle_approvals(change: Change) -> None:
@@ -162,13 +199,6 @@ def save_change(change: Change) -> None:
                 for event in change.events
             ],
         )
-
-
-def next_position(session_id: str) -> int:
-    row = db.execute_sql(
-        "SELECT COALESCE(MAX(position), 0) FROM work_item WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return int(row[0]) + 1
 
 
 def list_items(session_id: str, limit: int = 200) -> list[WorkItem]:

@@ -31,7 +31,7 @@ import peewee as pw
 from fxdesk.store import errors, migrations
 from fxdesk.store.faults import FaultInjector
 from fxdesk.store.schema import database_proxy
-from fxdesk.store.writer import Writer, WriterStats
+from fxdesk.store.writer import Writer, WriterStats, after_results
 
 log = logging.getLogger(__name__)
 
@@ -308,9 +308,10 @@ class _LoopWaker:
     """Hands the results of finished store jobs to one event loop, a burst at a time.
 
     ``asyncio.wrap_future`` wakes the loop once per job (a write to its self-pipe, ~20 µs on
-    the writer thread); the writer finishes a whole group commit's jobs together, so this
-    wakes it once per group and sets every result in one callback (issue 17: durable
-    transitions).
+    the writer thread, and a loop pass that takes the GIL from the writer); the writer finishes
+    a whole group commit's jobs together and runs the wake after the last of them
+    (``writer.after_results``), so the loop wakes once per group and sets every result in one
+    callback (issue 17: durable transitions).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -324,6 +325,10 @@ class _LoopWaker:
             self._ready.append((done, waiting))
             if len(self._ready) > 1:
                 return  # a flush is already on its way
+        if not after_results(self._wake):  # the writer wakes the loop once its batch is out
+            self._wake()
+
+    def _wake(self) -> None:
         try:
             self._loop.call_soon_threadsafe(self._flush)
         except RuntimeError:  # the loop is closed: nobody is waiting any more

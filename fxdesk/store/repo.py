@@ -84,14 +84,14 @@ def ensure_workspace(path: str, name: str, at_ms: int) -> tuple[Workspace, bool]
     return workspace_from_row(row), created
 
 
-_SESSION_COLUMNS = (
+SESSION_COLUMNS = (
     "id, workspace_id, parent_id, root_id, is_child, name, mode, profile, model, effort, "
     "permission_mode, state, archived_from, generation, next_event_sequence, last_work_id, "
     "created_at_ms, updated_at_ms, config_json"
 )
 
 
-def _session(row: Sequence[Any]) -> Session:
+def session_from_columns(row: Sequence[Any]) -> Session:
     # Plain SQL: sessions are read on every transition, and peewee's query building costs
     # ~0.5 ms per lookup there.
     return Session(
@@ -120,16 +120,16 @@ def _session(row: Sequence[Any]) -> Session:
 def list_sessions(*, include_archived: bool = False) -> list[Session]:
     where = "" if include_archived else "WHERE state != 'archived' "
     rows = database_proxy.execute_sql(
-        f"SELECT {_SESSION_COLUMNS} FROM session {where}ORDER BY created_at_ms, id"
+        f"SELECT {SESSION_COLUMNS} FROM session {where}ORDER BY created_at_ms, id"
     ).fetchall()
-    return [_session(row) for row in rows]
+    return [session_from_columns(row) for row in rows]
 
 
 def get_session(session_id: str) -> Session | None:
     row = database_proxy.execute_sql(
-        f"SELECT {_SESSION_COLUMNS} FROM session WHERE id = ?", (session_id,)
+        f"SELECT {SESSION_COLUMNS} FROM session WHERE id = ?", (session_id,)
     ).fetchone()
-    return _session(row) if row is not None else None
+    return session_from_columns(row) if row is not None else None
 
 
 def set_session_config(session_id: str, key: str, value: Any) -> Session | None:

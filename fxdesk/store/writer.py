@@ -20,7 +20,7 @@ import logging
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,16 @@ from fxdesk.store.faults import Fault, FaultInjector
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
+
+# Every job of a batch gets a savepoint of this one name: only one is open at a time (each is
+# released, or rolled back and released, before the next job), so the statements are the same
+# each time (SQLite's statement cache keeps them) and no id is generated per job, as peewee's
+# ``atomic()`` does (issue 17: durable transitions).
+_SAVEPOINT_SQL = 'SAVEPOINT "fxdesk_job"'
+_RELEASE_SQL = 'RELEASE SAVEPOINT "fxdesk_job"'
+_ROLLBACK_SQL = 'ROLLBACK TO SAVEPOINT "fxdesk_job"'
+
+_handing_out = threading.local()  # the writer thread, while it hands out a batch's results
 
 Translate = Callable[[BaseException, bool], "errors.StoreError | None"]
 
@@ -165,29 +175,32 @@ class Writer:
         except Exception as exc:
             cause = lost if lost is not None else exc
             error = self._translate(cause, committing) or cause
-            for job in live:
-                ok, value, _fault = outcomes.get(job, (True, None, None))
-                _fail(job, error if ok else value)  # a job that failed alone keeps its own error
+            with _handing_out_results():
+                for job in live:
+                    ok, value, _fault = outcomes.get(job, (True, None, None))
+                    # a job that failed alone keeps its own error
+                    _fail(job, error if ok else value)
             return
-        for job in live:
-            ok, value, fault = outcomes[job]
-            if not ok:
-                _fail(job, value)
-            elif fault is Fault.INDETERMINATE:
-                _fail(
-                    job,
-                    errors.CommitIndeterminate(
-                        f"saving ({job.label}) failed: injected indeterminate failure, "
-                        "the change was committed"
-                    ),
-                )
-            else:
-                job.future.set_result(value)
+        with _handing_out_results():
+            for job in live:
+                ok, value, fault = outcomes[job]
+                if not ok:
+                    _fail(job, value)
+                elif fault is Fault.INDETERMINATE:
+                    _fail(
+                        job,
+                        errors.CommitIndeterminate(
+                            f"saving ({job.label}) failed: injected indeterminate failure, "
+                            "the change was committed"
+                        ),
+                    )
+                else:
+                    job.future.set_result(value)
 
     def _run_one(self, job: _Write, *, savepoint: bool) -> tuple[bool, Any, Fault | None]:
         fault: Fault | None = None
         try:
-            with self._db.atomic() if savepoint else contextlib.nullcontext():
+            with self._savepoint() if savepoint else contextlib.nullcontext():
                 value = job.fn()
                 if self.faults is not None and job.inject:
                     fault = self.faults.on_commit(job.label)
@@ -205,6 +218,24 @@ class Writer:
             return False, self._translate(exc, False) or exc, None
         return True, value, fault
 
+    @contextlib.contextmanager
+    def _savepoint(self) -> Iterator[None]:
+        """What ``db.atomic()`` does inside a transaction (peewee's ``_savepoint``), with one
+        fixed name. A savepoint rolled back stays open until the COMMIT, as peewee leaves it; the
+        next job's savepoint of the same name nests inside it and is the one its RELEASE ends."""
+        execute = self._db.execute_sql
+        execute(_SAVEPOINT_SQL)
+        try:
+            yield
+        except BaseException:
+            execute(_ROLLBACK_SQL)
+            raise
+        try:
+            execute(_RELEASE_SQL)
+        except Exception:
+            execute(_ROLLBACK_SQL)
+            raise
+
     def _in_transaction(self) -> bool:
         conn = self._db.connection()
         return bool(isinstance(conn, sqlite3.Connection) and conn.in_transaction)
@@ -214,6 +245,36 @@ class _BatchLost(Exception):
     def __init__(self, cause: BaseException | None) -> None:
         super().__init__("the transaction was rolled back by SQLite")
         self.cause = cause
+
+
+def after_results(fn: Callable[[], None]) -> bool:
+    """Run ``fn`` once the writer has handed out the results of the whole batch it is on.
+
+    For the done-callbacks of write futures, which run on the writer thread as each result is
+    set: one that wakes an event loop can wake it once per group commit instead of once per
+    job. Returns False (and keeps nothing) when not called from there: the caller runs ``fn``
+    itself.
+    """
+    pending: list[Callable[[], None]] | None = getattr(_handing_out, "pending", None)
+    if pending is None:
+        return False
+    pending.append(fn)
+    return True
+
+
+@contextlib.contextmanager
+def _handing_out_results() -> Iterator[None]:
+    pending: list[Callable[[], None]] = []
+    _handing_out.pending = pending
+    try:
+        yield
+    finally:
+        _handing_out.pending = None
+        for fn in pending:
+            try:
+                fn()
+            except Exception:  # as a future's done-callback: logged, the writer carries on
+                log.exception("a callback after a batch's results failed")
 
 
 def _fail(job: _Write, error: BaseException) -> None:
