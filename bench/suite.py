@@ -95,6 +95,27 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def paired(
+    what: str,
+    ours: list[float],
+    theirs: list[float],
+    unit: str,
+    target: str = "",
+    note: str = "",
+    summary: Callable[[list[float]], float] = median,
+) -> Row:
+    """A row from fxdesk's and the reference's samples, each summed up by ``summary``."""
+    return Row(
+        what,
+        summary(ours),
+        summary(theirs),
+        unit,
+        target,
+        note,
+        {"fxdesk": ours, "reference": theirs},
+    )
+
+
 PYCACHE = Path(tempfile.gettempdir()) / f"fxdesk-bench-pycache-{os.getuid()}"
 
 
@@ -204,37 +225,33 @@ def bench_startup(rounds: int, folder: Path) -> list[Row]:
         readies = [p.ready_ms for p in done if p.ready_ms is not None]
         label = f"{sessions:,} sessions"
         rows.append(
-            Row(
+            paired(
                 f"start-up: process start → main window first painted ({label})",
-                median(paints),
-                median(bare_paint),
+                paints,
+                bare_paint,
                 "ms",
                 "ratio<=1.5",
                 "reference: bare PySide6 program, one empty QMainWindow",
-                {"fxdesk": paints, "reference": bare_paint},
             )
         )
         rows.append(
-            Row(
+            paired(
                 f"start-up: process start → window painted with its data ({label})",
-                median(readies),
-                median(bare_paint),
+                readies,
+                bare_paint,
                 "ms",
-                "",
-                "the first paint after the status bar says Ready",
-                {"fxdesk": readies, "reference": bare_paint},
+                note="the first paint after the status bar says Ready",
             )
         )
     rss = [p.rss_ready_mib for p in runs[1000] if p.rss_ready_mib is not None]
     rows.append(
-        Row(
+        paired(
             "memory: RSS when ready (1,000 sessions)",
-            median(rss),
-            median(bare_rss),
+            rss,
+            bare_rss,
             "MiB",
             "above<=150",
             "reference: the bare window's RSS when painted",
-            {"fxdesk": rss, "reference": bare_rss},
         )
     )
     return rows
@@ -376,25 +393,22 @@ def bench_transitions(rounds: int, folder: Path, sessions: int, items: int) -> l
         ours.append(transitions / elapsed)
         shutil.rmtree(root)
     return [
-        Row(
+        paired(
             f"durable transitions ({sessions} sessions × {items} concurrent sends) vs the same "
             "statements raw",
-            median(ours),
-            median(same),
+            ours,
+            same,
             "/s",
             "ratio>=0.5",
             f"reference: the writer's traced statements ({statements_per:.1f} a transition, "
             "with its BEGIN/COMMITs) replayed through bare sqlite3",
-            {"fxdesk": ours, "reference": same},
         ),
-        Row(
+        paired(
             "durable transitions vs raw single-row commits",
-            median(ours),
-            median(raw),
+            ours,
+            raw,
             "/s",
-            "",
-            "reference: BEGIN IMMEDIATE; INSERT one row; COMMIT",
-            {"fxdesk": ours, "reference": raw},
+            note="reference: BEGIN IMMEDIATE; INSERT one row; COMMIT",
         ),
     ]
 
@@ -450,15 +464,14 @@ def bench_recovery(rounds: int, folder: Path, sizes: list[int]) -> list[Row]:
             shutil.rmtree(root)
         headline = sessions == 1000
         rows.append(
-            Row(
+            paired(
                 f"{'' if headline else 'scale: '}start-up recovery, {sessions * 10:,} work items "
                 f"in {sessions:,} sessions",
-                median(ours),
-                median(same),
+                ours,
+                same,
                 "ms",
                 "value<=1000" if headline else "",
                 "reference: the same statements replayed through bare sqlite3",
-                {"fxdesk": ours, "reference": same},
             )
         )
     return rows
@@ -493,24 +506,23 @@ def bench_transcript(rounds: int, folder: Path) -> list[Row]:
             "above<=150",
             "the worst of the rounds; reference: the bare window's RSS",
         ),
-        Row(
+        paired(
             "transcript: select a 10,000-message session → its first paint",
-            median(result["open_ms"]),
-            median(result["ref_open_ms"]),
+            result["open_ms"],
+            result["ref_open_ms"],
             "ms",
             "value<=150",
             "reference: a plain QListView + QStringListModel of the latest 200 texts, first paint",
-            {"fxdesk": result["open_ms"], "reference": result["ref_open_ms"]},
         ),
-        Row(
+        paired(
             "transcript: scroll to the top of 10,000 messages, worst frame",
-            max(result["scroll_worst_ms"]),
-            max(result["ref_scroll_worst_ms"]),
+            result["scroll_worst_ms"],
+            result["ref_scroll_worst_ms"],
             "ms",
             "value<=50",
             f"{result['pages']} pages of 200 read on the way; reference: the QListView holding all "
             "10,000, scrolled to the top in 50 steps",
-            {"fxdesk": result["scroll_worst_ms"], "reference": result["ref_scroll_worst_ms"]},
+            summary=max,
         ),
     ]
 
@@ -541,25 +553,16 @@ def bench_bigtext(
     reference = "reference: a plain QPlainTextEdit given the same text"
 
     def worst(name: str, what: str, target: str, note: str) -> Row:
-        return Row(
-            what,
-            max(r[name]),
-            max(r[f"ref_{name}"]),
-            "ms",
-            target,
-            note,
-            {"fxdesk": r[name], "reference": r[f"ref_{name}"]},
-        )
+        return paired(what, r[name], r[f"ref_{name}"], "ms", target, note, summary=max)
 
     return [
-        Row(
+        paired(
             f"transcript: select a session holding a {size} answer → its first paint",
-            median(r["answer_open_ms"]),
-            median(r["ref_answer_open_ms"]),
+            r["answer_open_ms"],
+            r["ref_answer_open_ms"],
             "ms",
-            "",
-            f"the transcript renders its first 64 KB; {reference} (setPlainText → first paint)",
-            {"fxdesk": r["answer_open_ms"], "reference": r["ref_answer_open_ms"]},
+            note=f"the transcript renders its first 64 KB; {reference} "
+            "(setPlainText → first paint)",
         ),
         worst(
             "answer_open_worst_ms",
@@ -573,32 +576,25 @@ def bench_bigtext(
             "value<=50",
             "",
         ),
-        Row(
+        paired(
             f"transcript: {size} answer, Show the whole answer… → its first paint",
-            median(r["answer_whole_ms"]),
-            median(r["ref_answer_open_ms"]),
+            r["answer_whole_ms"],
+            r["ref_answer_open_ms"],
             "ms",
-            "",
-            "the whole text in a window's QPlainTextEdit",
-            {"fxdesk": r["answer_whole_ms"], "reference": r["ref_answer_open_ms"]},
+            note="the whole text in a window's QPlainTextEdit",
         ),
-        Row(
+        paired(
             f"transcript: select a session with a {lines:,}-line command output → first paint",
-            median(r["output_open_ms"]),
-            median(r["ref_output_open_ms"]),
+            r["output_open_ms"],
+            r["ref_output_open_ms"],
             "ms",
-            "",
-            f"the card shows 40 lines; {reference}",
-            {"fxdesk": r["output_open_ms"], "reference": r["ref_output_open_ms"]},
+            note=f"the card shows 40 lines; {reference}",
         ),
-        Row(
+        paired(
             f"transcript: {lines:,}-line output, Show full output… → its first paint",
-            median(r["output_full_ms"]),
-            median(r["ref_output_open_ms"]),
+            r["output_full_ms"],
+            r["ref_output_open_ms"],
             "ms",
-            "",
-            "",
-            {"fxdesk": r["output_full_ms"], "reference": r["ref_output_open_ms"]},
         ),
         worst(
             "output_open_worst_ms",
@@ -680,15 +676,14 @@ def bench_streaming(rounds: int) -> list[Row]:
             "",
             "",
         ),
-        Row(
+        paired(
             "streaming: CPU of the fxdesk process at 20 sessions × 200 deltas/s",
-            median(result["cpu_nominal_runs"]),
-            median(result["ref_cpu_nominal_runs"]),
+            result["cpu_nominal_runs"],
+            result["ref_cpu_nominal_runs"],
             "% of a core",
             "value<=60",
             "the whole process (engine, bus, window, scripted model): its CPU seconds per delta "
             "× 4,000 deltas/s; reference: the bare program streaming 20 answers, painting one",
-            {"fxdesk": result["cpu_nominal_runs"], "reference": result["ref_cpu_nominal_runs"]},
         ),
         Row(
             "streaming: CPU time / wall time while streaming, as measured",
@@ -736,15 +731,7 @@ def bench_flood(rounds: int, megabytes: int = 200) -> list[Row]:
     def pair(name: str, what: str, unit: str, target: str, note: str, scale: float = 1) -> Row:
         ours = [v * scale for v in r[name]]
         theirs = [v * scale for v in r[f"ref_{name}"]]
-        return Row(
-            what,
-            median(ours),
-            median(theirs),
-            unit,
-            target,
-            note,
-            {"fxdesk": ours, "reference": theirs},
-        )
+        return paired(what, ours, theirs, unit, target, note)
 
     return [
         pair(

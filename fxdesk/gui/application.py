@@ -258,7 +258,7 @@ class GuiController(QObject):
         if not self._shown:
             self.window.show()
             await self._first_frame()
-        self.window.build_session_page()
+        self.window.finish()
         self._build_desktop()
         self.desktop.start()
         if self.program_watch is not None:

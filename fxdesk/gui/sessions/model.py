@@ -23,15 +23,8 @@ from PySide6.QtCore import (
 )
 from PySide6.QtGui import QFont
 
-from fxdesk.domain.agent_runs import AgentRun
 from fxdesk.domain.model import Session, SessionState, Workspace
-from fxdesk.domain.usage import UsageTotals
-from fxdesk.gui.agents.text import (
-    external_agent,
-    run_tooltip,
-    spawned_agent,
-    spawned_tooltip,
-)
+from fxdesk.gui.agents.marks import external_agent, spawned_agent
 
 AnyIndex = QModelIndex | QPersistentModelIndex
 
@@ -333,6 +326,11 @@ class SessionTreeModel(QAbstractItemModel):
         return None
 
     def _tooltip(self, snap: Session) -> str:
+        # Imported here: the runs' domain and texts cost ~15 ms before the window's first frame.
+        from fxdesk.domain.agent_runs import AgentRun
+        from fxdesk.domain.usage import UsageTotals
+        from fxdesk.gui.agents.text import run_tooltip, spawned_tooltip
+
         failed = " · its last turn failed" if self.mark(snap.id, ROLE_LAST_FAILED) else ""
         failed += background_text(int(self.mark(snap.id, ROLE_BACKGROUND) or 0), " · ")
         text = f"{snap.name} · {STATE_LABELS[snap.state]}{failed} · {snap.id}"

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import platform
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -46,21 +45,21 @@ from PySide6.QtWidgets import (
 
 from fxdesk import APP_NAME, __version__
 from fxdesk.domain.model import Session
-from fxdesk.gui.sessions.delegate import SessionDelegate
 from fxdesk.gui.sessions.model import (
     ROLE_ID,
     ROLE_SNAPSHOT,
     SessionFilterModel,
     SessionTreeModel,
 )
-from fxdesk.gui.window.banner import Banner
 
-# The session page (transcript and composer) is imported where it is built: the first frame
-# shows the window before any session is loaded, so it does not wait for it.
+# The session page (transcript and composer) and the tree's delegate are imported where they
+# are built: the first frame shows the window before any session is loaded, so it does not
+# wait for them.
 if TYPE_CHECKING:
     from fxdesk.domain.conversation import HistoryEntry
     from fxdesk.gui.sessions.panel import SessionPanel
     from fxdesk.gui.transcript.model import TranscriptModel
+    from fxdesk.gui.window.banner import Banner
 
 ANSWER_SHORTCUT = "Ctrl+Shift+A"  # View → Answer approvals
 WINDOW_STATE_VERSION = 1  # of the docks' layout: a layout saved by another version is not used
@@ -224,6 +223,8 @@ class MainWindow(QMainWindow):
 
     def show_about(self) -> QMessageBox:
         """Help → About: what this is, its version and what it runs on."""
+        import platform  # here: ~6 ms of imports the first frame does not need
+
         box = QMessageBox(self)
         box.setWindowTitle(f"About {APP_NAME}")
         box.setIconPixmap(self.windowIcon().pixmap(64, 64))
@@ -287,7 +288,6 @@ class MainWindow(QMainWindow):
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("Filter sessions (Ctrl+K)")
         self.filter_edit.setAccessibleName("Filter sessions")
-        self.filter_edit.setClearButtonEnabled(True)
         self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
         self.filter_edit.installEventFilter(self)
         top.addWidget(self.filter_edit, 1)
@@ -305,7 +305,6 @@ class MainWindow(QMainWindow):
         self.tree.setAccessibleName("Sessions")
         self.tree.setStyleSheet("QTreeView::item { padding: 3px 0; }")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.tree.setItemDelegate(SessionDelegate(self.tree))
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
         self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
@@ -351,14 +350,20 @@ class MainWindow(QMainWindow):
     @property
     def panel(self) -> SessionPanel:
         """The centre's session page: header, transcript and composer."""
-        return self._panel if self._panel is not None else self.build_session_page()
+        return self._panel if self._panel is not None else self.finish()
 
-    def build_session_page(self) -> SessionPanel:
-        """Build the session page now if it is not built yet (``GuiController`` does it just
-        after the first frame, which shows no session and does not wait for these widgets)."""
+    def finish(self) -> SessionPanel:
+        """Build what the first frame does not show, if not built yet: the session page (the
+        first frame shows no session), the tree's delegate (it paints rows; the tree has none
+        yet) and the filter box's clear button (its icon comes from the icon theme: 8–20 ms
+        under X11). ``GuiController`` calls it after the first frame, before the sessions are
+        loaded; the ``panel`` property, when asked first. Returns the session page."""
         if self._panel is None:
+            from fxdesk.gui.sessions.delegate import SessionDelegate
             from fxdesk.gui.sessions.panel import SessionPanel
 
+            self.tree.setItemDelegate(SessionDelegate(self.tree))
+            self.filter_edit.setClearButtonEnabled(True)
             self._panel = SessionPanel(self.transcript_model)
             self.centre.insertWidget(self.PAGE_SESSION, self._panel)
         return self._panel
@@ -366,6 +371,8 @@ class MainWindow(QMainWindow):
     # --- state ----------------------------------------------------------------------------
 
     def add_banner(self, text: str, *, kind: str = "info") -> Banner:
+        from fxdesk.gui.window.banner import Banner  # here: the theme, ~7 ms before the first frame
+
         banner = Banner(text, self, kind=kind)
         self.banner_area.addWidget(banner)
         return banner
