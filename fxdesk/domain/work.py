@@ -156,9 +156,11 @@ def _apply(
     updates: list[Update],
     state: SessionState,
     now_ms: int,
+    items: tuple[WorkItem, ...] | None = None,
 ) -> Change:
     """One batch: each (item after, previous status, event reason) gets one event; the
-    generation moves by one and every event carries it."""
+    generation moves by one and every event carries it. ``items``: the record's items before
+    the updates, when they are not ``record.items`` (a new item added)."""
     revision = record.generation + 1
     sequence = record.next_event_sequence
     events = []
@@ -178,13 +180,20 @@ def _apply(
         )
         sequence += 1
     changed = {item.id: item for item, _, _ in updates}
-    after = replace(
-        record,
-        items=tuple(changed.get(item.id, item) for item in record.items),
+    # Built directly rather than with ``dataclasses.replace``: this runs on every durable
+    # transition, and ``replace`` costs as much again as the construction (issue 17).
+    after = ControlRecord(
+        session_id=record.session_id,
+        mode=record.mode,
         state=state,
         generation=revision,
         next_event_sequence=sequence,
+        items=tuple(
+            changed.get(item.id, item) for item in (record.items if items is None else items)
+        ),
         updated_at_ms=now_ms,
+        parent_id=record.parent_id,
+        archived_from=record.archived_from,
     )
     return Change(after, tuple(changed.values()), tuple(events))
 
@@ -199,7 +208,7 @@ def enqueue(record: ControlRecord, item: WorkItem, now_ms: int) -> Change:
     state = record.state
     if state != SessionState.ARCHIVED:
         state = remaining_state(items) or state
-    return _apply(replace(record, items=items), [(item, None, None)], state, now_ms)
+    return _apply(record, [(item, None, None)], state, now_ms, items)
 
 
 def admit(record: ControlRecord, index: int, now_ms: int) -> Change:

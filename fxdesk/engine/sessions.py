@@ -33,7 +33,7 @@ from fxdesk.domain.model import (
     WorkStatus,
 )
 from fxdesk.domain.report_policy import ReportPolicy
-from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
+from fxdesk.domain.work import Change, ControlEvent, WorkItem
 from fxdesk.engine.bus import EventBus
 from fxdesk.engine.clock import Clock, SystemClock
 from fxdesk.engine.errors import (
@@ -94,32 +94,32 @@ def _check_mode(mode: PermissionMode | None) -> None:
         raise SessionError(UNRESTRICTED_OFF, code=ErrorCode.INVALID_ARGUMENT)
 
 
-def _load_for_enqueue(session_id: str) -> tuple[Session, ControlRecord, int]:
-    """The session, its record with the head of its queue (the head decides the state) and
-    the next position, in one read (inside a write)."""
-    loaded = control.load_for_enqueue(session_id)
-    if loaded is None:
+def _load_for_enqueue(session_id: str) -> control.EnqueueTarget:
+    """The session's queue with its head (the head decides the state), the next position and
+    the session's row, in one read (inside a write)."""
+    target = control.load_for_enqueue(session_id)
+    if target is None:
         raise SessionError(f"no session {session_id}", code=ErrorCode.NOT_FOUND)
-    return loaded
+    return target
 
 
 def _enqueue(session_id: str, content: str, kind: WorkKind, source_id: str, at: int) -> Change:
     """Queue one message (inside a write)."""
-    _, record, position = _load_for_enqueue(session_id)
-    return _enqueue_on(record, position, content, kind, source_id, at)
+    return _enqueue_on(_load_for_enqueue(session_id), content, kind, source_id, at)
 
 
 def _enqueue_on(
-    record: ControlRecord, position: int, content: str, kind: WorkKind, source_id: str, at: int
+    target: control.EnqueueTarget, content: str, kind: WorkKind, source_id: str, at: int
 ) -> Change:
-    """Queue one message on ``record`` as loaded by ``_load_for_enqueue`` (inside a write)."""
+    """Queue one message on the session ``_load_for_enqueue`` read (inside a write)."""
+    record = target.record
     session_id = record.session_id
     if record.state == SessionState.ARCHIVED:
         raise SessionError(f"session {session_id} is closed")
     item = WorkItem(
         id=new_id(),
         session_id=session_id,
-        position=position,
+        position=target.position,
         source_id=source_id,
         kind=kind,
         content=content,
@@ -131,19 +131,6 @@ def _enqueue_on(
     change = reducers.enqueue(record, item, at)
     control.save_change(change)
     return change
-
-
-def _changed(session: Session, change: Change) -> Session:
-    """``session`` as ``change`` leaves it: the columns ``control.save_change`` writes."""
-    record = change.record
-    return replace(
-        session,
-        state=record.state,
-        generation=record.generation,
-        next_event_sequence=record.next_event_sequence,
-        updated_at_ms=record.updated_at_ms,
-        archived_from=record.archived_from,
-    )
 
 
 def enqueue_in_write(
@@ -376,16 +363,16 @@ class SessionService:
         at = self._clock.now_ms()
 
         def write() -> tuple[Change, Session]:
-            before, record, position = _load_for_enqueue(session_id)
+            target = _load_for_enqueue(session_id)
             if images:
-                support = image_support(before)
+                support = image_support(target.session())
                 if not support.accepted:
                     raise SessionError(support.refusal, code=ErrorCode.INVALID_ARGUMENT)
-            change = _enqueue_on(record, position, content, kind, source_id, at)
+            change = _enqueue_on(target, content, kind, source_id, at)
             if images:
                 attachments.add_images(session_id, change.items[0].id, images, at)
-            after = _changed(before, change)  # no second read of the row just written
-            if change.items[0].position == 1 and before.name == UNNAMED:
+            after = target.session_after(change)  # no second read of the row just written
+            if change.items[0].position == 1 and target.name == UNNAMED:
                 # Named after what it is about as soon as that is known: made with no name
                 # and no message, it was "New session" (and stayed so) until now.
                 name = _title_from(content) or UNNAMED

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
@@ -15,7 +16,7 @@ from fxdesk.domain.model import Session, SessionMode, SessionState, WorkKind, Wo
 from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
 from fxdesk.store import owners
-from fxdesk.store.repo import SESSION_COLUMNS, session_from_columns
+from fxdesk.store.repo import SESSION_COLUMNS, session_after_change, session_from_columns
 from fxdesk.store.schema import database_proxy as db
 
 _ITEM_COLUMNS = (
@@ -99,27 +100,48 @@ _FOR_ENQUEUE = (
 _SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
 
 
-def load_for_enqueue(session_id: str) -> tuple[Session, ControlRecord, int] | None:
-    """The session, its queue's record with the head only (``load_record(open_limit=1)``) and
-    the position a new item takes (one past the last), read together; None without the session.
+@dataclass(frozen=True)
+class EnqueueTarget:
+    """What queueing a message reads (``load_for_enqueue``), in one statement.
+
+    Attributes:
+        record: the session's queue with its head only (``load_record(open_limit=1)``).
+        position: the position a new item takes (one past the last).
+        name: the session's name.
     """
-    row = db.execute_sql(_FOR_ENQUEUE, (session_id,)).fetchone()
+
+    record: ControlRecord
+    position: int
+    name: str
+    _row: tuple[Any, ...]
+
+    def session(self) -> Session:
+        """The session as read."""
+        return session_from_columns(self._row)
+
+    def session_after(self, change: Change) -> Session:
+        """The session as ``change`` (saved with ``save_change``) leaves it."""
+        return session_after_change(self._row, change.record)
+
+
+def load_for_enqueue(session_id: str) -> EnqueueTarget | None:
+    """The session's queue head, next position and row, read together; None without it."""
+    row = db.cursor().execute(_FOR_ENQUEUE, (session_id,)).fetchone()
     if row is None:
         return None
-    session = session_from_columns(row)
     head = row[_SESSION_WIDTH + 1 :]
     record = ControlRecord(
         session_id=session_id,
-        mode=session.mode,
-        state=session.state,
-        generation=session.generation,
-        next_event_sequence=session.next_event_sequence,
+        mode=SessionMode(row[6]),
+        state=SessionState(row[11]),
+        generation=row[13],
+        next_event_sequence=row[14],
         items=(_item(head),) if head[0] is not None else (),
-        updated_at_ms=session.updated_at_ms,
-        parent_id=session.parent_id,
-        archived_from=session.archived_from,
+        updated_at_ms=row[17],
+        parent_id=row[2],
+        archived_from=SessionState(row[12]) if row[12] else None,
     )
-    return session, record, int(row[_SESSION_WIDTH]) + 1
+    return EnqueueTarget(record, int(row[_SESSION_WIDTH]) + 1, row[5], row[:_SESSION_WIDTH])
 
 
 def _settle_approvals(change: Change) -> None:
@@ -141,9 +163,14 @@ def _settle_approvals(change: Change) -> None:
 
 
 def save_change(change: Change) -> None:
-    """Write a reducer's change: the session row, the changed items, the new events."""
+    """Write a reducer's change: the session row, the changed items, the new events.
+
+    One plain cursor for the three statements: this runs on every transition, and peewee's
+    ``execute_sql`` wrapper costs more than some of them (errors reach ``errors.translate``
+    as the driver's, which it reads as it reads peewee's)."""
     record = change.record
-    db.execute_sql(
+    cursor = db.cursor()
+    cursor.execute(
         "UPDATE session SET state = ?, generation = ?, next_event_sequence = ?, "
         "updated_at_ms = ?, archived_from = ? WHERE id = ?",
         (
@@ -155,7 +182,6 @@ def save_change(change: Change) -> None:
             record.session_id,
         ),
     )
-    cursor = db.cursor()
     if change.items:
         cursor.executemany(
             f"INSERT INTO work_item ({_ITEM_COLUMNS}, owner_instance) "

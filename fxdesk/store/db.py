@@ -235,12 +235,15 @@ class Store:
         """
         if self._closed:
             raise errors.StoreClosedError()
-        return await _await_shielded(self._writer.write(fn, label))
+        waiting, on_done = _waiter()
+        self._writer.write(fn, label, on_done=on_done)
+        return await waiting
 
     async def read(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot) on the reader thread."""
-        future = self._submit(self._reader, self._read_job, fn)
-        return await _await_shielded(future)
+        waiting, on_done = _waiter()
+        self._submit(self._reader, self._read_job, fn).add_done_callback(on_done)
+        return await waiting
 
     def write_blocking(self, fn: Callable[[], T], *, label: str = "write") -> T:
         """``write`` for code with no event loop (start-up, tests). Refuses to run on a loop."""
@@ -293,15 +296,17 @@ class Store:
         return self._writer.write(job, "raw", inject=False).result()
 
 
-async def _await_shielded(future: concurrent.futures.Future[T]) -> T:
+def _waiter() -> tuple[asyncio.Future[Any], Callable[[concurrent.futures.Future[Any]], None]]:
+    """A future of the running loop, and the done-callback of a store job's future that sets
+    it. The job's future is not linked to it: a caller cancelled while it awaits this one
+    cancels this one only, and the job runs to its end all the same (what ``asyncio.shield``
+    did, without its second future and the loop passes it costs: issue 17)."""
     loop = asyncio.get_running_loop()
     waker = _WAKERS.get(loop)
     if waker is None:
         waker = _WAKERS[loop] = _LoopWaker(loop)
-    wrapped: asyncio.Future[T] = loop.create_future()
-    wrapped.add_done_callback(_consume_exception)
-    future.add_done_callback(lambda done: waker.deliver(done, wrapped))
-    return await asyncio.shield(wrapped)
+    waiting: asyncio.Future[Any] = loop.create_future()
+    return waiting, lambda done: waker.deliver(done, waiting)
 
 
 class _LoopWaker:
@@ -339,7 +344,8 @@ class _LoopWaker:
         with self._lock:
             ready, self._ready = self._ready, []
         for done, waiting in ready:
-            if waiting.done():
+            if waiting.done():  # cancelled: its caller stopped waiting
+                _after_caller_left(done)
                 continue
             if done.cancelled():
                 waiting.cancel()
@@ -354,11 +360,10 @@ _WAKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
 )
 
 
-def _consume_exception(future: asyncio.Future[Any]) -> None:
-    # If the awaiting task was cancelled, nobody reads this result; log a failure instead of
-    # letting asyncio print "exception was never retrieved".
-    if not future.cancelled() and future.exception() is not None:
-        log.debug("store job finished with %r after its caller stopped waiting", future.exception())
+def _after_caller_left(done: concurrent.futures.Future[Any]) -> None:
+    # Nobody reads this outcome any more; a failure is still worth a line in the log.
+    if not done.cancelled() and done.exception() is not None:
+        log.debug("store job finished with %r after its caller stopped waiting", done.exception())
 
 
 def _refuse_on_running_loop(name: str) -> None:

@@ -26,6 +26,7 @@ from fxdesk.domain.model import (
 from fxdesk.domain.run_commands import RunCommand
 from fxdesk.domain.sandbox_settings import WorkspaceSandbox
 from fxdesk.domain.sandbox_settings import setting_key as sandbox_setting_key
+from fxdesk.domain.work import ControlRecord
 from fxdesk.store.schema import (
     ControlEventRow,
     OperationRow,
@@ -113,6 +114,33 @@ def session_from_columns(row: Sequence[Any]) -> Session:
         last_work_id=row[15],
         created_at_ms=row[16],
         updated_at_ms=row[17],
+        config_json=row[18] or "{}",
+    )
+
+
+def session_after_change(row: Sequence[Any], record: ControlRecord) -> Session:
+    """The session of ``row`` (``SESSION_COLUMNS``) with the columns ``control.save_change``
+    writes taken from ``record``: the snapshot after a change, without reading the row again
+    or building the one before (issue 17: durable transitions)."""
+    return Session(
+        id=row[0],
+        workspace_id=row[1],
+        parent_id=row[2],
+        root_id=row[3],
+        is_child=bool(row[4]),
+        name=row[5],
+        mode=SessionMode(row[6]),
+        profile=row[7],
+        model=row[8],
+        effort=row[9],
+        permission_mode=PermissionMode(row[10]),
+        state=record.state,
+        archived_from=record.archived_from,
+        generation=record.generation,
+        next_event_sequence=record.next_event_sequence,
+        last_work_id=row[15],
+        created_at_ms=row[16],
+        updated_at_ms=record.updated_at_ms,
         config_json=row[18] or "{}",
     )
 

@@ -97,10 +97,22 @@ class Writer:
         return self._thread.ident
 
     def write(
-        self, fn: Callable[[], Any], label: str, inject: bool = True
+        self,
+        fn: Callable[[], Any],
+        label: str,
+        inject: bool = True,
+        on_done: Callable[[concurrent.futures.Future[Any]], None] | None = None,
     ) -> concurrent.futures.Future[Any]:
-        """Queue ``fn`` to run in a transaction; the future resolves after it is committed."""
-        return self._put(_Write(fn, label, inject))
+        """Queue ``fn`` to run in a transaction; the future resolves after it is committed.
+
+        ``on_done`` is the future's done-callback, attached before the writer can see the job:
+        added afterwards it would wait for the future's lock while the writer holds it, and
+        then for the GIL (issue 17: durable transitions).
+        """
+        job = _Write(fn, label, inject)
+        if on_done is not None:
+            job.future.add_done_callback(on_done)
+        return self._put(job)
 
     def call(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         """Queue ``fn`` to run on the writer thread outside any transaction (open, close)."""
@@ -223,7 +235,7 @@ class Writer:
         """What ``db.atomic()`` does inside a transaction (peewee's ``_savepoint``), with one
         fixed name. A savepoint rolled back stays open until the COMMIT, as peewee leaves it; the
         next job's savepoint of the same name nests inside it and is the one its RELEASE ends."""
-        execute = self._db.execute_sql
+        execute = self._db.cursor().execute  # errors reach ``_translate`` as the driver's
         execute(_SAVEPOINT_SQL)
         try:
             yield

@@ -311,7 +311,7 @@ def test_scenario_62_out_of_memory_at_every_step_leaves_no_partial_state(
     no failure interrupts (or cancels) both in one batch."""
     from fxdesk.domain import work
 
-    real_replace, real_event = work.replace, work.ControlEvent
+    real_replace, real_event, real_record = work.replace, work.ControlEvent, work.ControlRecord
     rec = record("first", "second")
     unchanged = record("first", "second")
     failures = 0
@@ -319,6 +319,7 @@ def test_scenario_62_out_of_memory_at_every_step_leaves_no_partial_state(
         oom = _OutOfMemoryAt(nth)
         monkeypatch.setattr(work, "replace", oom.wrap(real_replace))
         monkeypatch.setattr(work, "ControlEvent", oom.wrap(real_event))
+        monkeypatch.setattr(work, "ControlRecord", oom.wrap(real_record))
         try:
             if reducer == "recover":
                 stats, change = work.recover(rec, None, 2)

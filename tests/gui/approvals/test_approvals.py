@@ -7,7 +7,6 @@ recording fake. (The Rules page is tested in ``tests/gui/settings/test_rules.py`
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +33,7 @@ from fxdesk.gui.approvals.dock import (
 )
 from fxdesk.gui.approvals.presenter import NOT_PENDING, ApprovalsPresenter
 from fxdesk.gui.widgets import code_spans, monospace
-from tests.gui.settings.test_settings import focus_chain, unnamed_controls
+from tests.gui.settings.test_settings import focus_chain, shown, unnamed_controls
 from tests.gui.waiting import until
 
 NOW_MS = 1_700_000_000_000
@@ -130,16 +129,6 @@ def no_bugs() -> Iterator[None]:
     detach()
     errors = [m.text for m in seen if m.level == messages.Level.ERROR]
     assert not errors, errors
-
-
-@contextlib.contextmanager
-def shown(widget: QWidget) -> Iterator[QWidget]:
-    widget.show()
-    try:
-        yield widget
-    finally:
-        widget.close()
-        widget.deleteLater()
 
 
 async def active(dialog: ApprovalDialog) -> None:

@@ -3,69 +3,37 @@ through the dialog and read it back from a real store and a file keyring (issue 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import keyring
-import keyring.backends.null
-import keyring.core
-import pytest
-from PySide6.QtWidgets import QApplication, QDialog
+from PySide6.QtWidgets import QDialog
 
 from fxdesk.engine.profiles import ProfileService
 from fxdesk.engine.providers import build_provider
 from fxdesk.gui.settings.dialog import ProfileDialog
 from fxdesk.gui.settings.profile_form import STORED, ProfileForm
 from fxdesk.providers.acp import AcpAgentProvider
-from fxdesk.store import Store
+from tests.gui.settings.test_settings import (  # noqa: F401 (keep_running: autouse)
+    keep_running,
+    profile_service,
+    shown,
+)
 from tests.gui.waiting import until
 
 SECRET = "sk-ant-test-acp-form-7c2e1f-do-not-leak"
 TOKEN = "ghp-test-acp-form-0a9b8c-do-not-leak"
 
 
-@contextlib.asynccontextmanager
-async def profile_service(tmp_path: Path) -> AsyncIterator[ProfileService]:
-    store = await Store.aopen(tmp_path / "db.sqlite3")
-    try:
-        yield ProfileService(store)
-    finally:
-        await asyncio.get_running_loop().run_in_executor(None, store.close)
-
-
-@pytest.fixture(autouse=True)
-def keep_running(qapp: QApplication) -> Iterator[None]:
-    before = qapp.quitOnLastWindowClosed()
-    qapp.setQuitOnLastWindowClosed(False)
-    yield
-    qapp.setQuitOnLastWindowClosed(before)
-
-
-@pytest.fixture
-def file_keyring(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A plain-text file keyring in the test's own folder (never the real keyring)."""
-    folder = tmp_path / "xdg-data"
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
-    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
-    keyring.core.init_backend()
-    try:
-        yield folder
-    finally:
-        keyring.set_keyring(keyring.backends.null.Keyring())
-
-
 @contextlib.contextmanager
-def shown(dialog: QDialog) -> Iterator[QDialog]:
-    dialog.show()
-    try:
+def new_acp_profile(service: ProfileService) -> Iterator[ProfileDialog]:
+    """The new-profile dialog, shown, with the External agent (ACP) kind chosen."""
+    with shown(ProfileDialog(service)) as dialog:
+        dialog.form.set_kind("acp")
         yield dialog
-    finally:
-        dialog.close()
-        dialog.deleteLater()
 
 
 def pick_preset(form: ProfileForm, title: str) -> None:
@@ -84,10 +52,8 @@ async def test_an_acp_profile_is_created_and_edited_through_the_form_with_secret
 ) -> None:
     async with profile_service(tmp_path) as service:
         # Create: the preset fills the command line and the name; secrets go to the keyring.
-        dialog = ProfileDialog(service)
-        with shown(dialog):
+        with new_acp_profile(service) as dialog:
             form = dialog.form
-            form.set_kind("acp")
             assert form.command_edit.isVisible() and form.agent_env_edit.isVisible()
             assert not form.model_edit.isVisible() and not form.key_source_combo.isVisible()
             assert form.test_button.text() == "C&heck"
@@ -168,10 +134,8 @@ async def test_the_form_refuses_a_missing_command_and_a_malformed_environment_li
     tmp_path: Path,
 ) -> None:
     async with profile_service(tmp_path) as service:
-        dialog = ProfileDialog(service)
-        with shown(dialog):
+        with new_acp_profile(service) as dialog:
             form = dialog.form
-            form.set_kind("acp")
             form.name_edit.setText("mine")
             dialog.save_button.click()
             await until(lambda: "command that starts the agent" in form.message.text())
@@ -190,10 +154,8 @@ async def test_check_says_whether_the_agents_program_is_found(tmp_path: Path) ->
     present = shutil.which("sh")
     assert present is not None
     async with profile_service(tmp_path) as service:
-        dialog = ProfileDialog(service)
-        with shown(dialog):
+        with new_acp_profile(service) as dialog:
             form = dialog.form
-            form.set_kind("acp")
             form.command_edit.setText("sh")
             form.test_button.click()
             await until(lambda: form.test_result.text().startswith("✓"))

@@ -7,10 +7,10 @@ import contextlib
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import keyring
 import keyring.backends.null
-import keyring.core
 import pytest
 from PySide6.QtCore import QObject, Qt, QUrl, Slot
 from PySide6.QtGui import QDesktopServices, QPalette
@@ -43,6 +43,8 @@ from tests.llmock_server import LLMock
 
 SECRET = "sk-test-settings-4b1d9e-do-not-leak"
 
+ShownWidget = TypeVar("ShownWidget", bound=QWidget)
+
 
 @contextlib.asynccontextmanager
 async def profile_service(tmp_path: Path) -> AsyncIterator[ProfileService]:
@@ -63,13 +65,14 @@ async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0)
 
 
 @contextlib.contextmanager
-def shown(dialog: QDialog) -> Iterator[QDialog]:
-    dialog.show()
+def shown(widget: ShownWidget) -> Iterator[ShownWidget]:
+    """``widget`` shown for the block, then closed and deleted."""
+    widget.show()
     try:
-        yield dialog
+        yield widget
     finally:
-        dialog.close()
-        dialog.deleteLater()
+        widget.close()
+        widget.deleteLater()
 
 
 @pytest.fixture(autouse=True)
@@ -90,19 +93,6 @@ def no_bugs() -> Iterator[list[messages.Message]]:
     detach()
     errors = [m.text for m in seen if m.level == messages.Level.ERROR]
     assert not errors, errors
-
-
-@pytest.fixture
-def file_keyring(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
-    """A plain-text file keyring in the test's own folder (never the real keyring)."""
-    folder = tmp_path / "xdg-data"
-    monkeypatch.setenv("PYTHON_KEYRING_BACKEND", "keyrings.alt.file.PlaintextKeyring")
-    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
-    keyring.core.init_backend()
-    try:
-        yield folder
-    finally:
-        keyring.set_keyring(keyring.backends.null.Keyring())
 
 
 @pytest.fixture
