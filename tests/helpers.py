@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -70,3 +71,24 @@ def python_child(code: str, **kwargs: object) -> subprocess.Popen[str]:
         env=child_env(),
         **kwargs,
     )  # type: ignore[call-overload]
+
+
+def killed_when_running(module: str, *args: str, env: dict[str, str]) -> list[str]:
+    """Run ``python -m module args`` in its own process group until it prints its first line,
+    ``RUNNING <words>``, then SIGKILL the group (a crash at that moment); the words."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", module, *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line.startswith("RUNNING "), line
+        return line.split()[1:]
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(30)

@@ -10,21 +10,18 @@ from pathlib import Path
 
 from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.store import history
-from tests.engine.test_acp import make
+from tests.engine.acp_support import make, start
 
 
 async def main(root: str, no_load: str) -> None:
     engine = await make(Path(root), no_load=no_load == "1")
-    created = await engine.sessions.create_root(
-        engine.workspace, name="acp", permission_mode=PermissionMode.YOLO, first_message="hang"
-    )
-    engine.owner.start(created.id)
+    sid = await start(engine, "hang", PermissionMode.YOLO)
     while True:
-        entries = await engine.store.read(lambda: history.page_history(created.id, 0, 100))
+        entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         if any(e.kind == EntryKind.TOOL_CALL for e in entries):
-            agent = engine.owner.runner.acp_agents.running(created.id)
+            agent = engine.owner.runner.acp_agents.running(sid)
             assert agent is not None
-            print(f"RUNNING {created.id} {agent.process.pid}", flush=True)
+            print(f"RUNNING {sid} {agent.process.pid}", flush=True)
             break
         await asyncio.sleep(0.02)
     await asyncio.Event().wait()

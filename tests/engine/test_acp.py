@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import sys
 from pathlib import Path
@@ -13,65 +12,24 @@ from fxdesk.domain.rules import PermissionRule, Scope, Verdict
 from fxdesk.engine.owner import Result
 from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.store import history
-from fxdesk.tools.base import ToolRegistry
-from fxdesk.tools.registry import all_tools
-from tests.engine.harness import Engine
-from tests.helpers import REPO, child_env
-
-AGENT = str(REPO / "tests" / "acp_agent.py")
-TIMEOUT = 60.0  # a generous bound on a child process starting Python and the SDK
-
-
-async def make(
-    tmp_path: Path, *, no_load: bool = False, extra: dict[str, str] | None = None
-) -> Engine:
-    """An engine on ``tmp_path`` whose sessions run the test agent (its sessions kept under
-    ``tmp_path/agent``, so a reopened engine on the same folder can load them)."""
-    env = {"PYTHONPATH": child_env()["PYTHONPATH"], "ACP_TEST_STATE": str(tmp_path / "agent")}
-    if no_load:
-        env["ACP_TEST_NO_LOAD"] = "1"
-    env.update(extra or {})
-    provider = AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
-    return await Engine.create(
-        tmp_path, provider=provider, permissions=True, tools=ToolRegistry(all_tools())
-    )
-
-
-async def start(engine: Engine, message: str, mode: PermissionMode) -> str:
-    created = await engine.sessions.create_root(
-        engine.workspace, name="acp", permission_mode=mode, first_message=message
-    )
-    engine.owner.start(created.id)
-    return created.id
-
-
-async def rows(engine: Engine, sid: str) -> list[tuple[str, str, str | None]]:
-    entries = await engine.store.read(lambda: history.page_history(sid, 0, 10_000))
-    return [(e.kind.value, e.content, e.tool_name) for e in entries]
-
-
-async def pending_approval(engine: Engine) -> object:
-    assert engine.permissions is not None
-    found: list[object] = []
-
-    async def look() -> bool:
-        found[:] = await engine.permissions.pending()  # type: ignore[union-attr]
-        return bool(found)
-
-    deadline = asyncio.get_running_loop().time() + TIMEOUT
-    while not await look():
-        assert asyncio.get_running_loop().time() < deadline, "no approval was raised"
-        await asyncio.sleep(0.05)
-    (approval,) = found
-    return approval
+from tests.engine.acp_support import (
+    AGENT,
+    failure_reason,
+    finished,
+    make,
+    opened,
+    pending_approval,
+    rows,
+    start,
+    until_row,
+)
 
 
 async def test_a_prompt_streams_the_agents_text_into_the_history(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "echo hello there", PermissionMode.ASK)
-        result = await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)
-        assert result == Result.IDLE, await _failure_reason(engine, sid)
+        result = await finished(engine, sid)
+        assert result == Result.IDLE, await failure_reason(engine, sid)
         assert await rows(engine, sid) == [
             ("user", "echo hello there", None),
             ("assistant", "you said: hello there", None),
@@ -84,15 +42,12 @@ async def test_a_prompt_streams_the_agents_text_into_the_history(tmp_path: Path)
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         assert entries[1].data["usage"] == [12, 5]  # what the agent reported
         assert entries[2].data["usage"] == [12, 5] and "usage_reported" not in entries[2].data
-    finally:
-        await engine.close()
 
 
 async def test_a_permission_request_is_an_approval_and_allowing_it_lets_the_agent_act(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "write notes.txt", PermissionMode.ASK)
         approval = await pending_approval(engine)
         assert approval.tool == "acp:edit"  # type: ignore[attr-defined]
@@ -105,7 +60,7 @@ async def test_a_permission_request_is_an_approval_and_allowing_it_lets_the_agen
         assert not (engine.workspace / "notes.txt").exists()
         assert engine.permissions is not None
         await engine.permissions.resolve(approval.id, Choice.ONCE)  # type: ignore[attr-defined]
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert (engine.workspace / "notes.txt").exists()
         call_id = f"acp-{item.id[:12]}-t-write"
         assert await rows(engine, sid) == [
@@ -121,70 +76,45 @@ async def test_a_permission_request_is_an_approval_and_allowing_it_lets_the_agen
         assert (await engine.permissions.get(approval.id)).status == (  # type: ignore[union-attr,attr-defined]
             ApprovalStatus.ALLOWED_ONCE
         )
-    finally:
-        await engine.close()
 
 
 async def test_denying_the_approval_answers_the_agent_with_its_reject_option(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "write secret.txt", PermissionMode.ASK)
         approval = await pending_approval(engine)
         assert engine.permissions is not None
         await engine.permissions.resolve(approval.id, Choice.DENY)  # type: ignore[attr-defined]
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert not (engine.workspace / "secret.txt").exists()
         found = await rows(engine, sid)
         assert ("assistant", "Not allowed (no).", None) in found
         assert found[3][0] == "tool_result" and "failed" in found[3][1]
-    finally:
-        await engine.close()
 
 
 async def test_a_rule_answers_the_agent_without_asking(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         assert engine.permissions is not None
         await engine.permissions.add_rule(
             PermissionRule("acp:edit", "*", Verdict.ALLOW, Scope.GLOBAL)
         )
         sid = await start(engine, "write ruled.txt", PermissionMode.ASK)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert (engine.workspace / "ruled.txt").exists()
         assert await engine.permissions.pending() == []
-    finally:
-        await engine.close()
 
 
 async def test_cancel_ends_the_turn_as_cancelled(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "wait", PermissionMode.YOLO)
-
-        async def started() -> bool:
-            return ("tool_call", "{}", "Run sleep 1000") in await rows(engine, sid)
-
-        deadline = asyncio.get_running_loop().time() + TIMEOUT
-        while not await started():
-            assert asyncio.get_running_loop().time() < deadline, "the agent's tool call never came"
-            await asyncio.sleep(0.05)
+        await until_row(engine, sid, ("tool_call", "{}", "Run sleep 1000"))
         await engine.owner.cancel(sid)
-        await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)
+        await finished(engine, sid)
         (item,) = await engine.items(sid)
         assert item.status == WorkStatus.CANCELLED
         found = await rows(engine, sid)
         assert found[-1][0] == "tool_result" and found[-1][1].startswith("cancelled")
-    finally:
-        await engine.close()
-
-
-async def _failure_reason(engine: Engine, sid: str) -> str | None:
-    from fxdesk.store import control
-
-    (item,) = await engine.items(sid)
-    return await engine.store.read(lambda: control.failure_reason(item.id))
 
 
 async def test_an_acp_profile_resolves_to_the_agent_it_starts(tmp_path: Path) -> None:
@@ -192,8 +122,7 @@ async def test_an_acp_profile_resolves_to_the_agent_it_starts(tmp_path: Path) ->
     from fxdesk.engine.providers import ProfileResolver
     from fxdesk.store import repo
 
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         profile = Profile("agent", "acp", command=sys.executable, args=(AGENT,), env=(("A", "b"),))
         await engine.store.write(lambda: repo.save_profile(profile), label="profile")
         stored = await engine.store.read(lambda: repo.get_profile("agent"))
@@ -210,27 +139,21 @@ async def test_an_acp_profile_resolves_to_the_agent_it_starts(tmp_path: Path) ->
         )
         assert isinstance(resolved.provider, AcpAgentProvider)
         assert resolved.provider.launch == AcpLaunch(sys.executable, (AGENT,), {"A": "b"})
-    finally:
-        await engine.close()
 
 
 async def test_an_agent_that_dies_mid_turn_fails_the_item_with_a_reason(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "crash", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
-        reason = await _failure_reason(engine, sid)
+        assert await finished(engine, sid) == Result.FAILED
+        reason = await failure_reason(engine, sid)
         assert reason is not None and reason.startswith("provider_failed"), reason
         assert "the agent exited (code 3) before ending its turn" in reason
-    finally:
-        await engine.close()
 
 
 async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "think", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         thoughts = [e.data["thought"] for e in entries if "thought" in e.data]
         assert thoughts == ["Let me see. a.txt needs a second line."]
@@ -254,7 +177,7 @@ async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: P
 
         await engine.sessions.send(sid, "think")  # the agent's total grows to $0.50
         engine.owner.start(sid)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         assert entries[-1].data["cost_usd"] == 0.25  # this turn's part of it
         assert entries[-1].data["agent_cost"] == {"amount": 0.5, "currency": "USD"}
@@ -263,8 +186,6 @@ async def test_thoughts_plans_diffs_and_cost_are_kept_as_native_rows(tmp_path: P
 
         totals = await engine.store.read(lambda: usage.totals([sid]))
         assert (totals.model_calls, totals.cost_usd, totals.unpriced) == (2, 0.5, 0)
-    finally:
-        await engine.close()
 
 
 async def test_an_agent_that_wants_a_login_is_logged_in_with_the_key_in_its_environment(
@@ -272,42 +193,35 @@ async def test_an_agent_that_wants_a_login_is_logged_in_with_the_key_in_its_envi
 ) -> None:
     # codex-acp 0.16.0 answers session/new "Authentication required" until the client calls
     # authenticate with its env_var method, even with OPENAI_API_KEY set (seen in a real run).
-    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
-    try:
+    async with opened(
+        make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
+    ) as engine:
         sid = await start(engine, "echo hello", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert ("assistant", "you said: hello", None) in await rows(engine, sid)
-    finally:
-        await engine.close()
 
 
 async def test_an_agent_wanting_a_login_it_cannot_get_fails_naming_the_ways_it_offers(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1"})  # no TEST_AGENT_KEY
-    try:
+    async with opened(make(tmp_path, extra={"ACP_TEST_AUTH": "1"})) as engine:  # no TEST_AGENT_KEY
         sid = await start(engine, "echo hello", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
-        reason = await _failure_reason(engine, sid)
+        assert await finished(engine, sid) == Result.FAILED
+        reason = await failure_reason(engine, sid)
         assert reason is not None and reason.startswith("provider_failed"), reason
         assert "Authentication required" in reason
         assert "Login with the agent" in reason
         assert "Use TEST_AGENT_KEY (set TEST_AGENT_KEY in the profile's environment)" in reason
-    finally:
-        await engine.close()
 
 
 async def test_a_prompt_the_agent_fails_gives_the_reason_in_its_error_data(tmp_path: Path) -> None:
     # codex-acp 0.16.0 without the network: -32603 "Internal error", the cause in data.message.
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "fail stream disconnected: no route", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
-        reason = await _failure_reason(engine, sid)
+        assert await finished(engine, sid) == Result.FAILED
+        reason = await failure_reason(engine, sid)
         assert reason is not None and reason.startswith("provider_failed"), reason
         assert "Internal error: stream disconnected: no route" in reason
-    finally:
-        await engine.close()
 
 
 async def test_claude_codes_shapes_a_rule_on_the_calls_kind_answers_and_its_input_is_kept(
@@ -315,14 +229,13 @@ async def test_claude_codes_shapes_a_rule_on_the_calls_kind_answers_and_its_inpu
 ) -> None:
     # claude-code-acp 0.16.2: the tool_call first with an empty input, then again with it; the
     # permission request's tool call has no kind (it was in the tool_call).
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         assert engine.permissions is not None
         await engine.permissions.add_rule(
             PermissionRule("acp:edit", "*", Verdict.ALLOW, Scope.GLOBAL)
         )
         sid = await start(engine, "ccwrite cc.txt", PermissionMode.ASK)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert (engine.workspace / "cc.txt").read_text() == "by claude\n"
         assert await engine.permissions.pending() == []
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 10_000))
@@ -333,35 +246,29 @@ async def test_claude_codes_shapes_a_rule_on_the_calls_kind_answers_and_its_inpu
             "content": "by claude\n",
         }
         assert result.tool_name == f"Write {engine.workspace / 'cc.txt'}"
-    finally:
-        await engine.close()
 
 
 async def test_tokens_reported_in_the_responses_quota_meta_are_the_turns_usage(
     tmp_path: Path,
 ) -> None:
     # gemini-cli 0.61 reports a prompt's tokens in _meta.quota.token_count, not in usage.
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "quota", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         assert [e.kind.value for e in entries] == ["user", "assistant", "turn_end"]
         assert entries[1].data["usage"] == [7, 3]
-    finally:
-        await engine.close()
 
 
 async def test_a_prompt_refused_for_want_of_a_login_says_how_the_agent_logs_in(
     tmp_path: Path,
 ) -> None:
     # claude-code-acp 0.16.2 fails the prompt -32000 when Claude Code wants "/login".
-    engine = await make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
-    try:
+    async with opened(
+        make(tmp_path, extra={"ACP_TEST_AUTH": "1", "TEST_AGENT_KEY": "k-123"})
+    ) as engine:
         sid = await start(engine, "unauth", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.FAILED
-        reason = await _failure_reason(engine, sid)
+        assert await finished(engine, sid) == Result.FAILED
+        reason = await failure_reason(engine, sid)
         assert reason is not None and "prompt failed: Authentication required" in reason, reason
         assert "it needs a login; it offers: Login with the agent" in reason
-    finally:
-        await engine.close()

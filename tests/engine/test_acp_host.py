@@ -4,7 +4,6 @@ background runtime (``fxdesk/engine/acp_host.py``), with the test agent as a rea
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,23 +16,29 @@ from fxdesk.engine import changes
 from fxdesk.engine.owner import Result
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.paths import DataPaths
-from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.store import history
-from tests.engine.test_acp import AGENT, TIMEOUT, make, pending_approval, rows, start
-from tests.helpers import child_env
+from tests.engine.acp_support import (
+    TIMEOUT,
+    agent_provider,
+    finished,
+    make,
+    opened,
+    pending_approval,
+    rows,
+    start,
+)
 
 
 async def test_an_allowed_edit_writes_and_reads_through_fxdesks_file_tools(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "fswrite notes.txt", PermissionMode.ASK)
         approval = await pending_approval(engine)
         assert approval.tool == "acp:edit"  # type: ignore[attr-defined]
         assert engine.permissions is not None
         await engine.permissions.resolve(approval.id, Choice.ONCE)  # type: ignore[attr-defined]
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         content = "notes.txt written through the client\n"
         assert (engine.workspace / "notes.txt").read_text() == content
         found = await rows(engine, sid)
@@ -49,49 +54,39 @@ async def test_an_allowed_edit_writes_and_reads_through_fxdesks_file_tools(
         entries = await engine.store.read(lambda: history.page_history(sid, 0, 100))
         touched = changes.touched_by(entries, engine.workspace)
         assert list(touched) == ["notes.txt"]  # in the session's Changes
-    finally:
-        await engine.close()
 
 
 async def test_a_write_outside_the_workspace_is_refused_to_the_agent(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "fsput ../outside.txt", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert not (tmp_path / "outside.txt").exists()
         found = await rows(engine, sid)
         said = [content for kind, content, _ in found if kind == "assistant" and content]
         assert said[-1].startswith("fxdesk refused:"), said
         results = [c for kind, c, name in found if kind == "tool_result" and name == "write_file"]
         assert len(results) == 1 and "outside" in results[0].lower(), results
-    finally:
-        await engine.close()
 
 
 async def test_a_write_the_agent_did_not_ask_about_is_an_approval_of_fxdesks_own(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "fsput later.txt", PermissionMode.ASK)
         approval = await pending_approval(engine)
         assert approval.tool == "write_file"  # type: ignore[attr-defined]
         assert not (engine.workspace / "later.txt").exists()
         assert engine.permissions is not None
         await engine.permissions.resolve(approval.id, Choice.ONCE)  # type: ignore[attr-defined]
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         assert (engine.workspace / "later.txt").exists()
-    finally:
-        await engine.close()
 
 
 @asynccontextmanager
 async def acp_app(data_paths: DataPaths, tmp_path: Path) -> AsyncIterator[App]:
     """A real App (real background runtime, in the sandbox where the machine has one) whose
     sessions run the test agent."""
-    env = {"PYTHONPATH": child_env()["PYTHONPATH"], "ACP_TEST_STATE": str(tmp_path / "agent")}
-    provider = AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
-    app = App(data_paths, providers=FixedResolver(provider))
+    app = App(data_paths, providers=FixedResolver(agent_provider(tmp_path)))
     await app.start()
     try:
         yield app

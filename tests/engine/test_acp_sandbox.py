@@ -6,7 +6,6 @@ The agent is the test agent (tests/acp_agent.py), a real child process, started 
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import sys
 import tempfile
@@ -21,8 +20,8 @@ from fxdesk.engine.providers import build_provider
 from fxdesk.tools import sandbox_probe
 from fxdesk.tools.base import ToolRegistry
 from fxdesk.tools.registry import all_tools
+from tests.engine.acp_support import AGENT, finished, opened, rows, start
 from tests.engine.harness import Engine
-from tests.engine.test_acp import AGENT, TIMEOUT, rows, start
 from tests.helpers import child_env
 
 pytestmark = pytest.mark.skipif(
@@ -66,7 +65,7 @@ async def make(tmp_path: Path, *, sandbox: bool | None, preset: str | None = Non
 async def said(engine: Engine, message: str) -> str:
     """Run ``message`` as the first turn of a new session in yolo mode; the agent's last words."""
     sid = await start(engine, message, PermissionMode.YOLO)
-    assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+    assert await finished(engine, sid) == Result.IDLE
     found = [content for kind, content, _ in await rows(engine, sid) if kind == "assistant"]
     return [c for c in found if c][-1]
 
@@ -74,8 +73,8 @@ async def said(engine: Engine, message: str) -> str:
 async def test_a_sandboxed_agent_cannot_write_outside_the_workspace_by_itself(
     tmp_path: Path, outside: Path
 ) -> None:
-    engine = await make(tmp_path, sandbox=None)  # no preset: in the sandbox by default
-    try:
+    # no preset: in the sandbox by default
+    async with opened(make(tmp_path, sandbox=None)) as engine:
         escape = outside / "escape.txt"
         answer = await said(engine, f"rawwrite {escape}")
         assert answer == f"cannot write {escape}: Read-only file system"
@@ -95,20 +94,15 @@ async def test_a_sandboxed_agent_cannot_write_outside_the_workspace_by_itself(
         secret.write_text("the database")
         answer = await said(engine, f"rawread {secret}")
         assert answer.startswith(f"cannot read {secret}:"), answer
-    finally:
-        await engine.close()
 
 
 async def test_an_agent_with_the_sandbox_off_can_write_outside(
     tmp_path: Path, outside: Path
 ) -> None:
-    engine = await make(tmp_path, sandbox=False)
-    try:
+    async with opened(make(tmp_path, sandbox=False)) as engine:
         escape = outside / "escape.txt"
         assert await said(engine, f"rawwrite {escape}") == f"wrote {escape}"
         assert escape.read_text() == "written by the agent itself\n"
-    finally:
-        await engine.close()
 
 
 async def test_a_presets_config_folder_is_writable_and_its_login_readable(
@@ -123,13 +117,10 @@ async def test_a_presets_config_folder_is_writable_and_its_login_readable(
     login.write_text('{"token": "codex-login"}')
     (home / ".ssh").mkdir(exist_ok=True)
     (home / ".ssh" / "id_ed25519").write_text("a key")
-    engine = await make(tmp_path, sandbox=None, preset="codex")
-    try:
+    async with opened(make(tmp_path, sandbox=None, preset="codex")) as engine:
         assert await said(engine, f"rawread {login}") == f'read {login}: {{"token": "codex-login"}}'
         config = home / ".codex" / "config.toml"
         assert await said(engine, f"rawwrite {config}") == f"wrote {config}"
         assert config.read_text() == "written by the agent itself\n"
         key = home / ".ssh" / "id_ed25519"
         assert (await said(engine, f"rawread {key}")).startswith(f"cannot read {key}:")
-    finally:
-        await engine.close()

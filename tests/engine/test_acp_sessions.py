@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,8 +15,17 @@ from fxdesk.domain.model import PermissionMode, WorkStatus
 from fxdesk.engine.acp_agents import ACP_SESSION_KEY
 from fxdesk.engine.owner import Result
 from fxdesk.store import Store
-from tests.engine.test_acp import TIMEOUT, _failure_reason, make, rows, start
-from tests.helpers import REPO, child_env
+from tests.engine.acp_support import (
+    TIMEOUT,
+    failure_reason,
+    finished,
+    make,
+    opened,
+    rows,
+    start,
+    until_row,
+)
+from tests.helpers import child_env, killed_when_running
 
 
 def alive(pid: int) -> bool:
@@ -50,13 +58,12 @@ async def answers(engine: object, sid: str) -> list[str]:
 async def test_one_agent_and_acp_session_serve_every_turn_and_stop_with_the_session(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "whoami", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         await engine.sessions.send(sid, "whoami")
         engine.owner.start(sid)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         first, second = (whoami(a) for a in await answers(engine, sid))
         assert first["session"] == second["session"] and first["pid"] == second["pid"]
         assert (first["prompt"], second["prompt"]) == ("1", "2")  # the agent remembers
@@ -65,33 +72,25 @@ async def test_one_agent_and_acp_session_serve_every_turn_and_stop_with_the_sess
         assert alive(int(first["pid"]))  # kept between turns
         await engine.sessions.close(sid)
         await gone(int(first["pid"]))  # closing the session stops it
-    finally:
-        await engine.close()
 
 
 async def test_a_later_start_loads_the_stored_acp_session(tmp_path: Path) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "whoami", PermissionMode.YOLO)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
-    finally:
-        await engine.close()
+        assert await finished(engine, sid) == Result.IDLE
     (before,) = [whoami(a) for a in await _answers_after(tmp_path, sid, None)]
     await gone(int(before["pid"]))  # the owner's shutdown stopped the agent
 
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         await engine.sessions.send(sid, "whoami")
         engine.owner.start(sid)
-        assert await asyncio.wait_for(engine.owner.join(sid), TIMEOUT) == Result.IDLE
+        assert await finished(engine, sid) == Result.IDLE
         found = await answers(engine, sid)
         # The history the agent replays while loading is not recorded a second time.
         assert len(found) == 2, found
         after = whoami(found[1])
         assert after["session"] == before["session"] and after["pid"] != before["pid"]
         assert (after["prompt"], after["loaded"]) == ("2", "True")
-    finally:
-        await engine.close()
 
 
 async def _answers_after(root: Path, sid: str, _: object) -> list[str]:
@@ -107,22 +106,9 @@ async def _answers_after(root: Path, sid: str, _: object) -> list[str]:
 
 def run_until_mid_turn(root: Path, no_load: bool) -> tuple[str, int]:
     """A real fxdesk engine in a child process, its agent mid-turn; then SIGKILL it."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.acp_kill_host", str(root), "1" if no_load else "0"],
-        cwd=REPO,
-        env=child_env(),
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    sid, pid = killed_when_running(
+        "tests.engine.acp_kill_host", str(root), "1" if no_load else "0", env=child_env()
     )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line.startswith("RUNNING "), line
-        _, sid, pid = line.split()
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(30)
     return sid, int(pid)
 
 
@@ -132,14 +118,13 @@ async def test_a_turn_killed_mid_way_is_interrupted_and_resume_reloads_the_agent
 ) -> None:
     sid, old_agent = await asyncio.to_thread(run_until_mid_turn, tmp_path, no_load)
     await gone(old_agent)  # its stdin closed with fxdesk: the agent ends too
-    engine = await make(tmp_path, no_load=no_load)
-    try:
+    async with opened(make(tmp_path, no_load=no_load)) as engine:
         report = await engine.owner.recover()
         assert report.work_interrupted == 1
         (item,) = await engine.items(sid)
         assert item.status == WorkStatus.INTERRUPTED  # shown interrupted, nothing re-run
         engine.owner.start(sid, retry=True)  # Resume
-        result = await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)
+        result = await finished(engine, sid)
         found = await rows(engine, sid)
         assert found[:4] == [
             ("user", "hang", None),
@@ -153,12 +138,12 @@ async def test_a_turn_killed_mid_way_is_interrupted_and_resume_reloads_the_agent
         ]
         if no_load:
             assert result == Result.FAILED
-            reason = await _failure_reason(engine, sid)
+            reason = await failure_reason(engine, sid)
             assert reason is not None
             assert "cannot reload its earlier session (it does not offer session/load)" in reason
             assert len(found) == 4
         else:
-            assert result == Result.IDLE, await _failure_reason(engine, sid)
+            assert result == Result.IDLE, await failure_reason(engine, sid)
             # The same agent session, loaded; the prompt again, after the note.
             assert found[4:] == [
                 ("assistant", "picked up after reload (2 blocks)", None),
@@ -166,8 +151,6 @@ async def test_a_turn_killed_mid_way_is_interrupted_and_resume_reloads_the_agent
             ]
             (item,) = await engine.items(sid)
             assert item.status == WorkStatus.COMPLETED
-    finally:
-        await engine.close()
 
 
 CANCEL_ELSEWHERE = """
@@ -189,13 +172,9 @@ store.close()
 async def test_a_cancel_committed_by_another_process_ends_the_running_prompt(
     tmp_path: Path,
 ) -> None:
-    engine = await make(tmp_path)
-    try:
+    async with opened(make(tmp_path)) as engine:
         sid = await start(engine, "wait", PermissionMode.YOLO)
-        deadline = asyncio.get_running_loop().time() + TIMEOUT
-        while ("tool_call", "{}", "Run sleep 1000") not in await rows(engine, sid):
-            assert asyncio.get_running_loop().time() < deadline, "the agent's tool call never came"
-            await asyncio.sleep(0.05)
+        await until_row(engine, sid, ("tool_call", "{}", "Run sleep 1000"))
         done = await asyncio.to_thread(
             subprocess.run,
             [sys.executable, "-c", CANCEL_ELSEWHERE, str(tmp_path / "fxdesk.sqlite3"), sid],
@@ -205,10 +184,8 @@ async def test_a_cancel_committed_by_another_process_ends_the_running_prompt(
             timeout=TIMEOUT,
         )
         assert done.returncode == 0, done.stderr
-        await asyncio.wait_for(engine.owner.join(sid), TIMEOUT)  # this owner was not told
+        await finished(engine, sid)  # this owner was not told
         (item,) = await engine.items(sid)
         assert item.status == WorkStatus.CANCELLED
         found = await rows(engine, sid)
         assert found[-1][0] == "tool_result" and found[-1][1].startswith("cancelled")
-    finally:
-        await engine.close()

@@ -4,22 +4,14 @@ child session it runs is driven by the ACP test agent (a real child process)."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.acp_agents import ACP_SESSION_KEY
 from fxdesk.paths import DataPaths
-from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.providers.scripted import Reply
+from tests.engine.acp_support import TIMEOUT, agent_provider
 from tests.engine.agents.harness import Dynamic, Script, delegate, desk, last_tool_result
-from tests.engine.test_acp import AGENT, TIMEOUT
-from tests.helpers import child_env
-
-
-def acp_provider(tmp_path: Path) -> AcpAgentProvider:
-    env = {"PYTHONPATH": child_env()["PYTHONPATH"], "ACP_TEST_STATE": str(tmp_path / "agent")}
-    return AcpAgentProvider(AcpLaunch(sys.executable, (AGENT,), env), log_dir=tmp_path)
 
 
 async def test_a_native_root_delegates_to_an_external_agent_child(
@@ -33,7 +25,7 @@ async def test_a_native_root_delegates_to_an_external_agent_child(
             Dynamic(lambda request: Reply(f"The child answered: {last_tool_result(request)}")),
         ]
     )
-    async with desk(data_paths, root, {"echo": acp_provider(tmp_path)}) as app:
+    async with desk(data_paths, root, {"echo": agent_provider(tmp_path)}) as app:
         engine = app.engine
         session = await engine.create_session(
             project, permission_mode=PermissionMode.YOLO, first_message="Ask the child"

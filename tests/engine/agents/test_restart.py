@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from fxdesk.app import App
@@ -19,28 +16,14 @@ from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply
 from fxdesk.store.faults import Fault, FaultInjector
 from tests.engine.agents.harness import ByName, Script, delegate, eventually
-
-REPO = Path(__file__).resolve().parents[3]
+from tests.helpers import REPO, killed_when_running
 
 
 def run_until_running(data_paths: DataPaths, project: Path) -> tuple[str, str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.agents.kill_host", str(data_paths.root), str(project)],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
+    root_id, run_id = killed_when_running(
+        "tests.engine.agents.kill_host", str(data_paths.root), str(project), env=env
     )
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line.startswith("RUNNING "), line
-        _, root_id, run_id = line.split()
-    finally:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.wait(30)
     return root_id, run_id
 
 

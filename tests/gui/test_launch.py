@@ -1,0 +1,96 @@
+"""The window's first frame comes before the engine: ``launch.first_frame`` shows the main window
+with what it needs alone, and ``GuiController`` takes that window over (docs/performance.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from fxdesk.app import App
+from fxdesk.gui.application import GuiController, Outcome
+from fxdesk.gui.sessions.delegate import SessionDelegate
+from fxdesk.gui.sessions.model import SessionTreeModel
+from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.paths import DataPaths
+from tests.gui.waiting import until
+from tests.helpers import child_env
+
+# What fxdesk runs before its first frame, in a fresh process: the command line, then the frame.
+FIRST_FRAME = """
+import json, sys
+from fxdesk.cli.main import main
+from fxdesk.gui.launch import first_frame
+window = first_frame(sys.argv)
+print(json.dumps({
+    "visible": window.isVisible(),
+    "page": window.centre.currentIndex(),
+    "pages": window.centre.count(),
+    "modules": sorted(sys.modules),
+}))
+"""
+
+NOT_BEFORE_THE_FIRST_FRAME = (
+    "asyncio",
+    "qasync",
+    "fxdesk.app",
+    "fxdesk.engine",
+    "fxdesk.store",
+    "fxdesk.providers",
+    "fxdesk.tools",
+    "peewee",
+    "fxdesk.gui.application",
+    "fxdesk.gui.sessions.delegate",
+    "fxdesk.gui.sessions.panel",
+    "fxdesk.gui.transcript",
+    "fxdesk.domain.agent_runs",
+)
+
+
+def test_the_first_frame_shows_the_window_without_the_engine() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    shown = json.loads(done.stdout)
+    assert shown["visible"] is True
+    assert shown["page"] == MainWindow.PAGE_EMPTY  # no data yet: what it shows with none
+    assert shown["pages"] == MainWindow.PAGE_SESSION  # the session page comes after the frame
+    early = [
+        module
+        for module in shown["modules"]
+        for package in NOT_BEFORE_THE_FIRST_FRAME
+        if module == package or module.startswith(package + ".")
+    ]
+    assert early == []
+
+
+async def test_the_controller_takes_over_the_window_shown_first(
+    data_paths: DataPaths, tmp_path: Path
+) -> None:
+    model = SessionTreeModel()
+    window = MainWindow(model)
+    model.setParent(window)
+    window.show()
+    controller = GuiController(App(data_paths), window=window)
+    task = asyncio.ensure_future(controller.main())
+    try:
+        await until(lambda: controller.ready.is_set() or task.done())
+        assert controller.window is window and controller.model is model
+        assert window.transcript_model is controller.transcript
+        assert isinstance(window.tree.itemDelegate(), SessionDelegate)  # built after the frame
+        assert window.centre.widget(MainWindow.PAGE_SESSION) is window.panel
+        project = tmp_path / "project"
+        project.mkdir()
+        session = await controller.app.sessions.create_root(project, name="Refactor")
+        await until(lambda: window.selected_session() == session)
+        assert "Refactor" in window.panel.title.text()
+    finally:
+        controller.request_quit()
+        assert await asyncio.wait_for(task, 30) == Outcome.CLOSED
