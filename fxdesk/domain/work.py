@@ -156,11 +156,11 @@ def _apply(
     updates: list[Update],
     state: SessionState,
     now_ms: int,
-    items: tuple[WorkItem, ...] | None = None,
+    items_after: tuple[WorkItem, ...] | None = None,
 ) -> Change:
     """One batch: each (item after, previous status, event reason) gets one event; the
-    generation moves by one and every event carries it. ``items``: the record's items before
-    the updates, when they are not ``record.items`` (a new item added)."""
+    generation moves by one and every event carries it. ``items_after``: the record's items
+    with the updates already in place, when the caller has them (a new item added)."""
     revision = record.generation + 1
     sequence = record.next_event_sequence
     events = []
@@ -188,8 +188,10 @@ def _apply(
         state=state,
         generation=revision,
         next_event_sequence=sequence,
-        items=tuple(
-            changed.get(item.id, item) for item in (record.items if items is None else items)
+        items=(
+            tuple(changed.get(item.id, item) for item in record.items)
+            if items_after is None
+            else items_after
         ),
         updated_at_ms=now_ms,
         parent_id=record.parent_id,

@@ -24,6 +24,12 @@ _ITEM_COLUMNS = (
     "updated_at_ms"
 )
 _OPEN = "('pending', 'running', 'awaiting_approval', 'interrupted')"
+# Members by value for the rows read on every transition: ``WorkStatus(value)`` goes through
+# ``EnumType.__call__`` (~0.4 µs each); the schema's CHECKs keep other values out.
+_KINDS = {kind.value: kind for kind in WorkKind}
+_STATUSES = {status.value: status for status in WorkStatus}
+_MODES = {mode.value: mode for mode in SessionMode}
+_STATES = {state.value: state for state in SessionState}
 
 
 def _item(row: Sequence[Any]) -> WorkItem:
@@ -32,9 +38,9 @@ def _item(row: Sequence[Any]) -> WorkItem:
         session_id=row[1],
         position=row[2],
         source_id=row[3],
-        kind=WorkKind(row[4]),
+        kind=_KINDS[row[4]],
         content=row[5],
-        status=WorkStatus(row[6]),
+        status=_STATUSES[row[6]],
         reason=row[7],
         created_at_ms=row[8],
         updated_at_ms=row[9],
@@ -132,14 +138,14 @@ def load_for_enqueue(session_id: str) -> EnqueueTarget | None:
     head = row[_SESSION_WIDTH + 1 :]
     record = ControlRecord(
         session_id=session_id,
-        mode=SessionMode(row[6]),
-        state=SessionState(row[11]),
+        mode=_MODES[row[6]],
+        state=_STATES[row[11]],
         generation=row[13],
         next_event_sequence=row[14],
         items=(_item(head),) if head[0] is not None else (),
         updated_at_ms=row[17],
         parent_id=row[2],
-        archived_from=SessionState(row[12]) if row[12] else None,
+        archived_from=_STATES[row[12]] if row[12] else None,
     )
     return EnqueueTarget(record, int(row[_SESSION_WIDTH]) + 1, row[5], row[:_SESSION_WIDTH])
 
