@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +51,7 @@ from bench.stream_probe import (
     slope_mib_per_hour,
 )
 from fxdesk.app import App
+from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, PermissionMode
 from fxdesk.engine.events import HistoryAppended, TextStreamed
 from fxdesk.engine.providers import FixedResolver
@@ -211,11 +212,8 @@ async def once(root: Path, body: Callable[..., Any] | None = None) -> Any:
     return result
 
 
-async def stream(app: App, controller: GuiController, root: Path) -> Result:
-    window = controller.window
-    window.resize(1280, 860)
-    bridge = controller.bridge
-    assert bridge is not None
+async def new_sessions(app: App, root: Path) -> list[str]:
+    """``SESSIONS`` root sessions over ``WORKSPACES`` folders under ``root``; their ids."""
     ids = []
     for n in range(SESSIONS):
         folder = root / f"workspace{n % WORKSPACES}"
@@ -224,6 +222,34 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
             folder, name=f"Session {n + 1}", permission_mode=PermissionMode.AUTO
         )
         ids.append(session.id)
+    return ids
+
+
+def answered(entries: Iterable[HistoryEntry]) -> bool:
+    """Whether ``entries`` hold the scripted model's whole answer."""
+    return any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in entries)
+
+
+async def ask(app: App, session_id: str) -> None:
+    """As the composer does it: queue the message, then start the session."""
+    await app.sessions.send(session_id, "Plan the parser work, with an example.")
+    app.owner.start(session_id)
+
+
+def tick_timer(ticks: list[float]) -> QTimer:
+    """A ``TICK_MS`` timer (not started) that notes the time of each of its ticks."""
+    ticker = QTimer()
+    ticker.setInterval(TICK_MS)
+    ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    return ticker
+
+
+async def stream(app: App, controller: GuiController, root: Path) -> Result:
+    window = controller.window
+    window.resize(1280, 860)
+    bridge = controller.bridge
+    assert bridge is not None
+    ids = await new_sessions(app, root)
     shown = ids[SESSIONS // 2]
     window.select_session(shown)
     await until(
@@ -237,7 +263,7 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
     finished: set[str] = set()
 
     def on_history(event: HistoryAppended) -> None:
-        if any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in event.entries):
+        if answered(event.entries):
             finished.add(event.session_id)
 
     process = psutil.Process()
@@ -249,9 +275,7 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         peak = max(peak, process.memory_info().rss)
 
     ticks: list[float] = []
-    ticker, grabber = QTimer(), QTimer()
-    ticker.setInterval(TICK_MS)
-    ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    ticker, grabber = tick_timer(ticks), QTimer()
     grabber.setInterval(GRAB_MS)
     grabber.timeout.connect(on_grab)
     typist = Typist(window.panel.composer.edit)
@@ -280,9 +304,8 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
         began = time.perf_counter()
         cpu.start()
         typist.start()
-        for session_id in ids:  # as the composer does it: queue the message, then start
-            await app.sessions.send(session_id, "Plan the parser work, with an example.")
-            app.owner.start(session_id)
+        for session_id in ids:
+            await ask(app, session_id)
         await until(lambda: len(finished) == SESSIONS)
         wall = time.perf_counter() - began
         cpu_percent = cpu.percent()
@@ -301,8 +324,7 @@ async def stream(app: App, controller: GuiController, root: Path) -> Result:
 
     done = 0
     for session_id in ids:
-        history = await app.sessions.history_page(session_id)
-        done += any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in history)
+        done += answered(await app.sessions.history_page(session_id))
     gaps = sorted((b - a) * 1000 for a, b in itertools.pairwise(ticks))
     keys = typist.latencies_ms()
     return Result(
@@ -353,21 +375,14 @@ async def soak(app: App, controller: GuiController, root: Path, minutes: float) 
     RSS sampled every 5 s."""
     window = controller.window
     window.resize(1280, 860)
-    ids = []
-    for n in range(SESSIONS):
-        folder = root / f"workspace{n % WORKSPACES}"
-        folder.mkdir(exist_ok=True)
-        session = await app.sessions.create_root(
-            folder, name=f"Session {n + 1}", permission_mode=PermissionMode.AUTO
-        )
-        ids.append(session.id)
+    ids = await new_sessions(app, root)
     seconds = minutes * 60
     answers = 0
     restart: asyncio.Queue[str] = asyncio.Queue()
 
     def on_history(event: HistoryAppended) -> None:
         nonlocal answers
-        if any(e.kind == EntryKind.ASSISTANT and e.content == REPLY for e in event.entries):
+        if answered(event.entries):
             answers += 1
             restart.put_nowait(event.session_id)
 
@@ -379,13 +394,9 @@ async def soak(app: App, controller: GuiController, root: Path, minutes: float) 
     cpu.start()
     began = time.perf_counter()
 
-    async def ask(session_id: str) -> None:
-        await app.sessions.send(session_id, "Plan the parser work, with an example.")
-        app.owner.start(session_id)
-
     async def sender() -> None:
         while True:
-            await ask(await restart.get())
+            await ask(app, await restart.get())
 
     async def sampler() -> None:
         shown = 0
@@ -406,7 +417,7 @@ async def soak(app: App, controller: GuiController, root: Path, minutes: float) 
     restarter = asyncio.ensure_future(sender())
     try:
         for session_id in ids:
-            await ask(session_id)
+            await ask(app, session_id)
         await sampler()
     finally:
         restarter.cancel()
@@ -469,9 +480,7 @@ async def bare_timer(seconds: float) -> list[float]:
     window.resize(1280, 860)
     window.show()
     ticks: list[float] = []
-    ticker = QTimer()
-    ticker.setInterval(TICK_MS)
-    ticker.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    ticker = tick_timer(ticks)
     ticker.start()
     await asyncio.sleep(seconds)
     ticker.stop()

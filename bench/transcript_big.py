@@ -20,12 +20,9 @@ Prints one JSON line. Run: python -m bench.transcript_big DATA_DIR [--rounds N]
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import json
 import os
 import sqlite3
-import sys
 import time
 from pathlib import Path
 
@@ -33,7 +30,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtWidgets import QApplication, QMainWindow, QPlainTextEdit, QScrollBar
 
-from bench.transcript_open import FirstPaint, Gaps, run_on_window_loop, until
+from bench.transcript_open import FirstPaint, Gaps, until, window_bench_main
 from fxdesk.app import App
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
@@ -236,13 +233,7 @@ async def measure(data: Path, rounds: int) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.transcript_big", description=__doc__)
-    parser.add_argument("data", type=Path)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
-    result = run_on_window_loop(lambda: measure(args.data, args.rounds))
-    print(json.dumps(result))
-    sys.stdout.flush()
+    window_bench_main("python -m bench.transcript_big", __doc__, measure)
 
 
 if __name__ == "__main__":

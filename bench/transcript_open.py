@@ -221,14 +221,22 @@ def run_on_window_loop(make: Callable[[], Awaitable[T]]) -> T:
         asyncio.set_event_loop(None)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.transcript_open", description=__doc__)
+def window_bench_main(
+    prog: str, doc: str | None, measure: Callable[[Path, int], Awaitable[object]]
+) -> None:
+    """A window benchmark's command line: ``DATA [--rounds N]``; ``measure(DATA, N)`` on the
+    window's loop, its result printed as one JSON line."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc)
     parser.add_argument("data", type=Path)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     result = run_on_window_loop(lambda: measure(args.data, args.rounds))
     print(json.dumps(result))
     sys.stdout.flush()
+
+
+def main() -> None:
+    window_bench_main("python -m bench.transcript_open", __doc__, measure)
 
 
 if __name__ == "__main__":

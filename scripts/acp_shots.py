@@ -14,35 +14,23 @@ real child process); the native root's model is scripted. Scenes:
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import tempfile
 from pathlib import Path
 
 import qasync
-from PySide6.QtWidgets import QApplication, QSplitter
-from screenshots import seed_project, until
+from PySide6.QtWidgets import QSplitter
+from screenshots import PRICED, call, held_open, seed_project, until
 
-from fxdesk.app import App
-from fxdesk.domain.model import KeySource, PermissionMode, Profile, Session
+from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.engine.providers import ProviderResolver, Resolved
-from fxdesk.gui.application import GuiController, create_qapplication
-from fxdesk.gui.theme import apply_appearance
+from fxdesk.gui.application import create_qapplication
 from fxdesk.gui.transcript.model import Row, RowKind, TranscriptModel
-from fxdesk.paths import DataPaths
 from fxdesk.providers.acp import AcpAgentProvider, AcpLaunch
 from fxdesk.providers.base import Provider
-from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Stall
+from fxdesk.providers.scripted import Reply, ScriptedProvider, Stall
 
 REPO = Path(__file__).resolve().parent.parent
-PRICED = Profile(
-    "demo",
-    "scripted",
-    model="gpt-5-mini",
-    key_source=KeySource.NONE,
-    price_in_per_mtok=0.25,
-    price_out_per_mtok=2.0,
-)
 
 
 class ByName(ProviderResolver):
@@ -61,15 +49,10 @@ class ByName(ProviderResolver):
 
 
 def delegate(text: str, task: str) -> Reply:
-    requests = [{"agent": "general", "task": task}]
-    arguments = {"requests": requests, "mode": "foreground"}
-    return Reply(text, tool_calls=(ScriptedCall("delegate", arguments),), usage=(1800, 90))
+    return call("delegate", text, requests=[{"agent": "general", "task": task}], mode="foreground")
 
 
 async def main(scene: str) -> None:
-    qapp = QApplication.instance()
-    assert isinstance(qapp, QApplication)
-    apply_appearance(qapp, "light")
     tmp = Path(tempfile.mkdtemp(prefix="fxdesk-acp-"))
     project = seed_project(tmp)
     (project / "a.txt").write_text("one\n")
@@ -84,16 +67,9 @@ async def main(scene: str) -> None:
             Stall(),
         ]
     )
-    app = App(
-        DataPaths(tmp / "data", "--data-dir"),
-        providers=ByName(("think", "External agent"), agent, root),
-    )
-    controller = GuiController(app)
-    task = asyncio.ensure_future(controller.main())
-    await until(lambda: controller.ready.is_set() or task.done(), within=30)
-    controller.window.showMaximized()
-    await app.profiles.save(PRICED)
-    engine = app.engine
+    providers = ByName(("think", "External agent"), agent, root)
+    controller, task = await held_open(tmp / "data", providers)
+    engine = controller.app.engine
     session = await engine.create_session(
         project,
         name="Release check",

@@ -24,17 +24,13 @@ from pathlib import Path
 
 import qasync
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication
-from screenshots import seed_project, until
+from screenshots import PRICED, call, held_open, seed_project, until
 
-from fxdesk.app import App
-from fxdesk.domain.model import KeySource, PermissionMode, Profile, Session
+from fxdesk.domain.model import PermissionMode, Session
 from fxdesk.engine.providers import ProviderResolver, Resolved
-from fxdesk.gui.application import GuiController, create_qapplication
-from fxdesk.gui.theme import apply_appearance
-from fxdesk.paths import DataPaths
+from fxdesk.gui.application import create_qapplication
 from fxdesk.providers.base import Provider
-from fxdesk.providers.scripted import Reply, ScriptedCall, ScriptedProvider, Stall
+from fxdesk.providers.scripted import Reply, ScriptedProvider, Stall
 
 WATCHER = """---
 id: watcher
@@ -44,14 +40,6 @@ timeout: 15m
 ---
 You watch the staging service and raise a signal when something goes wrong.
 """
-PRICED = Profile(
-    "demo",
-    "scripted",
-    model="gpt-5-mini",
-    key_source=KeySource.NONE,
-    price_in_per_mtok=0.25,
-    price_out_per_mtok=2.0,
-)
 
 
 class ByName(ProviderResolver):
@@ -64,10 +52,6 @@ class ByName(ProviderResolver):
     async def resolve(self, session: Session) -> Resolved:
         provider = next((p for k, p in self.routes.items() if k in session.name), self.default)
         return Resolved(provider, "gpt-5-mini", PRICED)
-
-
-def call(name: str, text: str = "", **arguments: object) -> Reply:
-    return Reply(text, tool_calls=(ScriptedCall(name, dict(arguments)),), usage=(1800, 90))
 
 
 def signal(severity: str, summary: str, dedupe: str) -> Reply:
@@ -121,21 +105,13 @@ def scripts() -> tuple[Provider, dict[str, Provider]]:
 
 
 async def main(scene: str) -> None:
-    qapp = QApplication.instance()
-    assert isinstance(qapp, QApplication)
-    apply_appearance(qapp, "light")
     tmp = Path(tempfile.mkdtemp(prefix="fxdesk-agents-"))
     project = seed_project(tmp)
     (project / ".fxdesk" / "agents").mkdir(parents=True)
     (project / ".fxdesk" / "agents" / "watcher.md").write_text(WATCHER)
     root, routes = scripts()
-    app = App(DataPaths(tmp / "data", "--data-dir"), providers=ByName(routes, root))
-    controller = GuiController(app)
-    task = asyncio.ensure_future(controller.main())
-    await until(lambda: controller.ready.is_set() or task.done(), within=30)
-    controller.window.showMaximized()
-    await app.profiles.save(PRICED)
-    engine = app.engine
+    controller, task = await held_open(tmp / "data", ByName(routes, root))
+    engine = controller.app.engine
     other = await engine.create_session(
         project, name="Fix the tokenizer bug", permission_mode=PermissionMode.AUTO
     )

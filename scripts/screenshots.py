@@ -25,7 +25,7 @@ from fxdesk.app import App
 from fxdesk.domain.approvals import Choice
 from fxdesk.domain.model import KeySource, PermissionMode, Profile
 from fxdesk.domain.permissions import PermissionRule, Scope, Verdict
-from fxdesk.engine.providers import FixedResolver
+from fxdesk.engine.providers import FixedResolver, ProviderResolver
 from fxdesk.gui.application import GuiController, create_qapplication
 from fxdesk.gui.theme import apply_appearance
 from fxdesk.gui.transcript.model import RowKind
@@ -176,6 +176,40 @@ class Run:
     async def stop(self) -> None:
         self.controller.request_quit()
         await asyncio.wait_for(self.task, 30)
+
+
+# The scripted model with a price, so the window shows costs (the held-open scenes' model).
+PRICED = Profile(
+    "demo",
+    "scripted",
+    model="gpt-5-mini",
+    key_source=KeySource.NONE,
+    price_in_per_mtok=0.25,
+    price_out_per_mtok=2.0,
+)
+
+
+def call(name: str, text: str = "", **arguments: object) -> Reply:
+    """A scripted reply that says ``text`` and calls the tool ``name``."""
+    return Reply(text, tool_calls=(ScriptedCall(name, dict(arguments)),), usage=(1800, 90))
+
+
+async def held_open(
+    data: Path, providers: ProviderResolver
+) -> tuple[GuiController, asyncio.Future[None]]:
+    """The real app on the data folder ``data`` in a light, maximized window, with ``PRICED``
+    saved; the controller and its task, which runs until the screenshot tool ends the process
+    (SIGTERM quits the window)."""
+    qapp = QApplication.instance()
+    assert isinstance(qapp, QApplication)
+    apply_appearance(qapp, "light")
+    app = App(DataPaths(data, "--data-dir"), providers=providers)
+    controller = GuiController(app)
+    task = asyncio.ensure_future(controller.main())
+    await until(lambda: controller.ready.is_set() or task.done(), within=30)
+    controller.window.showMaximized()
+    await app.profiles.save(PRICED)
+    return controller, task
 
 
 async def until(condition: Callable[[], object], within: float = 30.0) -> object:
