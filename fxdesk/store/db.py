@@ -31,7 +31,7 @@ import peewee as pw
 from fxdesk.store import errors, migrations
 from fxdesk.store.faults import FaultInjector
 from fxdesk.store.schema import database_proxy
-from fxdesk.store.writer import Writer, WriterStats, after_results
+from fxdesk.store.writer import OnDone, Writer, WriterStats, after_results
 
 log = logging.getLogger(__name__)
 
@@ -235,14 +235,16 @@ class Store:
         """
         if self._closed:
             raise errors.StoreClosedError()
-        waiting, on_done = _waiter()
-        self._writer.write(fn, label, on_done=on_done)
+        waiting, deliver = _waiter()
+        self._writer.submit(fn, label, deliver)
         return await waiting
 
     async def read(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` in one read transaction (a consistent snapshot) on the reader thread."""
-        waiting, on_done = _waiter()
-        self._submit(self._reader, self._read_job, fn).add_done_callback(on_done)
+        waiting, deliver = _waiter()
+        self._submit(self._reader, self._read_job, fn).add_done_callback(
+            lambda done: deliver(*_outcome(done))
+        )
         return await waiting
 
     def write_blocking(self, fn: Callable[[], T], *, label: str = "write") -> T:
@@ -296,17 +298,25 @@ class Store:
         return self._writer.write(job, "raw", inject=False).result()
 
 
-def _waiter() -> tuple[asyncio.Future[Any], Callable[[concurrent.futures.Future[Any]], None]]:
-    """A future of the running loop, and the done-callback of a store job's future that sets
-    it. The job's future is not linked to it: a caller cancelled while it awaits this one
-    cancels this one only, and the job runs to its end all the same (what ``asyncio.shield``
-    did, without its second future and the loop passes it costs: issue 17)."""
+def _waiter() -> tuple[asyncio.Future[Any], OnDone]:
+    """A future of the running loop, and what sets it from any thread: ``deliver(error,
+    value)`` with a store job's outcome. The job is not linked to it: a caller cancelled while
+    it awaits this future cancels the future only, and the job runs to its end all the same
+    (what ``asyncio.shield`` did, without its second future and the loop passes it costs:
+    issue 17)."""
     loop = asyncio.get_running_loop()
     waker = _WAKERS.get(loop)
     if waker is None:
         waker = _WAKERS[loop] = _LoopWaker(loop)
     waiting: asyncio.Future[Any] = loop.create_future()
-    return waiting, lambda done: waker.deliver(done, waiting)
+    return waiting, lambda error, value: waker.deliver(waiting, error, value)
+
+
+def _outcome(done: concurrent.futures.Future[Any]) -> tuple[BaseException | None, Any]:
+    if done.cancelled():
+        return concurrent.futures.CancelledError(), None
+    error = done.exception()
+    return (error, None) if error is not None else (None, done.result())
 
 
 class _LoopWaker:
@@ -322,12 +332,14 @@ class _LoopWaker:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._lock = threading.Lock()
-        self._ready: list[tuple[concurrent.futures.Future[Any], asyncio.Future[Any]]] = []
+        self._ready: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
 
-    def deliver(self, done: concurrent.futures.Future[Any], waiting: asyncio.Future[Any]) -> None:
-        """Any thread: ``done`` finished; set ``waiting`` to its outcome on the loop."""
+    def deliver(
+        self, waiting: asyncio.Future[Any], error: BaseException | None, value: Any
+    ) -> None:
+        """Any thread: a store job ended; set ``waiting`` to its outcome on the loop."""
         with self._lock:
-            self._ready.append((done, waiting))
+            self._ready.append((waiting, error, value))
             if len(self._ready) > 1:
                 return  # a flush is already on its way
         if not after_results(self._wake):  # the writer wakes the loop once its batch is out
@@ -343,16 +355,15 @@ class _LoopWaker:
     def _flush(self) -> None:
         with self._lock:
             ready, self._ready = self._ready, []
-        for done, waiting in ready:
+        for waiting, error, value in ready:
             if waiting.done():  # cancelled: its caller stopped waiting
-                _after_caller_left(done)
-                continue
-            if done.cancelled():
+                _after_caller_left(error)
+            elif error is None:
+                waiting.set_result(value)
+            elif isinstance(error, concurrent.futures.CancelledError):
                 waiting.cancel()
-            elif (error := done.exception()) is not None:
-                waiting.set_exception(error)
             else:
-                waiting.set_result(done.result())
+                waiting.set_exception(error)
 
 
 _WAKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
@@ -360,10 +371,10 @@ _WAKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
 )
 
 
-def _after_caller_left(done: concurrent.futures.Future[Any]) -> None:
+def _after_caller_left(error: BaseException | None) -> None:
     # Nobody reads this outcome any more; a failure is still worth a line in the log.
-    if not done.cancelled() and done.exception() is not None:
-        log.debug("store job finished with %r after its caller stopped waiting", done.exception())
+    if error is not None and not isinstance(error, concurrent.futures.CancelledError):
+        log.debug("store job finished with %r after its caller stopped waiting", error)
 
 
 def _refuse_on_running_loop(name: str) -> None:

@@ -129,7 +129,7 @@ def session_after_change(row: Sequence[Any], record: ControlRecord) -> Session:
         root_id=row[3],
         is_child=bool(row[4]),
         name=row[5],
-        mode=SessionMode(row[6]),
+        mode=record.mode,
         profile=row[7],
         model=row[8],
         effort=row[9],

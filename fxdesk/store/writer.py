@@ -44,6 +44,8 @@ _ROLLBACK_SQL = 'ROLLBACK TO SAVEPOINT "fxdesk_job"'
 _handing_out = threading.local()  # the writer thread, while it hands out a batch's results
 
 Translate = Callable[[BaseException, bool], "errors.StoreError | None"]
+# How a ``submit``ted job's outcome is handed over: (the error, or None; the value).
+OnDone = Callable[[BaseException | None, Any], None]
 
 
 @dataclass(eq=False)
@@ -51,7 +53,8 @@ class _Write:
     fn: Callable[[], Any]
     label: str
     inject: bool
-    future: concurrent.futures.Future[Any] = field(default_factory=concurrent.futures.Future)
+    future: concurrent.futures.Future[Any] | None  # None: ``on_done`` takes the outcome
+    on_done: OnDone | None = None
 
 
 @dataclass(eq=False)
@@ -97,33 +100,31 @@ class Writer:
         return self._thread.ident
 
     def write(
-        self,
-        fn: Callable[[], Any],
-        label: str,
-        inject: bool = True,
-        on_done: Callable[[concurrent.futures.Future[Any]], None] | None = None,
+        self, fn: Callable[[], Any], label: str, inject: bool = True
     ) -> concurrent.futures.Future[Any]:
-        """Queue ``fn`` to run in a transaction; the future resolves after it is committed.
+        """Queue ``fn`` to run in a transaction; the future resolves after it is committed."""
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._put(_Write(fn, label, inject, future))
+        return future
 
-        ``on_done`` is the future's done-callback, attached before the writer can see the job:
-        added afterwards it would wait for the future's lock while the writer holds it, and
-        then for the GIL (issue 17: durable transitions).
-        """
-        job = _Write(fn, label, inject)
-        if on_done is not None:
-            job.future.add_done_callback(on_done)
-        return self._put(job)
+    def submit(self, fn: Callable[[], Any], label: str, on_done: OnDone) -> None:
+        """``write`` with the outcome handed to ``on_done(error, value)`` on the writer thread
+        after the COMMIT (as a future's done-callback would be), for a caller that awaits it on
+        an event loop: no future to make, lock and read on each side (issue 17: durable
+        transitions). ``on_done`` must be quick and must not raise."""
+        self._put(_Write(fn, label, True, None, on_done))
 
     def call(self, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
         """Queue ``fn`` to run on the writer thread outside any transaction (open, close)."""
-        return self._put(_Call(fn))
+        job = _Call(fn)
+        self._put(job)
+        return job.future
 
-    def _put(self, job: _Write | _Call) -> concurrent.futures.Future[Any]:
+    def _put(self, job: _Write | _Call) -> None:
         with self._lock:
             if self._stopped:
                 raise errors.StoreClosedError()
             self._queue.put(job)
-        return job.future
 
     def stop(self) -> None:
         """Finish every queued job, then end the thread. Idempotent."""
@@ -160,7 +161,9 @@ class Writer:
             self._commit(batch)
 
     def _commit(self, batch: list[_Write]) -> None:
-        live = [job for job in batch if job.future.set_running_or_notify_cancel()]
+        live = [
+            job for job in batch if job.future is None or job.future.set_running_or_notify_cancel()
+        ]
         if not live:
             return
         self.stats.batches += 1
@@ -207,12 +210,12 @@ class Writer:
                         ),
                     )
                 else:
-                    job.future.set_result(value)
+                    _succeed(job, value)
 
     def _run_one(self, job: _Write, *, savepoint: bool) -> tuple[bool, Any, Fault | None]:
         fault: Fault | None = None
         try:
-            with self._savepoint() if savepoint else contextlib.nullcontext():
+            with _JobSavepoint(self._db) if savepoint else contextlib.nullcontext():
                 value = job.fn()
                 if self.faults is not None and job.inject:
                     fault = self.faults.on_commit(job.label)
@@ -230,27 +233,35 @@ class Writer:
             return False, self._translate(exc, False) or exc, None
         return True, value, fault
 
-    @contextlib.contextmanager
-    def _savepoint(self) -> Iterator[None]:
-        """What ``db.atomic()`` does inside a transaction (peewee's ``_savepoint``), with one
-        fixed name. A savepoint rolled back stays open until the COMMIT, as peewee leaves it; the
-        next job's savepoint of the same name nests inside it and is the one its RELEASE ends."""
-        execute = self._db.cursor().execute  # errors reach ``_translate`` as the driver's
-        execute(_SAVEPOINT_SQL)
-        try:
-            yield
-        except BaseException:
-            execute(_ROLLBACK_SQL)
-            raise
-        try:
-            execute(_RELEASE_SQL)
-        except Exception:
-            execute(_ROLLBACK_SQL)
-            raise
-
     def _in_transaction(self) -> bool:
         conn = self._db.connection()
         return bool(isinstance(conn, sqlite3.Connection) and conn.in_transaction)
+
+
+class _JobSavepoint:
+    """What ``db.atomic()`` does inside a transaction (peewee's ``_savepoint``), with one fixed
+    name and a plain cursor (errors reach ``_translate`` as the driver's). A savepoint rolled
+    back stays open until the COMMIT, as peewee leaves it; the next job's savepoint of the same
+    name nests inside it and is the one its RELEASE ends. A class rather than a generator:
+    it runs for every job of a group commit."""
+
+    __slots__ = ("_execute",)
+
+    def __init__(self, db: pw.SqliteDatabase) -> None:
+        self._execute = db.cursor().execute
+
+    def __enter__(self) -> None:
+        self._execute(_SAVEPOINT_SQL)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is not None:
+            self._execute(_ROLLBACK_SQL)
+            return
+        try:
+            self._execute(_RELEASE_SQL)
+        except Exception:
+            self._execute(_ROLLBACK_SQL)
+            raise
 
 
 class _BatchLost(Exception):
@@ -262,10 +273,10 @@ class _BatchLost(Exception):
 def after_results(fn: Callable[[], None]) -> bool:
     """Run ``fn`` once the writer has handed out the results of the whole batch it is on.
 
-    For the done-callbacks of write futures, which run on the writer thread as each result is
-    set: one that wakes an event loop can wake it once per group commit instead of once per
-    job. Returns False (and keeps nothing) when not called from there: the caller runs ``fn``
-    itself.
+    For what runs on the writer thread as each result is handed out (the ``on_done`` of
+    ``submit``, a write future's done-callbacks): one that wakes an event loop can wake it once
+    per group commit instead of once per job. Returns False (and keeps nothing) when not
+    called from there: the caller runs ``fn`` itself.
     """
     pending: list[Callable[[], None]] | None = getattr(_handing_out, "pending", None)
     if pending is None:
@@ -289,8 +300,25 @@ def _handing_out_results() -> Iterator[None]:
                 log.exception("a callback after a batch's results failed")
 
 
+def _succeed(job: _Write, value: Any) -> None:
+    if job.future is not None:
+        job.future.set_result(value)
+    elif job.on_done is not None:
+        _hand_over(job.on_done, None, value)
+
+
 def _fail(job: _Write, error: BaseException) -> None:
-    job.future.set_exception(error)
+    if job.future is not None:
+        job.future.set_exception(error)
+    elif job.on_done is not None:
+        _hand_over(job.on_done, error, None)
+
+
+def _hand_over(on_done: OnDone, error: BaseException | None, value: Any) -> None:
+    try:
+        on_done(error, value)
+    except Exception:  # as a future's done-callback would be: logged, the writer carries on
+        log.exception("a store job's outcome could not be handed over")
 
 
 def _resolve_call(job: _Call) -> None:
