@@ -133,6 +133,21 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def child_json(module: str, *args: str, timeout: float) -> Any:
+    """Runs ``python -m module args`` (a benchmark in its own process); the JSON line its
+    output ends with."""
+    out = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        env=child_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 # --- start-up and memory: a paint event of the main window --------------------------------
 
 
@@ -485,16 +500,7 @@ def bench_transcript(rounds: int, folder: Path) -> list[Row]:
     data = folder / "transcript"
     datasets.sessions(data, 20)
     datasets.transcript(data, 10_000)
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.transcript_open", str(data), "--rounds", str(rounds)],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=True,
-    )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = child_json("bench.transcript_open", str(data), "--rounds", str(rounds), timeout=600)
     bare = [paint_run(["bare"], wait_ready=False).rss_paint_mib for _ in range(rounds)]
     return [
         Row(
@@ -539,16 +545,7 @@ def bench_bigtext(
     data = folder / "bigtext"
     datasets.sessions(data, 20)
     datasets.big_rows(data, datasets.big_answer(answer), datasets.command_output(lines))
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.transcript_big", str(data), "--rounds", str(rounds)],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
-    )
-    r = json.loads(out.stdout.strip().splitlines()[-1])
+    r = child_json("bench.transcript_big", str(data), "--rounds", str(rounds), timeout=1800)
     size = f"{answer / 2**20:.0f} MB" if answer >= 2**20 else f"{answer // 1024} KB"
     reference = "reference: a plain QPlainTextEdit given the same text"
 
@@ -613,25 +610,9 @@ def bench_bigtext(
 
 def bench_streaming(rounds: int) -> list[Row]:
     """The existing gui_stall (20 sessions streaming, one shown) beside a bare Qt timer."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.gui_stall",
-            "--runs",
-            str(rounds),
-            "--grab-ms",
-            "0",
-            "--json",
-        ],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        check=True,
+    result = child_json(
+        "bench.gui_stall", "--runs", str(rounds), "--grab-ms", "0", "--json", timeout=900
     )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
     bare = [paint_run(["bare"], wait_ready=False).rss_paint_mib for _ in range(3)]
     result["ref_rss_mib"] = median(bare)
     return [
@@ -708,24 +689,9 @@ def bench_streaming(rounds: int) -> list[Row]:
 def bench_flood(rounds: int, megabytes: int = 200) -> list[Row]:
     """Runs ``bench.output_flood`` (a Qt process): a background task writes ``megabytes`` of
     output then its URL, beside the same command writing to a file directly."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.output_flood",
-            "--megabytes",
-            str(megabytes),
-            "--rounds",
-            str(rounds),
-        ],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=True,
+    r = child_json(
+        "bench.output_flood", "--megabytes", str(megabytes), "--rounds", str(rounds), timeout=1800
     )
-    r = json.loads(out.stdout.strip().splitlines()[-1])
     flood = f"{megabytes} MB output flood"
 
     def pair(name: str, what: str, unit: str, target: str, note: str, scale: float = 1) -> Row:
@@ -789,24 +755,14 @@ def bench_flood(rounds: int, megabytes: int = 200) -> list[Row]:
 
 def bench_soak(minutes: float, reference_minutes: float) -> list[Row]:
     """``bench.gui_stall --soak-minutes``: 20 sessions streaming without a pause; RSS slope."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "bench.gui_stall",
-            "--soak-minutes",
-            str(minutes),
-            "--soak-reference-minutes",
-            str(reference_minutes),
-        ],
-        env=child_env(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    r = child_json(
+        "bench.gui_stall",
+        "--soak-minutes",
+        str(minutes),
+        "--soak-reference-minutes",
+        str(reference_minutes),
         timeout=int((minutes + reference_minutes) * 60 + 600),
-        check=True,
     )
-    r = json.loads(out.stdout.strip().splitlines()[-1])
     first, last = r["rss"][0][1], r["rss"][-1][1]
     return [
         Row(

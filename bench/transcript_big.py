@@ -34,8 +34,8 @@ from bench.transcript_open import FirstPaint, Gaps, until, window_bench_main
 from fxdesk.app import App
 from fxdesk.engine.providers import FixedResolver
 from fxdesk.gui.application import GuiController
+from fxdesk.gui.transcript.full_text import FullTextWindow
 from fxdesk.gui.transcript.model import RowKind
-from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
 
@@ -88,7 +88,7 @@ async def answer_round(controller: GuiController) -> tuple[float, float, float, 
     began = time.perf_counter()
     view.trigger(answer, whole[1], whole[2])  # "Show the whole answer…"
     dialog = await until_dialog()
-    watch = FirstPaint(dialog.details.viewport(), lambda: True)
+    watch = FirstPaint(dialog.text.viewport(), lambda: True)
     await until(lambda: watch.at is not None, within=300)
     assert watch.at is not None
     watch.remove()
@@ -112,14 +112,15 @@ async def output_round(controller: GuiController) -> tuple[float, float, float, 
         began = time.perf_counter()
         view.trigger(card, "full_output", model.row_at(card))
         dialog = await until_dialog()
-        watch = FirstPaint(dialog.details.viewport(), lambda: True)
+        watch = FirstPaint(dialog.text.viewport(), lambda: True)
         await until(lambda: watch.at is not None, within=300)
         assert watch.at is not None
         watch.remove()
         full = (watch.at - began) * 1000
+        await until(lambda: dialog.complete, within=300)  # the rest, a piece a frame
         await asyncio.sleep(0.2)
     with Gaps() as scrolling:
-        await scroll_through(dialog.details.verticalScrollBar(), down=True)
+        await scroll_through(dialog.text.verticalScrollBar(), down=True)
     dialog.close()
     dialog.deleteLater()
     view.trigger(card, "toggle", None)
@@ -127,14 +128,14 @@ async def output_round(controller: GuiController) -> tuple[float, float, float, 
     return opened, full, opening.worst_ms, scrolling.worst_ms
 
 
-async def until_dialog() -> ErrorDetailsDialog:
-    found: list[ErrorDetailsDialog] = []
+async def until_dialog() -> FullTextWindow:
+    found: list[FullTextWindow] = []
 
     def shown() -> bool:
         found[:] = [
             w
             for w in QApplication.topLevelWidgets()
-            if isinstance(w, ErrorDetailsDialog) and w.isVisible()
+            if isinstance(w, FullTextWindow) and w.isVisible()
         ]
         return bool(found)
 

@@ -18,6 +18,7 @@ import json
 import signal
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -308,10 +309,14 @@ async def follow_log(
     out: TextIO,
     stop: asyncio.Event,
     still_running: Any,
+    on_stop: Callable[[], Awaitable[object]] | None = None,
 ) -> int | None:
     """Print the log from its start and what it gains, until its exit marker appears, the
     task is no longer running (asked every ``FOLLOW_CHECK_S``) or ``stop`` is set. The exit
-    code from the marker, if there is one."""
+    code from the marker, if there is one.
+
+    On ``stop``, ``on_stop`` (stopping the task) runs before the last of the log is printed:
+    what the task wrote up to its end is shown, not lost with Ctrl+C."""
     follower = _follower(path)
     checked = 0.0
     try:
@@ -329,6 +334,9 @@ async def follow_log(
                 await asyncio.to_thread(_drain, follower, out)
                 return code
             if stop.is_set():
+                if on_stop is not None:
+                    await on_stop()
+                await asyncio.to_thread(_drain, follower, out)
                 return None
             loop = asyncio.get_running_loop()
             if loop.time() - checked >= FOLLOW_CHECK_S:

@@ -181,13 +181,19 @@ async def _foreground(engine: Engine, task: BackgroundTask, where: str) -> int:
             print(f"fxdesk: {task.ref} serves at {now.url}", file=sys.stderr)
         return now.state.running
 
+    stopped: list[str] = []
+
+    async def stop_it() -> None:  # before the log's last lines: what it wrote to its end
+        outcome = await engine.stop_background(task.stable_id, task.session_id)
+        stopped.append(outcome.message)
+
     with interrupts(stop):  # replaced below by handlers that remember which signal
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, on_signal, signum)
-        code = await follow_log(Path(task.log_path), out, stop, still_running)
+        code = await follow_log(Path(task.log_path), out, stop, still_running, stop_it)
     if received:
-        outcome = await engine.stop_background(task.stable_id, task.session_id)
-        print(f"fxdesk: {outcome.message}", file=sys.stderr)
+        for message in stopped:
+            print(f"fxdesk: {message}", file=sys.stderr)
         return 128 + received[0]
     if code is not None:  # its exit marker: it ended, whether or not the runtime saw it yet
         print(f"fxdesk: {task.ref} ended with code {code}", file=sys.stderr)

@@ -42,3 +42,28 @@ async def test_output_that_arrives_with_the_exit_marker_is_printed(
     )
     assert code == 0
     assert out.getvalue().strip("\n") == "hello from the task"
+
+
+async def test_ctrl_c_prints_what_the_task_wrote_up_to_its_stop(tmp_path: Path) -> None:
+    """Ctrl+C on a foreground ``fxdesk start``: the task is stopped first, then the rest of its
+    log is printed, so nothing it wrote before its end is lost (a loaded CI machine lost the
+    task's only line this way)."""
+    log = tmp_path / "task.log"
+    log.write_bytes(b"started\n")
+    stop = asyncio.Event()
+    stop.set()  # Ctrl+C came before the follower's first read
+    out = io.StringIO()
+
+    async def still_running() -> bool:
+        return True
+
+    async def stop_the_task() -> None:
+        assert out.getvalue() == "started\n"  # what was there is printed before the stop
+        with log.open("ab") as file:  # its last words, flushed as it ends
+            file.write(b"shutting down\n")
+
+    code = await asyncio.wait_for(
+        background.follow_log(log, out, stop, still_running, stop_the_task), 30
+    )
+    assert code is None
+    assert out.getvalue() == "started\nshutting down\n"

@@ -19,8 +19,6 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -31,7 +29,6 @@ from fxdesk.domain.mcp import ServerState
 from fxdesk.domain.model import PermissionMode, WorkStatus
 from fxdesk.engine.facade import Result
 from fxdesk.engine.mcp import ConfigChanged
-from fxdesk.paths import DataPaths
 from fxdesk.providers.base import ModelRequest
 from fxdesk.providers.scripted import Reply, ScriptedCall, Step
 from fxdesk.store import migrations
@@ -47,49 +44,7 @@ from tests.engine.agents.harness import (
     tool_results,
 )
 from tests.helpers import run_fxdesk
-
-
-@asynccontextmanager
-async def running(
-    paths: DataPaths, root: Script, routes: dict[str, Script] | None = None, *, mcp: bool = False
-) -> AsyncIterator[App]:
-    app = App(paths, providers=ByName(routes or {}, root))
-    await app.start(background=False, mcp=mcp)
-    try:
-        yield app
-    finally:
-        await app.stop()
-
-
-def integrity(paths: DataPaths) -> str:
-    db = sqlite3.connect(paths.database)
-    try:
-        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        db.close()
-
-
-async def run_turn(app: App, workspace: Path, text: str, mode: PermissionMode) -> str:
-    session = await app.engine.create_session(workspace, permission_mode=mode, first_message=text)
-    result = await asyncio.wait_for(app.engine.join(session.id), WAIT_S)
-    if result != Result.IDLE:
-        reasons = [
-            await app.engine.failure_reason(i.id) for i in await app.engine.items(session.id)
-        ]
-        raise AssertionError(f"the turn ended {result}: {reasons}")
-    return session.id
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-def data(tmp_path: Path) -> DataPaths:
-    return DataPaths(tmp_path / "data", "test")
-
+from tests.reliability.real_app import data, integrity, run_turn, running
 
 # --- tool arguments ------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ import signal
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import psutil  # type: ignore[import-untyped]
@@ -42,36 +41,8 @@ from fxdesk.providers.scripted import Reply, Step
 from fxdesk.tools.background import identity
 from fxdesk.tools.sandbox_probe import sandbox_status
 from tests.engine.agents.harness import WAIT_S, ByName, Dynamic, Script, call, tool_results
+from tests.reliability.real_app import data, integrity, run_turn, running
 from tests.reliability.test_store_faults import tmpfs
-
-
-@asynccontextmanager
-async def running(paths: DataPaths, root: Script) -> AsyncIterator[App]:
-    app = App(paths, providers=ByName({}, root))
-    await app.start()  # with the background runtime: durable tasks are found again
-    try:
-        yield app
-    finally:
-        await app.stop()
-
-
-def data(tmp_path: Path) -> DataPaths:
-    return DataPaths(tmp_path / "data", "test")
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    folder = tmp_path / "project"
-    folder.mkdir()
-    return folder
-
-
-def integrity(paths: DataPaths) -> str:
-    db = sqlite3.connect(paths.database)
-    try:
-        return str(db.execute("PRAGMA integrity_check").fetchone()[0])
-    finally:
-        db.close()
 
 
 def gone(pid: int) -> bool:
@@ -105,18 +76,6 @@ async def until(  # type: ignore[no-untyped-def]
     while not condition():
         assert time.monotonic() < deadline, f"condition not reached in time {what()}"
         await asyncio.sleep(0.05)
-
-
-async def run_turn(app: App, workspace: Path, text: str) -> str:
-    session = await app.engine.create_session(
-        workspace, permission_mode=PermissionMode.YOLO, first_message=text
-    )
-    result = await asyncio.wait_for(app.engine.join(session.id), WAIT_S * 2)
-    if result != Result.IDLE:
-        items = await app.engine.items(session.id)
-        reasons = [await app.engine.failure_reason(i.id) for i in items]
-        raise AssertionError(f"the turn ended {result}: {reasons}")
-    return session.id
 
 
 class Hooked(Script):
@@ -210,7 +169,7 @@ async def test_a_durable_task_whose_pid_now_names_another_process_is_never_signa
     which is what a reused PID looks like). The next fxdesk marks the task stale, a stop by
     the model says it is no longer running, and the unrelated process is never signalled."""
     paths = data(tmp_path)
-    async with running(paths, Script([])) as app:
+    async with running(paths, Script([]), background=True) as app:
         session = await app.engine.create_session(workspace, start=False)
         task = await app.engine.start_background(session.id, "exec sleep 600")
         old_pid = task.pid
@@ -225,7 +184,7 @@ async def test_a_durable_task_whose_pid_now_names_another_process_is_never_signa
         db.close()
 
         root = Script([call("stop_background", task="#1"), Reply("It was gone.")])
-        async with running(paths, root) as app:
+        async with running(paths, root, background=True) as app:
             found = app.engine.background_task("#1", session.id)
             assert found.state is TaskState.STALE
             await app.engine.send(session.id, "Stop it")
@@ -264,11 +223,11 @@ async def test_a_refused_signal_is_said_plainly_and_the_task_is_left_running(
         ]
     )
     paths = data(tmp_path)
-    async with running(paths, root) as app:
+    async with running(paths, root, background=True) as app:
         with monkeypatch.context() as patch:
             patch.setattr(identity, "_pidfd_signal_group", refuse)
             patch.setattr(identity.os, "killpg", refuse)
-            session_id = await run_turn(app, workspace, "Start and stop")
+            session_id = await run_turn(app, workspace, "Start and stop", within=WAIT_S * 2)
         results = tool_results(root.requests[2])
         assert results[-1] == "Command #1 could not be signalled: permission denied."
         assert refused and refused[0][1] == signal.SIGTERM
@@ -312,8 +271,8 @@ async def test_commands_that_leave_zombies_closed_output_and_odd_bytes(
     )
     paths = data(tmp_path)
     began = time.monotonic()
-    async with running(paths, root) as app:
-        session_id = await run_turn(app, workspace, "Run them")
+    async with running(paths, root, background=True) as app:
+        session_id = await run_turn(app, workspace, "Run them", within=WAIT_S * 2)
         results = tool_results(root.requests[-1])
         assert results[0] == "(no output)\n[exit code 0]"
         assert results[1] == "early\n[exit code 3]"
@@ -324,7 +283,7 @@ async def test_commands_that_leave_zombies_closed_output_and_odd_bytes(
         assert results[6] == "Command #1 stopped."
     assert time.monotonic() - began < WAIT_S  # the 60 s command did not hold the turn
     await until(lambda: not zombies(began_at), what=lambda: zombies(began_at))
-    async with running(paths, Script([])) as again:
+    async with running(paths, Script([]), background=True) as again:
         transcript = await again.engine.transcript(session_id)
         stored = [e.content for e in transcript.entries if e.kind.value == "tool_result"]
         assert stored == results
@@ -351,7 +310,7 @@ async def test_a_command_that_fills_the_disk_fails_clearly_and_the_store_survive
         told: list[str] = []
         detach = messages.hub.attach(lambda m: told.append(m.text))
         try:
-            async with running(paths, root) as app:
+            async with running(paths, root, background=True) as app:
                 session = await app.engine.create_session(
                     workspace, permission_mode=PermissionMode.YOLO, first_message="Fill it"
                 )
@@ -370,7 +329,7 @@ async def test_a_command_that_fills_the_disk_fails_clearly_and_the_store_survive
         (workspace / "fill.bin").unlink()
 
         again = Script([Reply("The disk is full.")])
-        async with running(paths, again) as app:
+        async with running(paths, again, background=True) as app:
             if item.status is not WorkStatus.COMPLETED:
                 app.engine.resume(session.id)
                 await asyncio.wait_for(app.engine.join(session.id), WAIT_S)

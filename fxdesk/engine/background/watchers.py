@@ -8,7 +8,8 @@ stop event for the poll interval, so ``stop()`` returns within 250 ms (spec scen
 When it publishes (spec §7 numbers where the spec has them):
 
 - a *confident* URL (a loopback host on a line that says ready, listening, local, ...) is
-  published at the first poll that sees it (200 ms, the reference's retry interval);
+  published at the first poll that sees it (200 ms, the reference's retry interval); while the
+  scan is far behind a flooding task, each poll also looks at the log's newest lines for one;
 - a weaker one (``0.0.0.0``, a bare ``http://localhost:4000`` in some line) only once nothing
   better has followed for ``settle_s`` (0.5 s), so a proxy target printed just before the real
   banner does not win;
@@ -30,6 +31,7 @@ import asyncio
 import contextlib
 import ipaddress
 import logging
+import os
 import socket
 import ssl
 from collections.abc import Callable, Iterable
@@ -37,7 +39,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from fxdesk.domain.log_scan import UrlScanner
-from fxdesk.domain.server_urls import ServerUrl
+from fxdesk.domain.server_urls import ServerUrl, better
 from fxdesk.tools.background.logs import GrowingFile
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,11 @@ CONFIRM_TIMEOUT_S = 1.0
 STOP_GRACE_S = 0.1  # then the task is cancelled: stop() stays well under 250 ms
 READ_BLOCK = 1024 * 1024
 READ_BUDGET = 8 * READ_BLOCK  # per trip to the worker thread, so stop and give-up stay prompt
+# This far behind the log's end (a task flooding its output), each trip also looks at the
+# log's newest lines: a banner printed after 200 MB of build output is published at once, not
+# when the in-order scan reaches it seconds later (issue 17 item 6).
+PEEK_BEHIND = 2 * READ_BUDGET
+PEEK_BYTES = 64 * 1024
 
 
 def own_host_names() -> frozenset[str]:
@@ -58,12 +65,32 @@ def own_host_names() -> frozenset[str]:
 
 
 class _LogReader:
-    """The log from an offset on, fed to a scanner; used from one worker thread at a time."""
+    """The log from an offset on, fed to a scanner; used from one worker thread at a time.
+
+    While far behind the log's end it also scans the newest ``PEEK_BYTES`` on their own and
+    keeps a *confident* URL found there (``peeked``); a weaker one waits for the in-order scan,
+    which alone can tell whether something better came after it.
+    """
 
     def __init__(self, path: Path, offset: int, own_names: frozenset[str]) -> None:
+        self._path = path
         self._log = GrowingFile(path, offset)
         self._own_names = own_names
         self.scanner = UrlScanner(own_names)
+        self.peeked: ServerUrl | None = None
+
+    @property
+    def best(self) -> ServerUrl | None:
+        """The best URL found: in order, or confident among the newest lines (in order wins
+        a tie: it was printed first)."""
+        if self.peeked is None:
+            return self.scanner.best
+        return better(self.scanner.best, self.peeked)
+
+    @property
+    def offset(self) -> int:
+        """How far the in-order scan has read."""
+        return self._log.offset
 
     def read_new(self) -> bool:
         """Feed what was appended since the last call (up to a budget); True when caught up."""
@@ -72,9 +99,26 @@ class _LogReader:
             if got is None:
                 return True
             if got.reset:  # truncated or replaced: scan the new content afresh
-                self.scanner = UrlScanner(self._own_names)
+                self.scanner, self.peeked = UrlScanner(self._own_names), None
             self.scanner.feed(got.data)
+        self._peek_if_behind()
         return False
+
+    def _peek_if_behind(self) -> None:
+        with contextlib.suppress(OSError):  # only a shortcut: the in-order scan goes on
+            self._peek()
+
+    def _peek(self) -> None:
+        with open(self._path, "rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            if size - self._log.offset <= PEEK_BEHIND:
+                return
+            file.seek(size - PEEK_BYTES)
+            newest = file.read(PEEK_BYTES)
+        newest = newest[newest.find(b"\n") + 1 :]  # from the first whole line
+        found = UrlScanner(self._own_names).feed(newest)  # the unfinished last line waits
+        if found is not None and found.confident:
+            self.peeked = better(self.peeked, found)
 
     def close(self) -> None:
         self._log.close()
@@ -120,6 +164,11 @@ class UrlWatcher:
         self.url: str | None = None
 
     @property
+    def scanned_bytes(self) -> int:
+        """How far into the log the in-order scan has read."""
+        return self._reader.offset
+
+    @property
     def done(self) -> bool:
         """True once the watcher ended: URL published, given up, stopped or failed."""
         return self._done
@@ -153,7 +202,7 @@ class UrlWatcher:
         try:
             while not self._stop.is_set():
                 caught_up = await self._read()
-                best, now = self._reader.scanner.best, loop.time()
+                best, now = self._reader.best, loop.time()
                 if best != seen:
                     seen, seen_at = best, now
                 if best is not None and (best.confident or now - seen_at >= self._settle_s):

@@ -23,10 +23,10 @@ from fxdesk.gui.sessions.mention_completer import MentionCompleter
 from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, ROLE_UNREAD
 from fxdesk.gui.sessions.text_filter import ConversationFilter
 from fxdesk.gui.tasks import TaskGroup, alive, run_dialog
+from fxdesk.gui.transcript.full_text import FullTextWindow
 from fxdesk.gui.transcript.images import Thumbnails
 from fxdesk.gui.transcript.model import Row, RowKind, answers_by_call
 from fxdesk.gui.window.main_window import MainWindow
-from fxdesk.gui.window.messages import ErrorDetailsDialog
 from fxdesk.gui.window.usage_view import DAYS, UsageDialog
 
 log = logging.getLogger(__name__)
@@ -352,17 +352,15 @@ class SessionController(QObject):
     def _show_full_output(self, row: Row) -> None:
         """A command's whole output, or the whole of an answer too long for the transcript."""
         if row.tool:
-            text, title, summary = row.full_output or row.output, f"{row.tool} output", ""
+            text = row.full_output or row.output
+            title, wrap = f"{row.tool} output", False
+            summary = f"Full output of {row.tool}: {text.count(chr(10)) + 1:,} lines"
         else:
-            text, title, summary = row.text, "The whole answer", f"{len(row.text):,} characters"
-        dialog = ErrorDetailsDialog(
-            messages.Message(
-                messages.Level.INFO, summary or f"Full output of {row.tool}", details=text
-            ),
-            self.window,
-        )
-        dialog.setWindowTitle(title)
-        dialog.show()
+            text, title, wrap = row.text, "The whole answer", True
+            summary = f"{len(text):,} characters"
+        window = FullTextWindow(title, summary, text, wrap=wrap, parent=self.window)
+        window.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        window.show()
 
     @Slot(str, str)
     def _on_window_session_action(self, action: str, session_id: str) -> None:

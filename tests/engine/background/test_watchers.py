@@ -245,6 +245,57 @@ async def test_a_url_after_megabytes_of_output_is_found(tmp_path, children) -> N
     assert log.stat().st_size > 5_000_000
 
 
+def flooded_log(log: Path, last_line: bytes) -> int:
+    """A 64 MiB log of build output ending in ``last_line``; returns its size."""
+    with open(log, "wb") as out:
+        block = b"[build] compiled module 17 of 99999 in 3 ms, cache hit, no changes\n" * 1024
+        for _ in range(64 * 1024 * 1024 // len(block)):
+            out.write(block)
+        out.write(last_line)
+    return log.stat().st_size
+
+
+def noting_the_scan(log: Path, calls: Calls, **kwargs: object) -> tuple[UrlWatcher, list[int]]:
+    """A watcher that notes how far its in-order scan had read when it published."""
+    noted: list[int] = []
+
+    def on_url(url: str) -> None:
+        noted.append(url_watcher.scanned_bytes)
+        calls.on_url(url)
+
+    url_watcher = UrlWatcher(
+        log, on_url=on_url, on_give_up=calls.on_give_up, own_names=(), **kwargs
+    )
+    return url_watcher, noted
+
+
+async def test_a_banner_after_a_flood_is_published_before_the_scan_reaches_it(tmp_path) -> None:
+    """Issue 17 item 6: 200 MB of output, then the server's banner. The in-order scan is
+    seconds behind the writer; the banner, a confident URL among the newest lines, is
+    published at once, not when the scan gets there."""
+    log = tmp_path / "task.log"
+    size = flooded_log(log, "  ➜  Local:   http://localhost:5173/\n".encode())
+    calls = Calls()
+    url_watcher, scanned_when_published = noting_the_scan(log, calls)
+    url_watcher.start()
+    await calls.wait()
+    assert calls.urls == ["http://localhost:5173/"]
+    assert scanned_when_published[0] < size // 2, (scanned_when_published, size)
+
+
+async def test_a_weak_url_after_a_flood_waits_for_the_scan_to_reach_it(tmp_path) -> None:
+    """Only a confident URL is taken from the newest lines: a weak one (a proxy target) is
+    published once the in-order scan has read up to it and nothing better followed."""
+    log = tmp_path / "task.log"
+    size = flooded_log(log, b"[HPM] Proxy created: /api  -> http://localhost:3000\n")
+    calls = Calls()
+    url_watcher, scanned_when_published = noting_the_scan(log, calls, settle_s=0.2)
+    url_watcher.start()
+    await calls.wait()
+    assert calls.urls == ["http://localhost:3000"]
+    assert scanned_when_published == [size]
+
+
 async def test_gives_up_with_a_reason_when_no_url_comes(tmp_path) -> None:
     log = tmp_path / "task.log"
     log.write_text("watching for file changes...\nsee https://docs.example.com/x\n")
