@@ -33,10 +33,10 @@ log = logging.getLogger(__name__)
 
 MAX_BATCH = 64
 
-# Every job of a batch gets a savepoint of this one name: only one is open at a time (each is
-# released, or rolled back and released, before the next job), so the statements are the same
-# each time (SQLite's statement cache keeps them) and no id is generated per job, as peewee's
-# ``atomic()`` does (issue 17: durable transitions).
+# Every job of a batch gets a savepoint of this one name (each is released, or rolled back,
+# before the next job starts; see ``_JobSavepoint``), so the statements are the same each time
+# (SQLite's statement cache keeps them) and no id is generated per job, as peewee's ``atomic()``
+# does (issue 17: durable transitions).
 _SAVEPOINT_SQL = 'SAVEPOINT "fxdesk_job"'
 _RELEASE_SQL = 'RELEASE SAVEPOINT "fxdesk_job"'
 _ROLLBACK_SQL = 'ROLLBACK TO SAVEPOINT "fxdesk_job"'
