@@ -354,7 +354,7 @@ class SessionController(QObject):
         if row.tool:
             text = row.full_output or row.output
             title, wrap = f"{row.tool} output", False
-            summary = f"Full output of {row.tool}: {text.count(chr(10)) + 1:,} lines"
+            summary = f"Full output of {row.tool}: {len(text.splitlines()):,} lines"
         else:
             text, title, wrap = row.text, "The whole answer", True
             summary = f"{len(text):,} characters"
