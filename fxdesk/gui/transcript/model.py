@@ -9,6 +9,7 @@ Nothing is read until asked: ``load_latest`` fetches one page, ``load_older`` th
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -303,10 +304,12 @@ class TranscriptModel(QAbstractListModel):
                 self._replace(position, replace(row, live_output=kept))
                 return
 
-    def running_tools(self) -> bool:
-        """Whether a card still counts its time (the view repaints those each second)."""
+    def running_tools(self, start: int = 0, end: int | None = None) -> bool:
+        """Whether a card (of rows ``start`` to ``end``) still counts its time (the view
+        repaints those in view each second)."""
         return any(
-            row.kind == RowKind.TOOL and row.ok is None and not row.ended for row in self._rows
+            row.kind == RowKind.TOOL and row.ok is None and not row.ended
+            for row in itertools.islice(self._rows, start, end)
         )
 
     def toggle_arguments(self, row: int) -> None:

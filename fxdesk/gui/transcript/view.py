@@ -66,6 +66,7 @@ class TranscriptView(QListView):
         self.setSpacing(0)
         self.pinned = True
         self._anchor: tuple[str, int] | None = None  # (row key, its top) kept over a prepend
+        self._older_waiting = False  # the top was reached while rows were being laid out
         # Back to one-pass layout once a batched one has reached the last row.
         self._batches = QTimer(self)
         self._batches.setInterval(16)
@@ -93,8 +94,16 @@ class TranscriptView(QListView):
         self.clock.start()
 
     def _on_clock(self) -> None:
-        if self.isVisible() and self.transcript.running_tools():
-            self.viewport().update()
+        if not self.isVisible():
+            return
+        viewport = self.viewport()
+        first = self.indexAt(QPoint(viewport.width() // 2, 0))
+        last = self.indexAt(QPoint(viewport.width() // 2, viewport.height() - 1))
+        # The rows in view only: all 10,000 loaded rows each second was an O(n) pass.
+        start = first.row() if first.isValid() else 0
+        end = last.row() + 1 if last.isValid() else self.transcript.rowCount()
+        if self.transcript.running_tools(start, end):
+            viewport.update()
 
     # --- keyboard and context menu -----------------------------------------------------------
     # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens
@@ -263,6 +272,10 @@ class TranscriptView(QListView):
             self._batches.stop()
             self._restore_anchor(final=True)
             self._anchor = None
+            bar = self.verticalScrollBar()
+            if self._older_waiting and bar.value() <= bar.minimum():
+                self._ask_older()
+            self._older_waiting = False
 
     def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
         bar = self.verticalScrollBar()
@@ -293,8 +306,16 @@ class TranscriptView(QListView):
         bar = self.verticalScrollBar()
         self.pinned = value >= bar.maximum() - 4
         if value <= bar.minimum() and not self.transcript.complete:
-            for callback in self.older_requested:
-                callback()
+            self._ask_older()
+
+    def _ask_older(self) -> None:
+        # Not while the last page's rows are still being laid out: the page is read in a worker
+        # thread whose Python, holding the GIL, made each batch of the layout wait for it.
+        if self.layoutMode() == QListView.LayoutMode.Batched:
+            self._older_waiting = True
+            return
+        for callback in self.older_requested:
+            callback()
 
     def _on_model_changed(self, *args: object) -> None:
         if self.pinned:

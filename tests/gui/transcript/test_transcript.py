@@ -705,7 +705,8 @@ async def test_a_running_command_shows_its_lines_and_time_until_its_result_repla
     )
     model = TranscriptModel(FakeHistory([call]))
     await model.load_latest("s1")
-    assert model.running_tools()
+    assert model.running_tools() and model.running_tools(0, 1)
+    assert not model.running_tools(1)  # the view asks about the rows in view only
     card = model.row_at(0)
     assert card_words(card) == "running 1 min 15 s"
 
@@ -936,6 +937,27 @@ def test_a_page_of_older_rows_is_laid_out_in_batches_sized_to_a_time_budget(qtbo
     view.keep_place_for_prepend(150)
     assert view.layoutMode() == QListView.LayoutMode.Batched
     assert view.batchSize() == 150 + IN_VIEW_ROWS
+
+
+def test_the_top_reached_while_rows_are_laid_out_asks_for_older_rows_once_they_are(
+    qtbot: Any,
+) -> None:
+    """The next page is read in a worker thread, whose Python held up the layout's batches
+    (the GIL): it is asked for once the rows before it are laid out, if the top is still
+    in view."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    asked: list[int] = []
+    view.older_requested.append(lambda: asked.append(1))
+    view.keep_place_for_prepend(10)
+    view._on_scrollbar_value_changed(view.verticalScrollBar().minimum())
+    assert asked == []
+    view._on_batches_timeout()  # every row is laid out
+    assert view.layoutMode() == QListView.LayoutMode.SinglePass
+    assert asked == [1]
+    view._on_scrollbar_value_changed(view.verticalScrollBar().minimum())
+    assert asked == [1, 1]  # at once when no layout is going on
 
 
 async def test_an_external_agents_thoughts_and_plan_are_rows_and_a_later_plan_replaces_it(
