@@ -226,7 +226,7 @@ class SessionController(QObject):
         """Lay rows out between frames before they are inserted above the ones shown."""
         view = self.window.panel.transcript
         await view.delegate.warm(rows)
-        view.keep_place_for_prepend()  # right before they are inserted
+        view.keep_place_for_prepend(len(rows))  # right before they are inserted
 
     @Slot(object)
     def _on_bridge_session_changed(self, session: Session) -> None:

@@ -89,7 +89,8 @@ ANSWER_SHOWN = 64 * 1024
 PIECED_FROM = 4 * SEGMENT_CHARS
 PIECE_CACHE = 256  # rendered pieces of long messages (a 64 KB answer has ~45)
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
-HEIGHT_CACHE = 50_000  # row heights kept for layout passes
+HEIGHT_CACHE = 50_000  # row heights kept for layout passes (at one width)
+HEIGHT_WIDTHS = 4  # widths whose row heights are kept (a window resized back and forth)
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
 
 STATUS_MARK = {
@@ -142,12 +143,17 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._view = view
         self._trigger = trigger
         # Laid-out documents for painting (rows in view); heights for every row the view lays
-        # out, which it does for all loaded rows whenever rows are inserted.
+        # out, which it does for all loaded rows whenever rows are inserted: by width, then by
+        # the row. No object per row (a (row, width) key or a (row, size) tuple each): with
+        # 10,000 rows those were ~22,000 more objects for each garbage collection to walk.
         self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
-        self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        self._heights: OrderedDict[int, OrderedDict[Row, int]] = OrderedDict()
         # The same heights by the row object itself: the view asks for every loaded row's size
         # on each insert (10,000 rows: 10,000 calls), and hashing a row costs more than this.
-        self._by_id: dict[int, tuple[Row, int, QSize]] = {}
+        # The row is kept in ``_by_id`` so that its id is not reused while its height is here.
+        self._by_id: dict[int, Row] = {}
+        self._height_by_id: dict[int, int] = {}
+        self._by_id_width: int | None = None  # the width of the heights in _height_by_id
         self._width_now: int | None = None  # the viewport's, until the next resize
         self.layouts_built = 0
         # The streaming row changes every frame: one slot for its layout, and its closed
@@ -165,6 +171,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._cache.clear()
         self._heights.clear()
         self._by_id.clear()
+        self._height_by_id.clear()
         self._width_now = None
         self._live = None
         self._segments.clear()
@@ -175,12 +182,18 @@ class TranscriptDelegate(QStyledItemDelegate):
         view asks for every loaded row's size whenever rows are inserted)."""
         if row.kind == RowKind.LIVE:
             return self.layout(row).height
-        key = (row, self._width() if width is None else width)
-        height = self._heights.get(key)
-        if height is None:
-            height = self._heights[key] = self.layout(row).height
-            while len(self._heights) > HEIGHT_CACHE:
+        if width is None:
+            width = self._width()
+        heights = self._heights.get(width)
+        if heights is None:
+            heights = self._heights[width] = OrderedDict()
+            while len(self._heights) > HEIGHT_WIDTHS:
                 self._heights.popitem(last=False)
+        height = heights.get(row)
+        if height is None:
+            height = heights[row] = self.layout(row).height
+            while len(heights) > HEIGHT_CACHE:
+                heights.popitem(last=False)
         return height
 
     def _width(self) -> int:
@@ -202,15 +215,21 @@ class TranscriptDelegate(QStyledItemDelegate):
 
     def _quick_size(self, row: Row) -> QSize:
         width = self._width()
-        known = self._by_id.get(id(row))
-        if known is not None and known[0] is row and known[1] == width:
-            return known[2]
-        size = QSize(width, self.height(row, width))
+        if width != self._by_id_width:
+            self._by_id.clear()
+            self._height_by_id.clear()
+            self._by_id_width = width
+        ident = id(row)
+        if self._by_id.get(ident) is row:
+            return QSize(width, self._height_by_id[ident])
+        height = self.height(row, width)
         if row.kind != RowKind.LIVE:
-            self._by_id[id(row)] = (row, width, size)
+            self._by_id[ident] = row
+            self._height_by_id[ident] = height
             if len(self._by_id) > HEIGHT_CACHE:
-                del self._by_id[next(iter(self._by_id))]
-        return size
+                oldest = next(iter(self._by_id))
+                del self._by_id[oldest], self._height_by_id[oldest]
+        return QSize(width, height)
 
     async def warm(self, rows: Sequence[Row], budget_s: float = 0.008) -> None:
         """Lay out rows about to be inserted, a few between frames, so that inserting them

@@ -11,9 +11,10 @@ Signals:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, QTimerEvent, Signal
 from PySide6.QtGui import (
     QContextMenuEvent,
     QFocusEvent,
@@ -32,11 +33,16 @@ from fxdesk.gui.transcript.selection import TextSelection
 
 HIGHLIGHT_MS = 2500  # how long a message a search opened stays highlighted
 # After older rows are inserted at the top, the view lays every loaded row out again. With
-# 10,000 rows that is ~100 ms of sizes in one go, so it does it this many rows a frame (their
-# heights are known: the delegate warmed them before they came); the rows in view are in the
-# first batch. Rows added at the bottom are laid out in one pass: a batched pass would leave
-# the newest rows unpainted for a few frames.
-PREPEND_BATCH = 1000
+# 10,000 rows that is ~100 ms of sizes in one go, so it does it a batch per turn of the event
+# loop (their heights are known: the delegate warmed them before they came). The first batch
+# holds the new rows and the ones in view (IN_VIEW_ROWS more); each later one is sized from
+# the time the last one took, to take about LAYOUT_BUDGET_S (a fixed 1,000 rows took 12–20 ms,
+# and 60 ms when the machine was busy). Rows added at the bottom are laid out in one pass: a
+# batched pass would leave the newest rows unpainted for a few frames.
+PREPEND_BATCH = 1000  # rows of the first batch when the caller does not say how many come
+IN_VIEW_ROWS = 200
+LAYOUT_BUDGET_S = 0.005
+BATCH_MIN, BATCH_MAX = 100, 5000
 
 
 class TranscriptView(QListView):
@@ -219,15 +225,35 @@ class TranscriptView(QListView):
         self.delegate.highlighted = None
         self.viewport().update()
 
-    def keep_place_for_prepend(self) -> None:
-        """Call right before older rows are inserted at the top: the row at the top of the view
-        stays where it is, and the rows are laid out a batch a frame."""
+    def keep_place_for_prepend(self, count: int | None = None) -> None:
+        """Call right before ``count`` older rows (at most) are inserted at the top: the row at
+        the top of the view stays where it is, and the rows are laid out a batch a frame."""
         top = self.indexAt(QPoint(self.viewport().width() // 2, 0))
+        if not top.isValid() and self.transcript.rowCount():
+            top = self.transcript.index(0, 0)  # not placed yet: older rows come above it
         if top.isValid():
-            self._anchor = (self.transcript.row_at(top.row()).key, self.visualRect(top).top())
+            rect = self.visualRect(top)
+            self._anchor = (
+                self.transcript.row_at(top.row()).key,
+                rect.top() if rect.height() else 0,
+            )
         self.setLayoutMode(QListView.LayoutMode.Batched)
-        self.setBatchSize(PREPEND_BATCH)
+        self.setBatchSize(PREPEND_BATCH if count is None else count + IN_VIEW_ROWS)
         self._batches.start()
+
+    def timerEvent(self, event: QTimerEvent) -> None:
+        """A batch of a batched layout runs in a timer event of the view: the next batch is
+        sized to take about ``LAYOUT_BUDGET_S``, as the last one went."""
+        if self.layoutMode() != QListView.LayoutMode.Batched:
+            super().timerEvent(event)
+            return
+        began = time.perf_counter()
+        super().timerEvent(event)
+        took = time.perf_counter() - began
+        if took > LAYOUT_BUDGET_S / 10:  # a batch (other timers of the view take ~nothing)
+            size = int(self.batchSize() * LAYOUT_BUDGET_S / took)
+            self.setBatchSize(min(max(size, BATCH_MIN), BATCH_MAX))
+        self._restore_anchor()  # its row may be placed now, whether or not the range changed
 
     def _on_batches_timeout(self) -> None:
         count = self.transcript.rowCount()
@@ -235,6 +261,7 @@ class TranscriptView(QListView):
         if last is None or last.height() > 0:
             self.setLayoutMode(QListView.LayoutMode.SinglePass)
             self._batches.stop()
+            self._restore_anchor(final=True)
             self._anchor = None
 
     def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
@@ -244,7 +271,7 @@ class TranscriptView(QListView):
         elif self.pinned:
             bar.setValue(high)
 
-    def _restore_anchor(self) -> None:
+    def _restore_anchor(self, final: bool = False) -> None:
         if self._anchor is None:
             return
         key, top = self._anchor
@@ -255,9 +282,12 @@ class TranscriptView(QListView):
         rect = self.visualRect(self.transcript.index(position, 0))
         if rect.height() <= 0:
             return  # not laid out yet: the next batch's range change comes back here
-        self._anchor = None
         bar = self.verticalScrollBar()
-        bar.setValue(bar.value() + rect.top() - top)
+        value = bar.value() + rect.top() - top
+        if value > bar.maximum() and not final:
+            return  # the range grows first: its change comes back here
+        self._anchor = None
+        bar.setValue(value)
 
     def _on_scrollbar_value_changed(self, value: int) -> None:
         bar = self.verticalScrollBar()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import re
 from dataclasses import replace
@@ -34,7 +35,7 @@ from fxdesk.gui.transcript.model import (
     build_rows,
     tool_state,
 )
-from fxdesk.gui.transcript.view import TranscriptView
+from fxdesk.gui.transcript.view import IN_VIEW_ROWS, TranscriptView
 from fxdesk.paths import DataPaths
 from fxdesk.store.schema import HistoryEntryRow
 from tests.gui.waiting import until
@@ -920,6 +921,47 @@ def test_code_is_coloured_when_painted_and_a_measured_row_keeps_its_height(qtbot
     assert view.delegate.height(row) == measured == view.delegate.layout(row).height
     plain_doc = render("no code here", 400, dark=False, highlight=True)
     assert not has_plain_code(plain_doc) and getattr(plain_doc, "_highlighter", None) is None
+
+
+def test_row_sizes_are_cached_without_an_object_per_row(qtbot: Any) -> None:
+    """Issue 17: the view asks every loaded row's size after each page of older rows, and the
+    garbage collector walks whatever the size caches hold (a tuple and a QSize per row made a
+    full collection of 10,000 rows ~4 times longer). Sizes are kept, a row's changed text is
+    measured again, and so is every row at a new width."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(500, 600)
+    delegate = view.delegate
+    rows = [Row(key=f"a{n}", kind=RowKind.ASSISTANT, seq=n, text=f"answer {n}") for n in range(300)]
+    for row in rows:
+        delegate.layout(row)  # the layouts (a few rows' worth are kept for painting) first
+    gc.collect()
+    before = len(gc.get_objects())
+    heights = [delegate._quick_size(row).height() for row in rows]
+    gc.collect()
+    assert len(gc.get_objects()) - before < 30  # was 3 a row: a key, a tuple and a QSize
+    sizes = [delegate._quick_size(row) for row in rows]
+    assert [size.height() for size in sizes] == heights
+    longer = replace(rows[0], text="a longer answer " * 80)
+    assert delegate._quick_size(longer).height() > sizes[0].height()
+    view.show()
+    view.resize(300, 600)
+    built = delegate.layouts_built
+    narrow = delegate._quick_size(rows[1])
+    assert narrow.width() < sizes[1].width() and delegate.layouts_built == built + 1
+
+
+def test_a_page_of_older_rows_is_laid_out_in_batches_sized_to_a_time_budget(qtbot: Any) -> None:
+    """Issue 17: the first batch after an insert at the top holds the new rows and the ones in
+    view; later ones are sized to take about LAYOUT_BUDGET_S (a fixed 1,000 rows took 12–60
+    ms a frame)."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.keep_place_for_prepend(150)
+    assert view.layoutMode() == QListView.LayoutMode.Batched
+    assert view.batchSize() == 150 + IN_VIEW_ROWS
 
 
 async def test_an_external_agents_thoughts_and_plan_are_rows_and_a_later_plan_replaces_it(
