@@ -164,7 +164,8 @@ class SessionController(QObject):
             self.window.panel.composer.edit.workspace = Path(path) if path else None
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
         self.window.model.set_mark(session_id, ROLE_UNREAD, False)
-        await model.load_latest(session_id, warm=self._warm)
+        delegate = self.window.panel.transcript.delegate
+        await model.load_latest(session_id, warm=self._warm, prepare=delegate.warm)
         if model.session_id != session_id:
             return
         queue = await self.engine.queue(session_id)

@@ -140,10 +140,14 @@ class TranscriptModel(QAbstractListModel):
         self._loading = False
         self.endResetModel()
 
-    async def load_latest(self, session_id: str, warm: Warm | None = None) -> None:
+    async def load_latest(
+        self, session_id: str, warm: Warm | None = None, prepare: Warm | None = None
+    ) -> None:
         """Fetch the newest page. With ``warm``, the newest ``FIRST_SHOWN`` rows are shown at
         once and the rest of the page is laid out between frames, then inserted above them:
-        the person sees the end of a long session without waiting for a whole page's layout."""
+        the person sees the end of a long session without waiting for a whole page's layout.
+        ``prepare`` lays out the rows shown at once, between frames, before they are (a very
+        long answer among them would hold the Qt thread for a frame of a quarter second)."""
         self.clear(session_id)
         self._loading = True  # no older page while this one is still coming in
         try:
@@ -154,10 +158,14 @@ class TranscriptModel(QAbstractListModel):
             self.complete = len(entries) < PAGE_SIZE
             self.oldest_seq = entries[0].seq if entries else None
             rows = build_rows(entries)
-            if warm is None or len(rows) <= FIRST_SHOWN:
-                self._prepend(rows)
+            first = rows if warm is None or len(rows) <= FIRST_SHOWN else rows[-FIRST_SHOWN:]
+            if prepare is not None:
+                await prepare(first)
+                if self.session_id != session_id:
+                    return
+            self._prepend(first)
+            if warm is None or len(first) == len(rows):
                 return
-            self._prepend(rows[-FIRST_SHOWN:])
             rest = [self._with_answer(row) for row in rows[:-FIRST_SHOWN]]
             await warm(rest)
             if self.session_id == session_id:

@@ -327,6 +327,6 @@ class TranscriptView(QListView):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        self.delegate.forget_width()
-        self.delegate.clear()
+        if self.delegate.forget_width():  # not when only the scroll bar came or went
+            self.delegate.clear()
         self.scheduleDelayedItemsLayout()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QListView, QStyleOptionViewItem
+from PySide6.QtWidgets import QListView, QStyle, QStyleOptionViewItem
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
@@ -828,7 +829,32 @@ async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
     assert view.delegate.left() == (view.viewport().width() - MAX_WIDTH) // 2
     view.resize(700, 900)
     await until(lambda: view.viewport().width() <= 700)
-    assert view.delegate._width() == view.viewport().width() - 28  # narrower: the margins only
+    bar = 0 if view.verticalScrollBar().isVisible() else view.style().pixelMetric(BAR_EXTENT)
+    assert view.delegate._width() == view.viewport().width() - 28 - bar  # the margins only
+
+
+BAR_EXTENT = QStyle.PixelMetric.PM_ScrollBarExtent
+
+
+async def test_the_scroll_bar_appearing_lays_nothing_out_again(qtbot: Any) -> None:
+    """Rows are laid out as wide as the view with its scroll bar, so the bar coming (a long
+    session opened after a short one) does not lay every row out again: a session opening on
+    a long answer rendered it twice."""
+    model = TranscriptModel(FakeHistory([entry(1, EntryKind.ASSISTANT, "short")]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    await model.load_latest("s1")
+    await until(lambda: view.delegate.layouts_built > 0)
+    assert not view.verticalScrollBar().isVisible()
+    width, built = view.delegate._width(), view.delegate.layouts_built
+    model.append_entries(tuple(entry(n, EntryKind.USER, f"message {n}") for n in range(2, 60)))
+    await until(view.verticalScrollBar().isVisible)
+    await asyncio.sleep(0.1)
+    assert view.delegate._width() == width
+    first = model.row_at(0)
+    assert view.delegate.layout(first) is not None and view.delegate.layouts_built == built + 58
 
 
 def test_messages_and_turn_footers_say_when() -> None:
@@ -1028,8 +1054,9 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     view = TranscriptView(model)
     qtbot.addWidget(view)
     view.resize(700, 900)
-    paragraph = "A line of the plan.\n\n```python\nx = parse(lines)  # it\n```\n\n"
-    long_text = paragraph * (2 * ANSWER_SHOWN // len(paragraph)) + "The very end."
+    paragraph = "A line of the plan {n}.\n\n```python\nx = parse(lines)  # {n}\n```\n\n"
+    count = 2 * ANSWER_SHOWN // len(paragraph)
+    long_text = "".join(paragraph.format(n=n) for n in range(count)) + "The very end."
     asked: list[tuple[str, object]] = []
     view.action.connect(lambda action, payload: asked.append((action, payload)))
     model.clear("s1")
@@ -1037,9 +1064,10 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     model.append_entries((entry(2, EntryKind.ASSISTANT, CODE_ANSWER),))
 
     cut = view.delegate.layout(model.row_at(0))
-    shown = cut.docs[0][0].toPlainText()
+    assert len(cut.docs) > 10  # in pieces, each its own document
+    shown = "\n".join(doc.toPlainText() for doc, _area in cut.docs)
     assert "The very end." not in shown
-    assert shown.rstrip().endswith(("A line of the plan.", "x = parse(lines)  # it"))  # whole
+    assert re.search(r"(A line of the plan \d+\.|x = parse\(lines\)  # \d+)$", shown.rstrip())
     assert len(shown) < ANSWER_SHOWN < len(long_text)
     labels = [label for label, _, _ in view.row_actions(0)]
     assert "Show the whole answer…" in labels
@@ -1048,22 +1076,28 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     assert asked == [("full_output", model.row_at(0))]
     assert "Show the whole answer…" not in [label for label, _, _ in view.row_actions(1)]
 
-    image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours every code block
+    image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours what it shows
     painter = QPainter(image)
     option = QStyleOptionViewItem()
     option.rect = QRect(0, 0, 700, cut.height)
     option.palette = view.palette()
     view.delegate._paint(painter, option, model.row_at(0))
     painter.end()
-    doc = cut.docs[0][0]
-    block, coloured = doc.begin(), 0
-    while block.isValid():
-        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
-            coloured += (
-                len({r.format.foreground().color().name() for r in block.layout().formats()}) > 1
-            )
-        block = block.next()
-    assert coloured > 100
+
+    def coloured(doc: Any) -> int:
+        block, found = doc.begin(), 0
+        while block.isValid():
+            if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+                formats = block.layout().formats()
+                found += len({r.format.foreground().color().name() for r in formats}) > 1
+            block = block.next()
+        return found
+
+    in_view = [doc for doc, area in cut.docs if area.top() < view.viewport().height()]
+    below = [doc for doc, area in cut.docs if area.top() > view.viewport().height()]
+    assert in_view and below
+    assert all(coloured(doc) > 0 for doc in in_view)  # every code block the person sees
+    assert sum(coloured(doc) for doc in below) == 0  # the rest when it comes into view
 
 
 def test_the_growing_piece_of_a_streaming_answer_is_coloured_once_it_is_closed(
@@ -1097,3 +1131,72 @@ def test_the_growing_piece_of_a_streaming_answer_is_coloured_once_it_is_closed(
     ):
         block = block.next()
     assert not block.isValid() or not block.layout().formats()  # still growing: plain
+
+
+def numbered_answer(count: int) -> str:
+    return "".join(
+        f"Step {n} of the plan.\n\n```python\nvalue_{n} = parse(lines)\n```\n\n"
+        for n in range(count)
+    )
+
+
+async def test_a_long_answer_is_laid_out_a_piece_at_a_time_between_frames(qtbot: Any) -> None:
+    """Issue 17: a 64 KB answer's Markdown took ~250 ms of one frame when its session opened.
+    Its pieces are rendered a few a frame (the loop runs between them), and the row's layout
+    is then built from them without rendering anything again."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    row = build_rows([entry(1, EntryKind.ASSISTANT, numbered_answer(1200))])[0]
+    turns = 0
+    warming = True
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while warming:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.ensure_future(count_turns())
+    await view.delegate.warm([row], budget_s=0.0)
+    warming = False
+    await counter
+    pieces = view.delegate.pieces_rendered
+    assert pieces > 20
+    assert turns >= pieces - 1  # the loop ran between the pieces
+    layout = view.delegate.layout(row)
+    assert len(layout.docs) == pieces and view.delegate.pieces_rendered == pieces
+    tops = [area.top() for _doc, area in layout.docs]
+    assert tops == sorted(tops) and layout.height > tops[-1]  # stacked, in order
+
+
+async def test_an_answer_that_finished_streaming_reuses_its_rendered_pieces(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    text = numbered_answer(300)
+    model.clear("s1")
+    model.set_live_text(text)
+    streamed = len(view.delegate.layout(model.row_at(0)).docs)
+    model.append_entries((entry(1, EntryKind.ASSISTANT, text),))
+    finished = view.delegate.layout(model.row_at(0))
+    assert model.row_at(0).kind == RowKind.ASSISTANT
+    assert len(finished.docs) == streamed > 5
+    assert view.delegate.pieces_rendered == 1  # only the piece that was still growing
+
+
+async def test_the_rows_shown_first_are_laid_out_before_they_are_inserted(qtbot: Any) -> None:
+    """A session opening on a very long answer: its newest rows are prepared between frames,
+    then inserted, so the first paint does not lay the answer out in one frame."""
+    history = [entry(1, EntryKind.USER, "Write it out."), entry(2, EntryKind.ASSISTANT, "x" * 9000)]
+    model = TranscriptModel(FakeHistory(history))
+    prepared: list[tuple[int, int]] = []
+
+    async def prepare(rows: list[Row]) -> None:
+        prepared.append((len(rows), model.rowCount()))
+
+    await model.load_latest("s1", prepare=prepare)
+    assert prepared == [(2, 0)]  # both rows, before any was in the model
+    assert model.rowCount() == 2
