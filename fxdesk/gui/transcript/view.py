@@ -224,6 +224,7 @@ class TranscriptView(QListView):
         index = self.transcript.index(position, 0)
         self.pinned = False
         self._pin_timer.stop()
+        self._anchor = None  # the place kept over a prepend gives way to this one
         self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
         self.setCurrentIndex(index)
         self.delegate.highlighted = self.transcript.row_at(position).key
