@@ -28,6 +28,7 @@ from PySide6.QtCore import (
     QRectF,
     QSize,
     Qt,
+    QTimer,
 )
 from PySide6.QtGui import (
     QColor,
@@ -166,6 +167,13 @@ class TranscriptDelegate(QStyledItemDelegate):
         self.segments_rendered = 0
         self.pieces_rendered = 0
         self.thumbnails: images.Thumbnails | None = None  # attached images' (the controller's)
+        self._colour_more = QTimer(self)  # a paint left code in view uncoloured: paint again
+        self._colour_more.setSingleShot(True)
+        self._colour_more.setInterval(0)
+        self._colour_more.timeout.connect(self._on_colour_more_timeout)
+
+    def _on_colour_more_timeout(self) -> None:
+        self._view.viewport().update()
 
     def clear(self) -> None:
         self._cache.clear()
@@ -509,13 +517,20 @@ class TranscriptDelegate(QStyledItemDelegate):
         # Only what the viewport shows of each document is drawn: a long answer's whole
         # document took ~230 ms a frame while it was scrolled (issue 17, bench.transcript_big).
         shown = QRectF(self._view.viewport().rect()).translated(-QPointF(origin))
+        coloured = False
         for doc, area in [] if covered else layout.docs:
             painter.save()
             painter.translate(area.topLeft())
             clip = shown.translated(-area.topLeft()) & QRectF(0, 0, area.width(), area.height())
             if not clip.isEmpty():
-                if has_plain_code(doc):  # coloured when first in view, not when laid out
-                    highlight_code(doc, dark)
+                # Code is coloured when it first comes into view, not when laid out, and one
+                # piece a paint (pygments: ~1 ms a code line): the rest a frame later each.
+                if has_plain_code(doc):
+                    if coloured:
+                        self._colour_more.start()
+                    else:
+                        highlight_code(doc, dark)
+                        coloured = True
                 doc.drawContents(painter, clip)
             painter.restore()
         images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)

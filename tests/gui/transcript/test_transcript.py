@@ -1053,7 +1053,8 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     model = TranscriptModel(FakeHistory([]))
     view = TranscriptView(model)
     qtbot.addWidget(view)
-    view.resize(700, 900)
+    view.resize(700, 2400)  # a few pieces in view
+    view.show()
     paragraph = "A line of the plan {n}.\n\n```python\nx = parse(lines)  # {n}\n```\n\n"
     count = 2 * ANSWER_SHOWN // len(paragraph)
     long_text = "".join(paragraph.format(n=n) for n in range(count)) + "The very end."
@@ -1077,12 +1078,14 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     assert "Show the whole answer…" not in [label for label, _, _ in view.row_actions(1)]
 
     image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours what it shows
-    painter = QPainter(image)
     option = QStyleOptionViewItem()
     option.rect = QRect(0, 0, 700, cut.height)
     option.palette = view.palette()
-    view.delegate._paint(painter, option, model.row_at(0))
-    painter.end()
+
+    def paint() -> None:
+        painter = QPainter(image)
+        view.delegate._paint(painter, option, model.row_at(0))
+        painter.end()
 
     def coloured(doc: Any) -> int:
         block, found = doc.begin(), 0
@@ -1095,8 +1098,15 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
 
     in_view = [doc for doc, area in cut.docs if area.top() < view.viewport().height()]
     below = [doc for doc, area in cut.docs if area.top() > view.viewport().height()]
-    assert in_view and below
+    assert len(in_view) > 1 and below
+    paint()
+    assert [coloured(doc) > 0 for doc in in_view].count(True) == 1  # one piece a paint
+    for _ in in_view[1:]:  # and another paint asked for, each time, until all are
+        assert view.delegate._colour_more.isActive()
+        view.delegate._colour_more.stop()
+        paint()
     assert all(coloured(doc) > 0 for doc in in_view)  # every code block the person sees
+    assert not view.delegate._colour_more.isActive()
     assert sum(coloured(doc) for doc in below) == 0  # the rest when it comes into view
 
 
