@@ -343,8 +343,8 @@ class TranscriptDelegate(QStyledItemDelegate):
                     int(block.rect.right()) - 52, int(top + block.rect.top()) + 2, 48, small + 2
                 )
                 layout.hotspots.append((button, "copy", block.text))
-            top = rect.bottom()
-        layout.height = int(top) + GAP + small + 6
+            top = rect.bottom() + small // 2  # the paragraph break the pieces were cut at
+        layout.height = int(top - small // 2) + GAP + small + 6
         return layout
 
     def _build(self, row: Row, width: int, dark: bool) -> _Layout:
@@ -363,8 +363,10 @@ class TranscriptDelegate(QStyledItemDelegate):
             top = small + 4 if row.kind == RowKind.USER else 0
             left = PAD if row.kind == RowKind.USER else 0
             y = float(top + (PAD if row.kind == RowKind.USER else 0))
-            placed = []
+            placed: list[tuple[QTextDocument, QRectF]] = []
             for doc in docs:
+                if placed:
+                    y += small // 2  # the paragraph break the pieces were cut at
                 placed.append((doc, QRectF(left, y, inner, doc.size().height())))
                 y += doc.size().height()
             rect = QRectF(left, placed[0][1].top(), inner, y - placed[0][1].top())

@@ -138,6 +138,10 @@ class TranscriptView(QListView):
         return found
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        pages = {Qt.Key.Key_PageUp: -1, Qt.Key.Key_PageDown: 1}
+        if event.key() in pages and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            self._page(pages[Qt.Key(event.key())])
+            return
         index = self.currentIndex()
         if event.key() == Qt.Key.Key_F2 and index.isValid() and self.selection.open(index.row()):
             return
@@ -151,6 +155,25 @@ class TranscriptView(QListView):
                 self.trigger(index.row(), "copy", actions[0][2])
                 return
         super().keyPressEvent(event)
+
+    def _page(self, direction: int) -> None:
+        """PageUp/PageDown scroll a page, as in a document, and the row at the top (or the
+        bottom) becomes current: Qt moved a row at a time, so from a long answer PageUp
+        jumped to the message above it."""
+        bar = self.verticalScrollBar()
+        before = bar.value()
+        bar.setValue(before + direction * bar.pageStep())
+        if bar.value() == before:  # already at the edge: at the top, older pages still load
+            self._on_scrollbar_value_changed(before)
+        viewport = self.viewport()
+        edge = 0 if direction < 0 else viewport.height() - 1
+        index = self.indexAt(QPoint(viewport.width() // 2, edge))
+        if index.isValid():
+            self.setAutoScroll(False)
+            try:
+                self.setCurrentIndex(index)
+            finally:
+                self.setAutoScroll(True)
 
     def focusInEvent(self, event: QFocusEvent) -> None:
         """Tab into the transcript: the current row is the newest one in view, and the view

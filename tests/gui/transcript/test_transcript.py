@@ -1210,3 +1210,33 @@ async def test_the_rows_shown_first_are_laid_out_before_they_are_inserted(qtbot:
     await model.load_latest("s1", prepare=prepare)
     assert prepared == [(2, 0)]  # both rows, before any was in the model
     assert model.rowCount() == 2
+
+
+async def test_page_up_scrolls_a_long_answer_a_page_at_a_time(qtbot: Any) -> None:
+    """Found walking a 2 MB answer under openbox: PageUp moved the current row, so from the
+    answer it jumped to the question above it. It scrolls a page, as in a document, and the
+    row at the top becomes current."""
+    history = [
+        entry(1, EntryKind.USER, "Write it all out."),
+        entry(2, EntryKind.ASSISTANT, numbered_answer(150)),
+    ]
+    model = TranscriptModel(FakeHistory(history))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 500)
+    view.show()
+    await model.load_latest("s1")
+    bar = view.verticalScrollBar()
+    await until(lambda: bar.maximum() > 3 * bar.pageStep() and bar.value() == bar.maximum())
+    view.setFocus(Qt.FocusReason.TabFocusReason)
+    await until(view.hasFocus)
+    assert view.currentIndex().row() == 1  # the answer, in view
+    bottom = bar.value()
+    QTest.keyClick(view, Qt.Key.Key_PageUp)
+    assert bar.value() == bottom - bar.pageStep()  # one page up, still inside the answer
+    assert view.currentIndex().row() == 1
+    QTest.keyClick(view, Qt.Key.Key_PageDown)
+    assert bar.value() == bottom
+    bar.setValue(bar.pageStep() // 2)
+    QTest.keyClick(view, Qt.Key.Key_PageUp)  # the top: the question is current
+    assert bar.value() == 0 and view.currentIndex().row() == 0
