@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QListView, QStyle, QStyleOptionViewItem
+from PySide6.QtWidgets import QListView, QScrollBar, QStyle, QStyleOptionViewItem
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
@@ -296,18 +296,26 @@ async def test_the_view_lays_out_and_paints_every_kind_of_row(
     assert asked == [("retry", "w1")]
 
 
-async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up(
-    qtbot: Any,
-) -> None:
-    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+async def shown_at_the_bottom(
+    qtbot: Any, history: list[HistoryEntry], size: tuple[int, int] = (600, 400)
+) -> tuple[TranscriptModel, TranscriptView, QScrollBar]:
+    """A shown view of ``history``, loaded and scrolled to its newest rows."""
     model = TranscriptModel(FakeHistory(history))
     view = TranscriptView(model)
     qtbot.addWidget(view)
-    view.resize(600, 400)
+    view.resize(*size)
     view.show()
     await model.load_latest("s1")
     bar = view.verticalScrollBar()
     await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    return model, view, bar
+
+
+async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up(
+    qtbot: Any,
+) -> None:
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
 
     before = bar.maximum()
     model.set_live_text("new text\n\nmore lines\n\nand more")
@@ -327,14 +335,7 @@ async def test_tab_into_the_transcript_keeps_the_view_on_the_newest_rows(qtbot: 
     """Found walking the window under openbox: Tab from the tree made the first loaded row
     current and scrolled a long way up to it, away from the newest messages."""
     history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
-    model = TranscriptModel(FakeHistory(history))
-    view = TranscriptView(model)
-    qtbot.addWidget(view)
-    view.resize(600, 400)
-    view.show()
-    await model.load_latest("s1")
-    bar = view.verticalScrollBar()
-    await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
     view.activateWindow()
     view.setFocus(Qt.FocusReason.TabFocusReason)
     await until(view.hasFocus)
@@ -1220,14 +1221,8 @@ async def test_page_up_scrolls_a_long_answer_a_page_at_a_time(qtbot: Any) -> Non
         entry(1, EntryKind.USER, "Write it all out."),
         entry(2, EntryKind.ASSISTANT, numbered_answer(150)),
     ]
-    model = TranscriptModel(FakeHistory(history))
-    view = TranscriptView(model)
-    qtbot.addWidget(view)
-    view.resize(700, 500)
-    view.show()
-    await model.load_latest("s1")
-    bar = view.verticalScrollBar()
-    await until(lambda: bar.maximum() > 3 * bar.pageStep() and bar.value() == bar.maximum())
+    _model, view, bar = await shown_at_the_bottom(qtbot, history, (700, 500))
+    assert bar.maximum() > 3 * bar.pageStep()
     view.setFocus(Qt.FocusReason.TabFocusReason)
     await until(view.hasFocus)
     assert view.currentIndex().row() == 1  # the answer, in view
