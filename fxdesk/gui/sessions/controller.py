@@ -164,7 +164,8 @@ class SessionController(QObject):
             self.window.panel.composer.edit.workspace = Path(path) if path else None
         self._spawn(self.profiles.set_last_session(session_id), "remember-session")
         self.window.model.set_mark(session_id, ROLE_UNREAD, False)
-        await model.load_latest(session_id, warm=self._warm)
+        delegate = self.window.panel.transcript.delegate
+        await model.load_latest(session_id, warm=self._warm, prepare=delegate.warm)
         if model.session_id != session_id:
             return
         queue = await self.engine.queue(session_id)
@@ -225,7 +226,7 @@ class SessionController(QObject):
         """Lay rows out between frames before they are inserted above the ones shown."""
         view = self.window.panel.transcript
         await view.delegate.warm(rows)
-        view.keep_place_for_prepend()  # right before they are inserted
+        view.keep_place_for_prepend(len(rows))  # right before they are inserted
 
     @Slot(object)
     def _on_bridge_session_changed(self, session: Session) -> None:
@@ -354,7 +355,7 @@ class SessionController(QObject):
         if row.tool:
             text = row.full_output or row.output
             title, wrap = f"{row.tool} output", False
-            summary = f"Full output of {row.tool}: {text.count(chr(10)) + 1:,} lines"
+            summary = f"Full output of {row.tool}: {len(text.splitlines()):,} lines"
         else:
             text, title, wrap = row.text, "The whole answer", True
             summary = f"{len(text):,} characters"

@@ -28,6 +28,7 @@ from PySide6.QtCore import (
     QRectF,
     QSize,
     Qt,
+    QTimer,
 )
 from PySide6.QtGui import (
     QColor,
@@ -50,6 +51,7 @@ from fxdesk.gui.diff import color_diff
 from fxdesk.gui.theme import Role, color, is_dark
 from fxdesk.gui.transcript import images
 from fxdesk.gui.transcript.markdown import (
+    SEGMENT_CHARS,
     code_blocks,
     has_plain_code,
     highlight_code,
@@ -81,8 +83,15 @@ PREVIEW_LINES = 40
 # whole text in a window: Qt's Markdown reader and layout take ~5 ms a KB on the Qt thread, so a
 # 2 MB answer would freeze the window for ~15 s when shown (issue 17, bench.transcript_big).
 ANSWER_SHOWN = 64 * 1024
+# A message longer than this is rendered as a stack of pieces (``markdown.stream_segments``,
+# as the streaming answer is), each its own document: ``warm`` renders them a few a frame
+# before the row is shown, so a 64 KB answer (~250 ms of Markdown and layout) never holds the
+# Qt thread for one frame; an answer that just finished streaming reuses its closed pieces.
+PIECED_FROM = 4 * SEGMENT_CHARS
+PIECE_CACHE = 256  # rendered pieces of long messages (a 64 KB answer has ~45)
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
-HEIGHT_CACHE = 50_000  # row heights kept for layout passes
+HEIGHT_CACHE = 50_000  # row heights kept for layout passes (at one width)
+HEIGHT_WIDTHS = 4  # widths whose row heights are kept (a window resized back and forth)
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
 
 STATUS_MARK = {
@@ -135,64 +144,100 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._view = view
         self._trigger = trigger
         # Laid-out documents for painting (rows in view); heights for every row the view lays
-        # out, which it does for all loaded rows whenever rows are inserted.
+        # out, which it does for all loaded rows whenever rows are inserted: by width, then by
+        # the row. No object per row (a (row, width) key or a (row, size) tuple each): with
+        # 10,000 rows those were ~22,000 more objects for each garbage collection to walk.
         self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
-        self._heights: OrderedDict[tuple[object, ...], int] = OrderedDict()
+        self._heights: OrderedDict[int, OrderedDict[Row, int]] = OrderedDict()
         # The same heights by the row object itself: the view asks for every loaded row's size
         # on each insert (10,000 rows: 10,000 calls), and hashing a row costs more than this.
-        self._by_id: dict[int, tuple[Row, int, QSize]] = {}
+        # The row is kept in ``_by_id`` so that its id is not reused while its height is here.
+        self._by_id: dict[int, Row] = {}
+        self._height_by_id: dict[int, int] = {}
+        self._by_id_width: int | None = None  # the width of the heights in _height_by_id
         self._width_now: int | None = None  # the viewport's, until the next resize
         self.layouts_built = 0
         # The streaming row changes every frame: one slot for its layout, and its closed
         # segments rendered once each (see markdown.stream_segments).
         self._live: tuple[tuple[object, ...], _Layout] | None = None
         self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
+        self._pieces: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
         self.covered: str | None = None  # the row whose text the selection box shows instead
         self.highlighted: str | None = None  # a message a search opened (for a moment)
         self.segments_rendered = 0
+        self.pieces_rendered = 0
         self.thumbnails: images.Thumbnails | None = None  # attached images' (the controller's)
+        self._colour_more = QTimer(self)  # a paint left code in view uncoloured: paint again
+        self._colour_more.setSingleShot(True)
+        self._colour_more.setInterval(0)
+        self._colour_more.timeout.connect(self._on_colour_more_timeout)
+
+    def _on_colour_more_timeout(self) -> None:
+        self._view.viewport().update()
 
     def clear(self) -> None:
         self._cache.clear()
         self._heights.clear()
         self._by_id.clear()
+        self._height_by_id.clear()
         self._width_now = None
         self._live = None
         self._segments.clear()
+        self._pieces.clear()
 
     def height(self, row: Row, width: int | None = None) -> int:
         """The row's height at the view's width (``width``, if the caller has it already: the
         view asks for every loaded row's size whenever rows are inserted)."""
         if row.kind == RowKind.LIVE:
             return self.layout(row).height
-        key = (row, self._width() if width is None else width)
-        height = self._heights.get(key)
-        if height is None:
-            height = self._heights[key] = self.layout(row).height
-            while len(self._heights) > HEIGHT_CACHE:
+        if width is None:
+            width = self._width()
+        heights = self._heights.get(width)
+        if heights is None:
+            heights = self._heights[width] = OrderedDict()
+            while len(self._heights) > HEIGHT_WIDTHS:
                 self._heights.popitem(last=False)
+        height = heights.get(row)
+        if height is None:
+            height = heights[row] = self.layout(row).height
+            while len(heights) > HEIGHT_CACHE:
+                heights.popitem(last=False)
         return height
 
     def _width(self) -> int:
         if self._width_now is None:
-            self._width_now = min(max(self._view.viewport().width() - 2 * MARGIN, 120), MAX_WIDTH)
+            viewport = self._view.viewport().width()
+            if not self._view.verticalScrollBar().isVisible():
+                # As wide as with the scroll bar: rows are not laid out again when it appears
+                # (a session opening on a long answer rendered it twice, ~200 ms each).
+                style = self._view.style()
+                viewport -= style.pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+            self._width_now = min(max(viewport - 2 * MARGIN, 120), MAX_WIDTH)
         return self._width_now
 
-    def forget_width(self) -> None:
-        """The viewport changed size: rows are laid out at the new width from now on."""
-        self._width_now = None
+    def forget_width(self) -> bool:
+        """The viewport changed size: rows are laid out at the new width from now on. True
+        when that width is another one (what was laid out must be laid out again)."""
+        before, self._width_now = self._width_now, None
+        return before is None or self._width() != before
 
     def _quick_size(self, row: Row) -> QSize:
         width = self._width()
-        known = self._by_id.get(id(row))
-        if known is not None and known[0] is row and known[1] == width:
-            return known[2]
-        size = QSize(width, self.height(row, width))
+        if width != self._by_id_width:
+            self._by_id.clear()
+            self._height_by_id.clear()
+            self._by_id_width = width
+        ident = id(row)
+        if self._by_id.get(ident) is row:
+            return QSize(width, self._height_by_id[ident])
+        height = self.height(row, width)
         if row.kind != RowKind.LIVE:
-            self._by_id[id(row)] = (row, width, size)
+            self._by_id[ident] = row
+            self._height_by_id[ident] = height
             if len(self._by_id) > HEIGHT_CACHE:
-                del self._by_id[next(iter(self._by_id))]
-        return size
+                oldest = next(iter(self._by_id))
+                del self._by_id[oldest], self._height_by_id[oldest]
+        return QSize(width, height)
 
     async def warm(self, rows: Sequence[Row], budget_s: float = 0.008) -> None:
         """Lay out rows about to be inserted, a few between frames, so that inserting them
@@ -201,11 +246,48 @@ class TranscriptDelegate(QStyledItemDelegate):
         width = self._width()
         began = time.perf_counter()
         for row in rows:
+            for piece in self._pieces_of(row):  # a long message: its pieces a few a frame
+                self._piece_doc(piece, self._inner(row, width))
+                if time.perf_counter() - began > budget_s:
+                    await asyncio.sleep(0)
+                    width = self._width()
+                    began = time.perf_counter()
             self.height(row, width)
             if time.perf_counter() - began > budget_s:
                 await asyncio.sleep(0)  # the Qt loop paints and takes input meanwhile
                 width = self._width()
                 began = time.perf_counter()
+
+    @staticmethod
+    def _pieces_of(row: Row) -> list[str]:
+        """A long message's shown text in pieces; [] for any other row."""
+        if row.kind not in (RowKind.USER, RowKind.ASSISTANT) or len(row.text) <= PIECED_FROM:
+            return []
+        return stream_segments(shown_part(row.text))
+
+    @staticmethod
+    def _inner(row: Row, width: int) -> int:
+        return width - (2 * PAD if row.kind == RowKind.USER else 0)
+
+    def _piece_doc(self, piece: str, width: int) -> QTextDocument:
+        """One piece of a long message, rendered once (uncoloured: ``_paint`` colours the
+        pieces it draws), or the same piece already rendered while it streamed."""
+        dark = is_dark(self._view.palette())
+        streamed = self._segments.get((piece, width, dark, False))
+        if streamed is not None:
+            return streamed
+        key = (piece, width, dark)
+        doc = self._pieces.get(key)
+        if doc is not None:
+            self._pieces.move_to_end(key)
+            return doc
+        doc = self._pieces[key] = render(
+            piece, width, dark=dark, font=self._view.font(), highlight=False
+        )
+        self.pieces_rendered += 1
+        while len(self._pieces) > PIECE_CACHE:
+            self._pieces.popitem(last=False)
+        return doc
 
     def left(self) -> int:
         """Where rows start: the margin, or more to centre the column on a wide screen."""
@@ -261,25 +343,35 @@ class TranscriptDelegate(QStyledItemDelegate):
                     int(block.rect.right()) - 52, int(top + block.rect.top()) + 2, 48, small + 2
                 )
                 layout.hotspots.append((button, "copy", block.text))
-            top = rect.bottom()
-        layout.height = int(top) + GAP + small + 6
+            top = rect.bottom() + small // 2  # the paragraph break the pieces were cut at
+        layout.height = int(top - small // 2) + GAP + small + 6
         return layout
 
     def _build(self, row: Row, width: int, dark: bool) -> _Layout:
         font = self._view.font()
         small = QFontMetrics(font).height()
         if row.kind in (RowKind.USER, RowKind.ASSISTANT):
-            inner = width - (2 * PAD if row.kind == RowKind.USER else 0)
+            inner = self._inner(row, width)
             shown = shown_part(row.text)
+            pieces = self._pieces_of(row)
             # Uncoloured: most rows are built only for their height; _paint colours them.
-            doc = render(shown or " ", inner, dark=dark, font=font, highlight=False)
+            docs = (
+                [self._piece_doc(piece, inner) for piece in pieces]
+                if pieces
+                else [render(shown or " ", inner, dark=dark, font=font, highlight=False)]
+            )
             top = small + 4 if row.kind == RowKind.USER else 0
             left = PAD if row.kind == RowKind.USER else 0
-            rect = QRectF(
-                left, top + (PAD if row.kind == RowKind.USER else 0), inner, doc.size().height()
-            )
+            y = float(top + (PAD if row.kind == RowKind.USER else 0))
+            placed: list[tuple[QTextDocument, QRectF]] = []
+            for doc in docs:
+                if placed:
+                    y += small // 2  # the paragraph break the pieces were cut at
+                placed.append((doc, QRectF(left, y, inner, doc.size().height())))
+                y += doc.size().height()
+            rect = QRectF(left, placed[0][1].top(), inner, y - placed[0][1].top())
             layout = _Layout(
-                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, [(doc, rect)]
+                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, placed
             )
             below = int(rect.bottom())
             layout.thumbs = images.thumb_rects(row.data, PAD, below + GAP, inner)
@@ -290,14 +382,15 @@ class TranscriptDelegate(QStyledItemDelegate):
                 if (row.kind == RowKind.USER)
                 else ""
             )
-            for block in code_blocks(doc):
-                button = QRect(
-                    int(rect.left() + block.rect.right()) - 52,
-                    int(rect.top() + block.rect.top()) + 2,
-                    48,
-                    small + 2,
-                )
-                layout.hotspots.append((button, "copy", block.text))
+            for doc, area in placed:
+                for block in code_blocks(doc):
+                    button = QRect(
+                        int(area.left() + block.rect.right()) - 52,
+                        int(area.top() + block.rect.top()) + 2,
+                        48,
+                        small + 2,
+                    )
+                    layout.hotspots.append((button, "copy", block.text))
             if len(shown) < len(row.text):  # the rest behind a link, right under the text
                 link = QRect(0, layout.height - GAP, 200, small + 4)
                 layout.hotspots.append((link, "full_output", row))
@@ -382,9 +475,6 @@ class TranscriptDelegate(QStyledItemDelegate):
         layout = self.layout(row)
         palette = option.palette
         dark = is_dark(palette)
-        for doc, _rect in layout.docs:
-            if has_plain_code(doc):
-                highlight_code(doc, dark)
         origin = option.rect.topLeft() + QPoint(self.left(), 0)
         width = self._width()
         painter.save()
@@ -429,11 +519,20 @@ class TranscriptDelegate(QStyledItemDelegate):
         # Only what the viewport shows of each document is drawn: a long answer's whole
         # document took ~230 ms a frame while it was scrolled (issue 17, bench.transcript_big).
         shown = QRectF(self._view.viewport().rect()).translated(-QPointF(origin))
+        coloured = False
         for doc, area in [] if covered else layout.docs:
             painter.save()
             painter.translate(area.topLeft())
             clip = shown.translated(-area.topLeft()) & QRectF(0, 0, area.width(), area.height())
             if not clip.isEmpty():
+                # Code is coloured when it first comes into view, not when laid out, and one
+                # piece a paint (pygments: ~1 ms a code line): the rest a frame later each.
+                if has_plain_code(doc):
+                    if coloured:
+                        self._colour_more.start()
+                    else:
+                        highlight_code(doc, dark)
+                        coloured = True
                 doc.drawContents(painter, clip)
             painter.restore()
         images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)

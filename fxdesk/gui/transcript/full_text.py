@@ -66,6 +66,7 @@ class FullTextWindow(QDialog):
         self.copy_button.clicked.connect(self._on_copy_clicked)
         buttons.rejected.connect(self.close)
         layout.addWidget(buttons)
+        self.text.setFocus()  # the keys scroll the text, not press Close
         self._pieces = QTimer(self)
         self._pieces.setInterval(0)
         self._pieces.timeout.connect(self._on_pieces_timeout)

@@ -9,6 +9,7 @@ Nothing is read until asked: ``load_latest`` fetches one page, ``load_older`` th
 from __future__ import annotations
 
 import enum
+import itertools
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
@@ -139,10 +140,14 @@ class TranscriptModel(QAbstractListModel):
         self._loading = False
         self.endResetModel()
 
-    async def load_latest(self, session_id: str, warm: Warm | None = None) -> None:
+    async def load_latest(
+        self, session_id: str, warm: Warm | None = None, prepare: Warm | None = None
+    ) -> None:
         """Fetch the newest page. With ``warm``, the newest ``FIRST_SHOWN`` rows are shown at
         once and the rest of the page is laid out between frames, then inserted above them:
-        the person sees the end of a long session without waiting for a whole page's layout."""
+        the person sees the end of a long session without waiting for a whole page's layout.
+        ``prepare`` lays out the rows shown at once, between frames, before they are (a very
+        long answer among them would hold the Qt thread for a frame of a quarter second)."""
         self.clear(session_id)
         self._loading = True  # no older page while this one is still coming in
         try:
@@ -153,10 +158,14 @@ class TranscriptModel(QAbstractListModel):
             self.complete = len(entries) < PAGE_SIZE
             self.oldest_seq = entries[0].seq if entries else None
             rows = build_rows(entries)
-            if warm is None or len(rows) <= FIRST_SHOWN:
-                self._prepend(rows)
+            first = rows if warm is None or len(rows) <= FIRST_SHOWN else rows[-FIRST_SHOWN:]
+            if prepare is not None:
+                await prepare(first)
+                if self.session_id != session_id:
+                    return
+            self._prepend(first)
+            if warm is None or len(first) == len(rows):
                 return
-            self._prepend(rows[-FIRST_SHOWN:])
             rest = [self._with_answer(row) for row in rows[:-FIRST_SHOWN]]
             await warm(rest)
             if self.session_id == session_id:
@@ -303,10 +312,12 @@ class TranscriptModel(QAbstractListModel):
                 self._replace(position, replace(row, live_output=kept))
                 return
 
-    def running_tools(self) -> bool:
-        """Whether a card still counts its time (the view repaints those each second)."""
+    def running_tools(self, start: int = 0, end: int | None = None) -> bool:
+        """Whether a card (of rows ``start`` to ``end``) still counts its time (the view
+        repaints those in view each second)."""
         return any(
-            row.kind == RowKind.TOOL and row.ok is None and not row.ended for row in self._rows
+            row.kind == RowKind.TOOL and row.ok is None and not row.ended
+            for row in itertools.islice(self._rows, start, end)
         )
 
     def toggle_arguments(self, row: int) -> None:

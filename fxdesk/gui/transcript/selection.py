@@ -12,7 +12,7 @@ from PySide6.QtGui import QKeyEvent, QTextDocument
 from PySide6.QtWidgets import QFrame, QListView, QTextBrowser
 
 from fxdesk.gui.theme import is_dark
-from fxdesk.gui.transcript.delegate import TranscriptDelegate
+from fxdesk.gui.transcript.delegate import TranscriptDelegate, shown_part
 from fxdesk.gui.transcript.markdown import render
 from fxdesk.gui.transcript.model import Row, RowKind, TranscriptModel
 
@@ -70,12 +70,18 @@ class TextSelection(QObject):
         layout = self.delegate.layout(row)
         if not layout.docs:
             return False
-        _painted, rect = layout.docs[0]
+        rect = layout.docs[0][1]
+        for _painted, area in layout.docs[1:]:  # a long message is painted in pieces
+            rect = rect.united(area)
         item = self.view.visualRect(index)
         origin = item.topLeft() + QPoint(self.delegate.left(), 0)
-        # The same rendering as the painted row (code colours included), its own document.
+        # The same rendering as the painted row (code colours included), its own document:
+        # of a very long answer, the part the transcript shows.
         self._document = render(
-            row.text, rect.width(), dark=is_dark(self.view.palette()), font=self.view.font()
+            shown_part(row.text),
+            rect.width(),
+            dark=is_dark(self.view.palette()),
+            font=self.view.font(),
         )
         self.box.setDocument(self._document)
         self.box.setGeometry(

@@ -11,9 +11,10 @@ Signals:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QPoint, Qt, QTimer, QTimerEvent, Signal
 from PySide6.QtGui import (
     QContextMenuEvent,
     QFocusEvent,
@@ -32,11 +33,16 @@ from fxdesk.gui.transcript.selection import TextSelection
 
 HIGHLIGHT_MS = 2500  # how long a message a search opened stays highlighted
 # After older rows are inserted at the top, the view lays every loaded row out again. With
-# 10,000 rows that is ~100 ms of sizes in one go, so it does it this many rows a frame (their
-# heights are known: the delegate warmed them before they came); the rows in view are in the
-# first batch. Rows added at the bottom are laid out in one pass: a batched pass would leave
-# the newest rows unpainted for a few frames.
-PREPEND_BATCH = 1000
+# 10,000 rows that is ~100 ms of sizes in one go, so it does it a batch per turn of the event
+# loop (their heights are known: the delegate warmed them before they came). The first batch
+# holds the new rows and the ones in view (IN_VIEW_ROWS more); each later one is sized from
+# the time the last one took, to take about LAYOUT_BUDGET_S (a fixed 1,000 rows took 12–20 ms,
+# and 60 ms when the machine was busy). Rows added at the bottom are laid out in one pass: a
+# batched pass would leave the newest rows unpainted for a few frames.
+PREPEND_BATCH = 1000  # rows of the first batch when the caller does not say how many come
+IN_VIEW_ROWS = 200
+LAYOUT_BUDGET_S = 0.005
+BATCH_MIN, BATCH_MAX = 100, 5000
 
 
 class TranscriptView(QListView):
@@ -60,6 +66,7 @@ class TranscriptView(QListView):
         self.setSpacing(0)
         self.pinned = True
         self._anchor: tuple[str, int] | None = None  # (row key, its top) kept over a prepend
+        self._older_waiting = False  # the top was reached while rows were being laid out
         # Back to one-pass layout once a batched one has reached the last row.
         self._batches = QTimer(self)
         self._batches.setInterval(16)
@@ -87,8 +94,16 @@ class TranscriptView(QListView):
         self.clock.start()
 
     def _on_clock(self) -> None:
-        if self.isVisible() and self.transcript.running_tools():
-            self.viewport().update()
+        if not self.isVisible():
+            return
+        viewport = self.viewport()
+        first = self.indexAt(QPoint(viewport.width() // 2, 0))
+        last = self.indexAt(QPoint(viewport.width() // 2, viewport.height() - 1))
+        # The rows in view only: all 10,000 loaded rows each second was an O(n) pass.
+        start = first.row() if first.isValid() else 0
+        end = last.row() + 1 if last.isValid() else self.transcript.rowCount()
+        if self.transcript.running_tools(start, end):
+            viewport.update()
 
     # --- keyboard and context menu -----------------------------------------------------------
     # Arrow keys move a current row (outlined while the view has focus); Enter or Space opens
@@ -123,6 +138,10 @@ class TranscriptView(QListView):
         return found
 
     def keyPressEvent(self, event: QKeyEvent) -> None:
+        pages = {Qt.Key.Key_PageUp: -1, Qt.Key.Key_PageDown: 1}
+        if event.key() in pages and event.modifiers() == Qt.KeyboardModifier.NoModifier:
+            self._page(pages[Qt.Key(event.key())])
+            return
         index = self.currentIndex()
         if event.key() == Qt.Key.Key_F2 and index.isValid() and self.selection.open(index.row()):
             return
@@ -136,6 +155,25 @@ class TranscriptView(QListView):
                 self.trigger(index.row(), "copy", actions[0][2])
                 return
         super().keyPressEvent(event)
+
+    def _page(self, direction: int) -> None:
+        """PageUp/PageDown scroll a page, as in a document, and the row at the top (or the
+        bottom) becomes current: Qt moved a row at a time, so from a long answer PageUp
+        jumped to the message above it."""
+        bar = self.verticalScrollBar()
+        before = bar.value()
+        bar.setValue(before + direction * bar.pageStep())
+        if bar.value() == before:  # already at the edge: at the top, older pages still load
+            self._on_scrollbar_value_changed(before)
+        viewport = self.viewport()
+        edge = 0 if direction < 0 else viewport.height() - 1
+        index = self.indexAt(QPoint(viewport.width() // 2, edge))
+        if index.isValid():
+            self.setAutoScroll(False)
+            try:
+                self.setCurrentIndex(index)
+            finally:
+                self.setAutoScroll(True)
 
     def focusInEvent(self, event: QFocusEvent) -> None:
         """Tab into the transcript: the current row is the newest one in view, and the view
@@ -209,6 +247,7 @@ class TranscriptView(QListView):
         index = self.transcript.index(position, 0)
         self.pinned = False
         self._pin_timer.stop()
+        self._anchor = None  # the place kept over a prepend gives way to this one
         self.scrollTo(index, QAbstractItemView.ScrollHint.PositionAtCenter)
         self.setCurrentIndex(index)
         self.delegate.highlighted = self.transcript.row_at(position).key
@@ -219,15 +258,35 @@ class TranscriptView(QListView):
         self.delegate.highlighted = None
         self.viewport().update()
 
-    def keep_place_for_prepend(self) -> None:
-        """Call right before older rows are inserted at the top: the row at the top of the view
-        stays where it is, and the rows are laid out a batch a frame."""
+    def keep_place_for_prepend(self, count: int | None = None) -> None:
+        """Call right before ``count`` older rows (at most) are inserted at the top: the row at
+        the top of the view stays where it is, and the rows are laid out a batch a frame."""
         top = self.indexAt(QPoint(self.viewport().width() // 2, 0))
+        if not top.isValid() and self.transcript.rowCount():
+            top = self.transcript.index(0, 0)  # not placed yet: older rows come above it
         if top.isValid():
-            self._anchor = (self.transcript.row_at(top.row()).key, self.visualRect(top).top())
+            rect = self.visualRect(top)
+            self._anchor = (
+                self.transcript.row_at(top.row()).key,
+                rect.top() if rect.height() else 0,
+            )
         self.setLayoutMode(QListView.LayoutMode.Batched)
-        self.setBatchSize(PREPEND_BATCH)
+        self.setBatchSize(PREPEND_BATCH if count is None else count + IN_VIEW_ROWS)
         self._batches.start()
+
+    def timerEvent(self, event: QTimerEvent) -> None:
+        """A batch of a batched layout runs in a timer event of the view: the next batch is
+        sized to take about ``LAYOUT_BUDGET_S``, as the last one went."""
+        if self.layoutMode() != QListView.LayoutMode.Batched:
+            super().timerEvent(event)
+            return
+        began = time.perf_counter()
+        super().timerEvent(event)
+        took = time.perf_counter() - began
+        if took > LAYOUT_BUDGET_S / 10:  # a batch (other timers of the view take ~nothing)
+            size = int(self.batchSize() * LAYOUT_BUDGET_S / took)
+            self.setBatchSize(min(max(size, BATCH_MIN), BATCH_MAX))
+        self._restore_anchor()  # its row may be placed now, whether or not the range changed
 
     def _on_batches_timeout(self) -> None:
         count = self.transcript.rowCount()
@@ -235,7 +294,12 @@ class TranscriptView(QListView):
         if last is None or last.height() > 0:
             self.setLayoutMode(QListView.LayoutMode.SinglePass)
             self._batches.stop()
+            self._restore_anchor(final=True)
             self._anchor = None
+            bar = self.verticalScrollBar()
+            if self._older_waiting and bar.value() <= bar.minimum():
+                self._ask_older()
+            self._older_waiting = False
 
     def _on_scrollbar_range_changed(self, _low: int, high: int) -> None:
         bar = self.verticalScrollBar()
@@ -244,7 +308,7 @@ class TranscriptView(QListView):
         elif self.pinned:
             bar.setValue(high)
 
-    def _restore_anchor(self) -> None:
+    def _restore_anchor(self, final: bool = False) -> None:
         if self._anchor is None:
             return
         key, top = self._anchor
@@ -255,16 +319,27 @@ class TranscriptView(QListView):
         rect = self.visualRect(self.transcript.index(position, 0))
         if rect.height() <= 0:
             return  # not laid out yet: the next batch's range change comes back here
-        self._anchor = None
         bar = self.verticalScrollBar()
-        bar.setValue(bar.value() + rect.top() - top)
+        value = bar.value() + rect.top() - top
+        if value > bar.maximum() and not final:
+            return  # the range grows first: its change comes back here
+        self._anchor = None
+        bar.setValue(value)
 
     def _on_scrollbar_value_changed(self, value: int) -> None:
         bar = self.verticalScrollBar()
         self.pinned = value >= bar.maximum() - 4
         if value <= bar.minimum() and not self.transcript.complete:
-            for callback in self.older_requested:
-                callback()
+            self._ask_older()
+
+    def _ask_older(self) -> None:
+        # Not while the last page's rows are still being laid out: the page is read in a worker
+        # thread whose Python, holding the GIL, made each batch of the layout wait for it.
+        if self.layoutMode() == QListView.LayoutMode.Batched:
+            self._older_waiting = True
+            return
+        for callback in self.older_requested:
+            callback()
 
     def _on_model_changed(self, *args: object) -> None:
         if self.pinned:
@@ -276,6 +351,6 @@ class TranscriptView(QListView):
 
     def resizeEvent(self, event: QResizeEvent) -> None:
         super().resizeEvent(event)
-        self.delegate.forget_width()
-        self.delegate.clear()
+        if self.delegate.forget_width():  # not when only the scroll bar came or went
+            self.delegate.clear()
         self.scheduleDelayedItemsLayout()

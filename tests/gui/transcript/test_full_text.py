@@ -47,4 +47,5 @@ async def test_one_huge_line_is_cut_into_pieces_all_the_same(qtbot: Any) -> None
 def test_a_short_text_is_whole_at_once(qtbot: Any) -> None:
     window = make(qtbot, "ok\n")
     assert window.complete and window.summary.text() == "Full output of search"
+    assert window.focusWidget() is window.text  # the keys scroll the text
     assert window.text.accessibleName() == "search output"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QListView, QStyleOptionViewItem
+from PySide6.QtWidgets import QListView, QScrollBar, QStyle, QStyleOptionViewItem
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
@@ -33,7 +35,7 @@ from fxdesk.gui.transcript.model import (
     build_rows,
     tool_state,
 )
-from fxdesk.gui.transcript.view import TranscriptView
+from fxdesk.gui.transcript.view import IN_VIEW_ROWS, TranscriptView
 from fxdesk.paths import DataPaths
 from fxdesk.store.schema import HistoryEntryRow
 from tests.gui.waiting import until
@@ -294,18 +296,26 @@ async def test_the_view_lays_out_and_paints_every_kind_of_row(
     assert asked == [("retry", "w1")]
 
 
-async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up(
-    qtbot: Any,
-) -> None:
-    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+async def shown_at_the_bottom(
+    qtbot: Any, history: list[HistoryEntry], size: tuple[int, int] = (600, 400)
+) -> tuple[TranscriptModel, TranscriptView, QScrollBar]:
+    """A shown view of ``history``, loaded and scrolled to its newest rows."""
     model = TranscriptModel(FakeHistory(history))
     view = TranscriptView(model)
     qtbot.addWidget(view)
-    view.resize(600, 400)
+    view.resize(*size)
     view.show()
     await model.load_latest("s1")
     bar = view.verticalScrollBar()
     await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    return model, view, bar
+
+
+async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up(
+    qtbot: Any,
+) -> None:
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
 
     before = bar.maximum()
     model.set_live_text("new text\n\nmore lines\n\nand more")
@@ -325,14 +335,7 @@ async def test_tab_into_the_transcript_keeps_the_view_on_the_newest_rows(qtbot: 
     """Found walking the window under openbox: Tab from the tree made the first loaded row
     current and scrolled a long way up to it, away from the newest messages."""
     history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
-    model = TranscriptModel(FakeHistory(history))
-    view = TranscriptView(model)
-    qtbot.addWidget(view)
-    view.resize(600, 400)
-    view.show()
-    await model.load_latest("s1")
-    bar = view.verticalScrollBar()
-    await until(lambda: bar.maximum() > 0 and bar.value() == bar.maximum())
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
     view.activateWindow()
     view.setFocus(Qt.FocusReason.TabFocusReason)
     await until(view.hasFocus)
@@ -704,7 +707,8 @@ async def test_a_running_command_shows_its_lines_and_time_until_its_result_repla
     )
     model = TranscriptModel(FakeHistory([call]))
     await model.load_latest("s1")
-    assert model.running_tools()
+    assert model.running_tools() and model.running_tools(0, 1)
+    assert not model.running_tools(1)  # the view asks about the rows in view only
     card = model.row_at(0)
     assert card_words(card) == "running 1 min 15 s"
 
@@ -826,7 +830,32 @@ async def test_on_a_wide_screen_the_transcript_keeps_a_readable_centred_column(
     assert view.delegate.left() == (view.viewport().width() - MAX_WIDTH) // 2
     view.resize(700, 900)
     await until(lambda: view.viewport().width() <= 700)
-    assert view.delegate._width() == view.viewport().width() - 28  # narrower: the margins only
+    bar = 0 if view.verticalScrollBar().isVisible() else view.style().pixelMetric(BAR_EXTENT)
+    assert view.delegate._width() == view.viewport().width() - 28 - bar  # the margins only
+
+
+BAR_EXTENT = QStyle.PixelMetric.PM_ScrollBarExtent
+
+
+async def test_the_scroll_bar_appearing_lays_nothing_out_again(qtbot: Any) -> None:
+    """Rows are laid out as wide as the view with its scroll bar, so the bar coming (a long
+    session opened after a short one) does not lay every row out again: a session opening on
+    a long answer rendered it twice."""
+    model = TranscriptModel(FakeHistory([entry(1, EntryKind.ASSISTANT, "short")]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 400)
+    view.show()
+    await model.load_latest("s1")
+    await until(lambda: view.delegate.layouts_built > 0)
+    assert not view.verticalScrollBar().isVisible()
+    width, built = view.delegate._width(), view.delegate.layouts_built
+    model.append_entries(tuple(entry(n, EntryKind.USER, f"message {n}") for n in range(2, 60)))
+    await until(view.verticalScrollBar().isVisible)
+    await asyncio.sleep(0.1)
+    assert view.delegate._width() == width
+    first = model.row_at(0)
+    assert view.delegate.layout(first) is not None and view.delegate.layouts_built == built + 58
 
 
 def test_messages_and_turn_footers_say_when() -> None:
@@ -896,6 +925,68 @@ def test_code_is_coloured_when_painted_and_a_measured_row_keeps_its_height(qtbot
     assert not has_plain_code(plain_doc) and getattr(plain_doc, "_highlighter", None) is None
 
 
+def test_row_sizes_are_cached_without_an_object_per_row(qtbot: Any) -> None:
+    """Issue 17: the view asks every loaded row's size after each page of older rows, and the
+    garbage collector walks whatever the size caches hold (a tuple and a QSize per row made a
+    full collection of 10,000 rows ~4 times longer). Sizes are kept, a row's changed text is
+    measured again, and so is every row at a new width."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(500, 600)
+    delegate = view.delegate
+    rows = [Row(key=f"a{n}", kind=RowKind.ASSISTANT, seq=n, text=f"answer {n}") for n in range(300)]
+    for row in rows:
+        delegate.layout(row)  # the layouts (a few rows' worth are kept for painting) first
+    gc.collect()
+    before = len(gc.get_objects())
+    heights = [delegate._quick_size(row).height() for row in rows]
+    gc.collect()
+    assert len(gc.get_objects()) - before < 30  # was 3 a row: a key, a tuple and a QSize
+    sizes = [delegate._quick_size(row) for row in rows]
+    assert [size.height() for size in sizes] == heights
+    longer = replace(rows[0], text="a longer answer " * 80)
+    assert delegate._quick_size(longer).height() > sizes[0].height()
+    view.show()
+    view.resize(300, 600)
+    built = delegate.layouts_built
+    narrow = delegate._quick_size(rows[1])
+    assert narrow.width() < sizes[1].width() and delegate.layouts_built == built + 1
+
+
+def test_a_page_of_older_rows_is_laid_out_in_batches_sized_to_a_time_budget(qtbot: Any) -> None:
+    """Issue 17: the first batch after an insert at the top holds the new rows and the ones in
+    view; later ones are sized to take about LAYOUT_BUDGET_S (a fixed 1,000 rows took 12–60
+    ms a frame)."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.keep_place_for_prepend(150)
+    assert view.layoutMode() == QListView.LayoutMode.Batched
+    assert view.batchSize() == 150 + IN_VIEW_ROWS
+
+
+def test_the_top_reached_while_rows_are_laid_out_asks_for_older_rows_once_they_are(
+    qtbot: Any,
+) -> None:
+    """The next page is read in a worker thread, whose Python held up the layout's batches
+    (the GIL): it is asked for once the rows before it are laid out, if the top is still
+    in view."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    asked: list[int] = []
+    view.older_requested.append(lambda: asked.append(1))
+    view.keep_place_for_prepend(10)
+    view._on_scrollbar_value_changed(view.verticalScrollBar().minimum())
+    assert asked == []
+    view._on_batches_timeout()  # every row is laid out
+    assert view.layoutMode() == QListView.LayoutMode.SinglePass
+    assert asked == [1]
+    view._on_scrollbar_value_changed(view.verticalScrollBar().minimum())
+    assert asked == [1, 1]  # at once when no layout is going on
+
+
 async def test_an_external_agents_thoughts_and_plan_are_rows_and_a_later_plan_replaces_it(
     qtbot: Any,
 ) -> None:
@@ -963,9 +1054,11 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     model = TranscriptModel(FakeHistory([]))
     view = TranscriptView(model)
     qtbot.addWidget(view)
-    view.resize(700, 900)
-    paragraph = "A line of the plan.\n\n```python\nx = parse(lines)  # it\n```\n\n"
-    long_text = paragraph * (2 * ANSWER_SHOWN // len(paragraph)) + "The very end."
+    view.resize(700, 2400)  # a few pieces in view
+    view.show()
+    paragraph = "A line of the plan {n}.\n\n```python\nx = parse(lines)  # {n}\n```\n\n"
+    count = 2 * ANSWER_SHOWN // len(paragraph)
+    long_text = "".join(paragraph.format(n=n) for n in range(count)) + "The very end."
     asked: list[tuple[str, object]] = []
     view.action.connect(lambda action, payload: asked.append((action, payload)))
     model.clear("s1")
@@ -973,9 +1066,10 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     model.append_entries((entry(2, EntryKind.ASSISTANT, CODE_ANSWER),))
 
     cut = view.delegate.layout(model.row_at(0))
-    shown = cut.docs[0][0].toPlainText()
+    assert len(cut.docs) > 10  # in pieces, each its own document
+    shown = "\n".join(doc.toPlainText() for doc, _area in cut.docs)
     assert "The very end." not in shown
-    assert shown.rstrip().endswith(("A line of the plan.", "x = parse(lines)  # it"))  # whole
+    assert re.search(r"(A line of the plan \d+\.|x = parse\(lines\)  # \d+)$", shown.rstrip())
     assert len(shown) < ANSWER_SHOWN < len(long_text)
     labels = [label for label, _, _ in view.row_actions(0)]
     assert "Show the whole answer…" in labels
@@ -984,22 +1078,37 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     assert asked == [("full_output", model.row_at(0))]
     assert "Show the whole answer…" not in [label for label, _, _ in view.row_actions(1)]
 
-    image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours every code block
-    painter = QPainter(image)
+    image = QImage(800, 1200, QImage.Format.Format_ARGB32)  # painting colours what it shows
     option = QStyleOptionViewItem()
     option.rect = QRect(0, 0, 700, cut.height)
     option.palette = view.palette()
-    view.delegate._paint(painter, option, model.row_at(0))
-    painter.end()
-    doc = cut.docs[0][0]
-    block, coloured = doc.begin(), 0
-    while block.isValid():
-        if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
-            coloured += (
-                len({r.format.foreground().color().name() for r in block.layout().formats()}) > 1
-            )
-        block = block.next()
-    assert coloured > 100
+
+    def paint() -> None:
+        painter = QPainter(image)
+        view.delegate._paint(painter, option, model.row_at(0))
+        painter.end()
+
+    def coloured(doc: Any) -> int:
+        block, found = doc.begin(), 0
+        while block.isValid():
+            if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+                formats = block.layout().formats()
+                found += len({r.format.foreground().color().name() for r in formats}) > 1
+            block = block.next()
+        return found
+
+    in_view = [doc for doc, area in cut.docs if area.top() < view.viewport().height()]
+    below = [doc for doc, area in cut.docs if area.top() > view.viewport().height()]
+    assert len(in_view) > 1 and below
+    paint()
+    assert [coloured(doc) > 0 for doc in in_view].count(True) == 1  # one piece a paint
+    for _ in in_view[1:]:  # and another paint asked for, each time, until all are
+        assert view.delegate._colour_more.isActive()
+        view.delegate._colour_more.stop()
+        paint()
+    assert all(coloured(doc) > 0 for doc in in_view)  # every code block the person sees
+    assert not view.delegate._colour_more.isActive()
+    assert sum(coloured(doc) for doc in below) == 0  # the rest when it comes into view
 
 
 def test_the_growing_piece_of_a_streaming_answer_is_coloured_once_it_is_closed(
@@ -1033,3 +1142,96 @@ def test_the_growing_piece_of_a_streaming_answer_is_coloured_once_it_is_closed(
     ):
         block = block.next()
     assert not block.isValid() or not block.layout().formats()  # still growing: plain
+
+
+def numbered_answer(count: int) -> str:
+    return "".join(
+        f"Step {n} of the plan.\n\n```python\nvalue_{n} = parse(lines)\n```\n\n"
+        for n in range(count)
+    )
+
+
+async def test_a_long_answer_is_laid_out_a_piece_at_a_time_between_frames(qtbot: Any) -> None:
+    """Issue 17: a 64 KB answer's Markdown took ~250 ms of one frame when its session opened.
+    Its pieces are rendered a few a frame (the loop runs between them), and the row's layout
+    is then built from them without rendering anything again."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    row = build_rows([entry(1, EntryKind.ASSISTANT, numbered_answer(1200))])[0]
+    turns = 0
+    warming = True
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while warming:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.ensure_future(count_turns())
+    await view.delegate.warm([row], budget_s=0.0)
+    warming = False
+    await counter
+    pieces = view.delegate.pieces_rendered
+    assert pieces > 20
+    assert turns >= pieces - 1  # the loop ran between the pieces
+    layout = view.delegate.layout(row)
+    assert len(layout.docs) == pieces and view.delegate.pieces_rendered == pieces
+    tops = [area.top() for _doc, area in layout.docs]
+    assert tops == sorted(tops) and layout.height > tops[-1]  # stacked, in order
+
+
+async def test_an_answer_that_finished_streaming_reuses_its_rendered_pieces(qtbot: Any) -> None:
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    text = numbered_answer(300)
+    model.clear("s1")
+    model.set_live_text(text)
+    streamed = len(view.delegate.layout(model.row_at(0)).docs)
+    model.append_entries((entry(1, EntryKind.ASSISTANT, text),))
+    finished = view.delegate.layout(model.row_at(0))
+    assert model.row_at(0).kind == RowKind.ASSISTANT
+    assert len(finished.docs) == streamed > 5
+    assert view.delegate.pieces_rendered == 1  # only the piece that was still growing
+
+
+async def test_the_rows_shown_first_are_laid_out_before_they_are_inserted(qtbot: Any) -> None:
+    """A session opening on a very long answer: its newest rows are prepared between frames,
+    then inserted, so the first paint does not lay the answer out in one frame."""
+    history = [entry(1, EntryKind.USER, "Write it out."), entry(2, EntryKind.ASSISTANT, "x" * 9000)]
+    model = TranscriptModel(FakeHistory(history))
+    prepared: list[tuple[int, int]] = []
+
+    async def prepare(rows: list[Row]) -> None:
+        prepared.append((len(rows), model.rowCount()))
+
+    await model.load_latest("s1", prepare=prepare)
+    assert prepared == [(2, 0)]  # both rows, before any was in the model
+    assert model.rowCount() == 2
+
+
+async def test_page_up_scrolls_a_long_answer_a_page_at_a_time(qtbot: Any) -> None:
+    """Found walking a 2 MB answer under openbox: PageUp moved the current row, so from the
+    answer it jumped to the question above it. It scrolls a page, as in a document, and the
+    row at the top becomes current."""
+    history = [
+        entry(1, EntryKind.USER, "Write it all out."),
+        entry(2, EntryKind.ASSISTANT, numbered_answer(150)),
+    ]
+    _model, view, bar = await shown_at_the_bottom(qtbot, history, (700, 500))
+    assert bar.maximum() > 3 * bar.pageStep()
+    view.setFocus(Qt.FocusReason.TabFocusReason)
+    await until(view.hasFocus)
+    assert view.currentIndex().row() == 1  # the answer, in view
+    bottom = bar.value()
+    QTest.keyClick(view, Qt.Key.Key_PageUp)
+    assert bar.value() == bottom - bar.pageStep()  # one page up, still inside the answer
+    assert view.currentIndex().row() == 1
+    QTest.keyClick(view, Qt.Key.Key_PageDown)
+    assert bar.value() == bottom
+    bar.setValue(bar.pageStep() // 2)
+    QTest.keyClick(view, Qt.Key.Key_PageUp)  # the top: the question is current
+    assert bar.value() == 0 and view.currentIndex().row() == 0
