@@ -24,13 +24,21 @@ log = logging.getLogger(__name__)
 
 
 class TaskGroup:
-    """Keeps references to the tasks it starts and reports the ones that fail."""
+    """Keeps references to the tasks it starts and reports the ones that fail.
+
+    Once ``cancel_all`` ran (the window is shutting down), a task spawned later is cancelled
+    before its first step: a timer firing during the shutdown must not start work that would
+    find the store closed under it."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
     def spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> asyncio.Task[Any]:
         task = asyncio.get_running_loop().create_task(coro, name=name)
+        if self._closed:
+            task.cancel()  # never runs a step: the coroutine is closed unstarted
+            return task
         self._tasks.add(task)
         task.add_done_callback(self._on_done)
         return task
@@ -44,6 +52,8 @@ class TaskGroup:
             report_unexpected((type(exc), exc, exc.__traceback__), f"task {task.get_name()}")
 
     async def cancel_all(self) -> None:
+        """Cancel every task and refuse new ones (see the class docstring)."""
+        self._closed = True
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
