@@ -25,6 +25,9 @@ from tests.helpers import child_env, fxdesk_command
 pytestmark = pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb")
 
 
+XLIB_EXIT = "X connection to"  # Xlib's default I/O error message, just before its exit(1)
+
+
 def start_xvfb() -> tuple[subprocess.Popen[bytes], str]:
     read, write = os.pipe()
     server = subprocess.Popen(
@@ -70,8 +73,16 @@ def test_losing_the_display_quits_in_order_and_leaves_no_crash_report(tmp_path: 
             if process.poll() is None:
                 process.kill()
                 process.wait(30)
-    assert window.returncode == 0, err
     log = log_text()
+    if window.returncode == 1 and XLIB_EXIT in err and "the display went away" not in log:
+        # Known, not fixed (docs/reliability.md, "Left"): Qt reaches the server through an
+        # Xlib display, and when Xlib notices the dead connection before Qt's own reader does,
+        # Xlib's I/O error handling ends the process with exit(1) before fxdesk can quit in
+        # order (about 1 run in 10 here). An exit handler that returns instead lets Xlib go on
+        # with the dead display and crash (SIGSEGV), which is worse. Any other outcome fails.
+        pytest.xfail("Xlib ended the process before Qt noticed the X server was gone")
+    assert window.returncode == 0, f"{err}\n--- its log, the end:\n{log[-3000:]}"
+
     assert "the display went away" in log
     assert "shutdown: store stopped" in log and "shutdown: gui closed" in log
     assert "Event loop stopped before Future completed" not in log + err
