@@ -52,6 +52,9 @@ class FakeProcess:
     exit_status: int | None = None
     ignores_sigterm: bool = False
     orphaned: bool = False  # its parent fxdesk is gone: init reaps it when it ends
+    # The handle's process (bubblewrap, in the sandbox) outlives the task's identity for a
+    # moment: the wrapper inside is gone while bubblewrap still tears the sandbox down.
+    handle_lingers: bool = False
     signals: list[int] = field(default_factory=list)
 
     @property
@@ -71,7 +74,7 @@ class FakeOwned:
 
     def wait(self, timeout_s: float | None) -> int | None:
         self._provider._record("wait", self.pid, timeout_s)
-        if self.process.alive:
+        if self.process.alive or self.process.handle_lingers:
             return None
         self.process.reaped = True
         return self.process.exit_status if self.process.exit_status is not None else -15
@@ -224,7 +227,13 @@ class FakeProvider:
             return forced
         process = self.processes.get(pid)
         if process is None or (
-            not process.alive and (process.reaped or process.orphaned or process.spec is None)
+            not process.alive
+            and (
+                process.reaped
+                or process.orphaned
+                or process.handle_lingers  # the wrapper is the sandbox init's to reap
+                or process.spec is None
+            )
         ):
             return TokenMatch.MISSING
         if not process.alive and not process.reaped:

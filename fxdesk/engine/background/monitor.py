@@ -14,7 +14,6 @@ one first retries the degraded records (A 11). A read-only task changes in memor
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 from dataclasses import dataclass
 
@@ -77,10 +76,7 @@ async def refresh(ctx: Context) -> list[Completion]:
         state, code = found
         previous = task.state
         task.finish(state, code)
-        if task.owned is not None:
-            owned, task.owned = task.owned, None
-            with contextlib.suppress(Exception):
-                await asyncio.to_thread(owned.wait, 0)
+        task.let_go()
         if state is TaskState.STALE:
             log.info("background task lifecycle display_id=%d outcome=stale", task.number)
         else:

@@ -127,8 +127,7 @@ async def _apply(ctx: Context, task: Task, result: StopResult) -> None:
         return
     previous = task.state
     task.finish(TaskState.STALE if result is StopResult.ALREADY_GONE else TaskState.STOPPED)
-    if task.owned is not None and result is not StopResult.ALREADY_GONE:
-        task.owned = None
+    task.let_go()
     await records.save(ctx, task, "stop background task")
     ctx.publish(task, previous)
 
@@ -220,9 +219,7 @@ async def stop_and_forget(ctx: Context, tasks: Iterable[Task]) -> ForgetResult:
     for task, result in zip(chosen, results, strict=True):
         signalled += result in _SIGNALLED
         if result.ended:
-            if task.owned is not None:
-                task.owned.forget()
-                task.owned = None
+            task.let_go()
             ctx.table.remove(task)
             ctx.publish(task, task.state, removed=True)
             removed += 1
@@ -253,7 +250,5 @@ async def stop_at_quit(ctx: Context) -> int:
 
     stopped = sum(await asyncio.gather(*(one(task) for task in doomed)))
     for task in ctx.table:
-        if task.owned is not None:
-            task.owned.forget()
-            task.owned = None
+        task.let_go()
     return stopped

@@ -57,6 +57,15 @@ class Task:
     stopping: bool = False
     warned: bool = False  # the degradation was said once this episode (spec §2.9)
 
+    def let_go(self) -> None:
+        """Drop the handle on the process fxdesk spawned (bubblewrap, or the wrapper), leaving
+        its reaping to a thread. Never just drop it: the task's own PID can be gone (the wrapper
+        inside the sandbox exited) while bubblewrap is still tearing the sandbox down, and a
+        handle dropped then leaves bubblewrap a zombie for as long as fxdesk runs."""
+        owned, self.owned = self.owned, None
+        if owned is not None:
+            owned.forget()
+
     def snapshot(self) -> BackgroundTask:
         warning = ""
         if self.policy.durable and not self.persistence.restorable:

@@ -115,6 +115,35 @@ async def test_scenario_25_stop_and_forget_removes_only_this_workspaces_tasks(
     assert [e.task.stable_id for e in removed] == [inside.stable_id]
 
 
+async def test_a_handle_whose_process_outlives_the_task_is_left_to_a_reaper(
+    bg: Harness,
+) -> None:
+    """In the sandbox the task's PID is the wrapper inside it, and fxdesk's handle is on
+    bubblewrap, which outlives the wrapper for a moment while it tears the sandbox down. When
+    a task ends then (stopped, found finished, or found gone), its handle is not reaped yet; it
+    is given to a reaper, never just dropped (dropped, bubblewrap stayed a zombie as long as
+    fxdesk ran: the CI of stop 28). Each of the three ways a task ends."""
+    stopped = await bg.launch("npm run dev")
+    bg.fake.processes[stopped.pid].handle_lingers = True
+    outcome = await bg.runtime.stop(stopped.ref, bg.session_id)
+    assert outcome.result is StopResult.STOPPED
+
+    finished = await bg.launch("npm run build")
+    bg.fake.processes[finished.pid].handle_lingers = True
+    bg.fake.finish(finished.pid, 0)
+    await bg.runtime.refresh(force=True)
+    assert bg.task(finished.number).state is TaskState.EXITED
+
+    gone = await bg.launch("npm run storybook")
+    bg.fake.processes[gone.pid].handle_lingers = True
+    bg.fake.reuse_pid(gone.pid)
+    assert (await bg.runtime.stop(gone.ref, bg.session_id)).result is StopResult.ALREADY_GONE
+
+    forgotten = [call[1] for call in bg.fake.named("forget")]
+    assert sorted(forgotten) == sorted([stopped.pid, finished.pid, gone.pid])
+    assert all(bg.runtime.find(t.ref, bg.session_id).owned is None for t in (stopped, finished))
+
+
 async def test_stop_and_forget_never_signals_a_reused_pid_and_keeps_an_unreadable_one(
     bg: Harness,
 ) -> None:
