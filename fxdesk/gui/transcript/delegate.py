@@ -3,7 +3,8 @@ footers.
 
 Each row is laid out once per width and light/dark into documents and hotspots (the buttons a
 click can hit); layouts of the rows in view and heights of every row are cached. The streaming
-answer is rendered in closed pieces plus a growing tail (``markdown.stream_segments``).
+answer is rendered in closed pieces plus a growing tail (``markdown.stream_segments``), and the
+growing piece in closed paragraphs plus the newest one: each frame renders only that one.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from fxdesk.gui.theme import Role, color, is_dark
 from fxdesk.gui.transcript import images
 from fxdesk.gui.transcript.markdown import (
     SEGMENT_CHARS,
+    CodeBlock,
     code_blocks,
     has_plain_code,
     highlight_code,
@@ -93,6 +95,16 @@ LAYOUT_CACHE = 400  # laid-out rows kept for painting
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes (at one width)
 HEIGHT_WIDTHS = 4  # widths whose row heights are kept (a window resized back and forth)
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
+# The streaming answer's growing piece (up to ~SEGMENT_CHARS) is itself cut, at paragraph
+# breaks, into parts of about this size: a closed part is rendered once, and each frame renders
+# only the newest part, not the whole growing piece (issue 17: the growing piece's Markdown and
+# layout were most of the Qt thread's work per frame while 20 sessions streamed).
+LIVE_PART_CHARS = 240
+
+# A rendered piece of the streaming answer is closed (more text never changes it: its code is
+# coloured), or a part of the growing piece (plain: the newest part, rendered anew each frame,
+# is the same document once more text closes it).
+_CLOSED, _PLAIN = "closed", "plain"
 
 STATUS_MARK = {
     ToolState.RUNNING: "◌",
@@ -131,6 +143,47 @@ class _Layout:
     thumbs: list[tuple[QRect, dict[str, Any]]] = field(default_factory=list)  # images.py
 
 
+@dataclass(frozen=True)
+class _Piece:
+    """A rendered piece of a message, with what stacking it and its Copy buttons need."""
+
+    doc: QTextDocument
+    top: float  # where its first block starts in it
+    top_margin: float  # that block's top margin
+    bottom: float  # where its last block ends
+    bottom_margin: float  # that block's bottom margin
+    code: list[CodeBlock]
+
+
+def _piece(doc: QTextDocument) -> _Piece:
+    layout = doc.documentLayout()
+    first, last = doc.begin(), doc.lastBlock()
+    return _Piece(
+        doc,
+        layout.blockBoundingRect(first).top(),
+        first.blockFormat().topMargin(),
+        layout.blockBoundingRect(last).bottom(),
+        last.blockFormat().bottomMargin(),
+        code_blocks(doc),
+    )
+
+
+def stack(pieces: Sequence[_Piece], left: float, top: float, width: float) -> list[QRectF]:
+    """Where each piece goes, one under another from ``top``, spaced as their paragraphs are in
+    one document: the margins of the blocks either side of a cut collapse to the larger one.
+    So a text laid out in pieces is as tall as in one document, and cutting it somewhere else
+    (a streaming answer's part joining its piece) moves nothing."""
+    rects: list[QRectF] = []
+    y = top
+    for number, piece in enumerate(pieces):
+        if number:
+            before = pieces[number - 1]
+            spacing = max(before.bottom_margin, piece.top_margin)
+            y += before.bottom + spacing - piece.top
+        rects.append(QRectF(left, y, width, piece.doc.size().height()))
+    return rects
+
+
 class TranscriptDelegate(QStyledItemDelegate):
     """Paints user messages, Markdown answers, tool cards, notices and turn footers.
 
@@ -160,8 +213,8 @@ class TranscriptDelegate(QStyledItemDelegate):
         # The streaming row changes every frame: one slot for its layout, and its closed
         # segments rendered once each (see markdown.stream_segments).
         self._live: tuple[tuple[object, ...], _Layout] | None = None
-        self._segments: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
-        self._pieces: OrderedDict[tuple[object, ...], QTextDocument] = OrderedDict()
+        self._segments: OrderedDict[tuple[object, ...], _Piece] = OrderedDict()
+        self._pieces: OrderedDict[tuple[object, ...], _Piece] = OrderedDict()
         self.covered: str | None = None  # the row whose text the selection box shows instead
         self.highlighted: str | None = None  # a message a search opened (for a moment)
         self.segments_rendered = 0
@@ -269,25 +322,25 @@ class TranscriptDelegate(QStyledItemDelegate):
     def _inner(row: Row, width: int) -> int:
         return width - (2 * PAD if row.kind == RowKind.USER else 0)
 
-    def _piece_doc(self, piece: str, width: int) -> QTextDocument:
+    def _piece_doc(self, piece: str, width: int) -> _Piece:
         """One piece of a long message, rendered once (uncoloured: ``_paint`` colours the
         pieces it draws), or the same piece already rendered while it streamed."""
         dark = is_dark(self._view.palette())
-        streamed = self._segments.get((piece, width, dark, False))
+        streamed = self._segments.get((piece, width, dark, _CLOSED))
         if streamed is not None:
             return streamed
         key = (piece, width, dark)
-        doc = self._pieces.get(key)
-        if doc is not None:
+        found = self._pieces.get(key)
+        if found is not None:
             self._pieces.move_to_end(key)
-            return doc
-        doc = self._pieces[key] = render(
-            piece, width, dark=dark, font=self._view.font(), highlight=False
+            return found
+        found = self._pieces[key] = _piece(
+            render(piece, width, dark=dark, font=self._view.font(), highlight=False)
         )
         self.pieces_rendered += 1
         while len(self._pieces) > PIECE_CACHE:
             self._pieces.popitem(last=False)
-        return doc
+        return found
 
     def left(self) -> int:
         """Where rows start: the margin, or more to centre the column on a wide screen."""
@@ -314,37 +367,45 @@ class TranscriptDelegate(QStyledItemDelegate):
         return built
 
     def _build_live(self, row: Row, width: int, dark: bool) -> _Layout:
-        """The streaming answer as a stack of segment documents; only the last is new."""
+        """The streaming answer as a stack of documents: its closed pieces (``stream_segments``),
+        then the growing piece's closed parts and its newest part. Only the newest part is
+        rendered anew each frame, and a part or piece once, when it closes."""
         font = self._view.font()
         small = QFontMetrics(font).height()
         layout = _Layout(0, footer="streaming…")
-        top = 0.0
         segments = stream_segments(row.text or " ")
-        for number, segment in enumerate(segments):
-            # The growing last piece is rendered anew each frame: its code is coloured once
-            # the piece is closed (pygments on it each frame was a third of streaming's cost).
-            growing = number == len(segments) - 1
-            key = (segment, width, dark, growing)
-            doc = self._segments.get(key)
-            if doc is None:
-                doc = render(segment, width, dark=dark, font=font, highlight=not growing)
-                if growing:
+        parts = stream_segments(segments[-1], LIVE_PART_CHARS)
+        wanted = [(segment, _CLOSED) for segment in segments[:-1]]
+        wanted += [(part, _PLAIN) for part in parts]
+        pieces = []
+        for text, state in wanted:
+            key = (text, width, dark, state)
+            found = self._segments.get(key)
+            if found is None:
+                # The growing piece's code is coloured once the piece is closed (pygments on it
+                # each frame was a third of streaming's cost); it shows plain until then.
+                doc = render(text, width, dark=dark, font=font, highlight=state == _CLOSED)
+                if state != _CLOSED:
                     skip_colouring(doc)
                 self.segments_rendered += 1
-                self._segments[key] = doc
+                found = self._segments[key] = _piece(doc)
                 while len(self._segments) > SEGMENT_CACHE:
                     self._segments.popitem(last=False)
             else:
                 self._segments.move_to_end(key)
-            rect = QRectF(0, top, width, doc.size().height())
-            layout.docs.append((doc, rect))
-            for block in code_blocks(doc):
+            pieces.append(found)
+        rects = stack(pieces, 0, 0, width)
+        for piece, rect in zip(pieces, rects, strict=True):
+            layout.docs.append((piece.doc, rect))
+            for block in piece.code:
                 button = QRect(
-                    int(block.rect.right()) - 52, int(top + block.rect.top()) + 2, 48, small + 2
+                    int(block.rect.right()) - 52,
+                    int(rect.top() + block.rect.top()) + 2,
+                    48,
+                    small + 2,
                 )
                 layout.hotspots.append((button, "copy", block.text))
-            top = rect.bottom() + small // 2  # the paragraph break the pieces were cut at
-        layout.height = int(top - small // 2) + GAP + small + 6
+        layout.height = int(rects[-1].bottom()) + GAP + small + 6
         return layout
 
     def _build(self, row: Row, width: int, dark: bool) -> _Layout:
@@ -355,21 +416,17 @@ class TranscriptDelegate(QStyledItemDelegate):
             shown = shown_part(row.text)
             pieces = self._pieces_of(row)
             # Uncoloured: most rows are built only for their height; _paint colours them.
-            docs = (
+            rendered = (
                 [self._piece_doc(piece, inner) for piece in pieces]
                 if pieces
-                else [render(shown or " ", inner, dark=dark, font=font, highlight=False)]
+                else [_piece(render(shown or " ", inner, dark=dark, font=font, highlight=False))]
             )
             top = small + 4 if row.kind == RowKind.USER else 0
             left = PAD if row.kind == RowKind.USER else 0
             y = float(top + (PAD if row.kind == RowKind.USER else 0))
-            placed: list[tuple[QTextDocument, QRectF]] = []
-            for doc in docs:
-                if placed:
-                    y += small // 2  # the paragraph break the pieces were cut at
-                placed.append((doc, QRectF(left, y, inner, doc.size().height())))
-                y += doc.size().height()
-            rect = QRectF(left, placed[0][1].top(), inner, y - placed[0][1].top())
+            areas = stack(rendered, left, y, inner)
+            placed = [(piece.doc, area) for piece, area in zip(rendered, areas, strict=True)]
+            rect = QRectF(left, areas[0].top(), inner, areas[-1].bottom() - areas[0].top())
             layout = _Layout(
                 int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, placed
             )
@@ -382,8 +439,8 @@ class TranscriptDelegate(QStyledItemDelegate):
                 if (row.kind == RowKind.USER)
                 else ""
             )
-            for doc, area in placed:
-                for block in code_blocks(doc):
+            for piece, area in zip(rendered, areas, strict=True):
+                for block in piece.code:
                     button = QRect(
                         int(area.left() + block.rect.right()) - 52,
                         int(area.top() + block.rect.top()) + 2,

@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
-from PySide6.QtGui import QGuiApplication, QImage, QPainter, QTextCursor, QTextFormat
+from PySide6.QtGui import (
+    QFontMetrics,
+    QGuiApplication,
+    QImage,
+    QPainter,
+    QTextCursor,
+    QTextFormat,
+)
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QListView, QScrollBar, QStyle, QStyleOptionViewItem
 
@@ -22,7 +29,12 @@ from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
-from fxdesk.gui.transcript.delegate import STATUS_MARK, card_words
+from fxdesk.gui.transcript.delegate import (
+    GAP,
+    LIVE_PART_CHARS,
+    STATUS_MARK,
+    card_words,
+)
 from fxdesk.gui.transcript.markdown import has_plain_code, render, stream_segments
 from fxdesk.gui.transcript.model import (
     FIRST_SHOWN,
@@ -550,13 +562,67 @@ async def test_a_long_streaming_answer_renders_only_its_newest_piece(qtbot: Any)
         text += paragraph
         model.set_live_text(text)
         view.delegate.layout(model.row_at(0))
-    pieces = len(stream_segments(text))
+    segments = stream_segments(text)
+    pieces = len(segments)
     assert pieces > 10
-    # Each frame renders the growing last piece, plus each closed piece once.
+    # Each frame renders the newest paragraph, plus each closed piece once.
     assert view.delegate.segments_rendered <= 60 + pieces
     layout = view.delegate.layout(model.row_at(0))
-    assert len(layout.docs) == pieces
+    # The closed pieces, then the growing piece's paragraphs.
+    parts = stream_segments(segments[-1], LIVE_PART_CHARS)
+    assert len(layout.docs) == pieces - 1 + len(parts)
+    assert [doc.toPlainText() for doc, _ in layout.docs[pieces - 1 :]] == [
+        render(part, 600, dark=False).toPlainText() for part in parts
+    ]
     assert "".join(doc.toPlainText() for doc, _ in layout.docs).count("parser") == 360
+
+
+MIXED_ANSWER = "".join(
+    f"## Step {n}\n\nThe parser reads **one line** at a time and keeps `offsets`.\n\n"
+    f"- read the header\n- then the body\n\n```python\nvalue_{n} = parse(lines)\n```\n\n"
+    for n in range(40)
+)
+
+
+async def test_each_frame_of_a_streaming_answer_renders_only_its_newest_paragraph(
+    qtbot: Any,
+) -> None:
+    """Issue 17: each frame rendered the whole growing piece (up to ~1,500 characters of
+    Markdown) again; the paragraphs before the newest one are now kept as they were."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    model.clear("s1")
+    text = MIXED_ANSWER[:1000]  # inside the first piece, past a few paragraphs
+    model.set_live_text(text)
+    before = view.delegate.layout(model.row_at(0)).docs
+    rendered = view.delegate.segments_rendered
+    model.set_live_text(text + "more wor")  # a delta in the newest paragraph
+    after = view.delegate.layout(model.row_at(0)).docs
+    assert len(stream_segments(text)) == 1 and len(before) == len(after) > 2
+    assert view.delegate.segments_rendered == rendered + 1
+    assert [doc for doc, _ in after[:-1]] == [doc for doc, _ in before[:-1]]
+    assert after[-1][0].toPlainText().endswith("more wor")
+
+
+async def test_a_streaming_answer_is_as_tall_as_its_text_in_one_document(qtbot: Any) -> None:
+    """Its pieces and parts are spaced as the paragraphs of one document are, so a part or a
+    piece closing (the text cut somewhere else) moves none of the text above it."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(700, 600)
+    model.clear("s1")
+    font = view.font()
+    small = QFontMetrics(font).height()
+    for end in (300, 700, 1600, 2500, 4000):
+        text = MIXED_ANSWER[:end]
+        model.set_live_text(text)
+        layout = view.delegate.layout(model.row_at(0))
+        assert len(layout.docs) > 1
+        whole = render(text, layout.docs[0][1].width(), dark=False, font=font)
+        assert layout.height == int(whole.size().height()) + GAP + small + 6
 
 
 def _call(seq: int, call_id: str, work: str = "w1") -> HistoryEntry:
@@ -1190,11 +1256,14 @@ async def test_an_answer_that_finished_streaming_reuses_its_rendered_pieces(qtbo
     text = numbered_answer(300)
     model.clear("s1")
     model.set_live_text(text)
-    streamed = len(view.delegate.layout(model.row_at(0)).docs)
+    streamed = view.delegate.layout(model.row_at(0)).docs
     model.append_entries((entry(1, EntryKind.ASSISTANT, text),))
     finished = view.delegate.layout(model.row_at(0))
     assert model.row_at(0).kind == RowKind.ASSISTANT
-    assert len(finished.docs) == streamed > 5
+    closed = len(stream_segments(text)) - 1
+    assert closed > 5 and len(finished.docs) == closed + 1
+    # The closed pieces are the documents rendered while it streamed.
+    assert [doc for doc, _ in finished.docs[:closed]] == [doc for doc, _ in streamed[:closed]]
     assert view.delegate.pieces_rendered == 1  # only the piece that was still growing
 
 
