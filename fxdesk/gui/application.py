@@ -43,6 +43,7 @@ from fxdesk.gui.sessions.model import (
     SessionTreeModel,
 )
 from fxdesk.gui.tasks import TaskGroup, run_dialog
+from fxdesk.gui.transcript.markdown import warm_lexers
 from fxdesk.gui.transcript.model import TranscriptModel
 from fxdesk.gui.window.main_window import MainWindow
 from fxdesk.gui.window.messages import MessagePresenter
@@ -332,6 +333,9 @@ class GuiController(QObject):
         show_data_folder(self.window, self.app.paths.root, database, schema)
         offer_crash_logs(self.window, self.app.crash_log, self.messages, self.tasks)
         self.tasks.spawn(self._check_sandbox(engine), "sandbox-status")
+        # pygments and the common lexers, off the Qt thread: the first code block coloured
+        # held it 50-100 ms (the worst stall while 20 sessions streamed, issue 17).
+        self.tasks.spawn(asyncio.to_thread(warm_lexers), "warm-lexers")
         self.ready.set()
         messages.info("Ready")
         if self.app.providers is None and not await engine.profiles.list():

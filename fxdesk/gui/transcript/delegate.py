@@ -100,6 +100,10 @@ SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
 # only the newest part, not the whole growing piece (issue 17: the growing piece's Markdown and
 # layout were most of the Qt thread's work per frame while 20 sessions streamed).
 LIVE_PART_CHARS = 240
+# Code lines coloured by one paint (pygments: ~1 ms a line on the Qt thread); the next paint,
+# asked for at once, goes on. A closed piece of a streaming answer coloured whole when it
+# closed held the Qt thread for 25-45 ms while 20 sessions streamed (issue 17).
+PAINT_CODE_LINES = 6
 
 # A rendered piece of the streaming answer is closed (more text never changes it: its code is
 # coloured), or a part of the growing piece (plain: the newest part, rendered anew each frame,
@@ -382,9 +386,10 @@ class TranscriptDelegate(QStyledItemDelegate):
             key = (text, width, dark, state)
             found = self._segments.get(key)
             if found is None:
-                # The growing piece's code is coloured once the piece is closed (pygments on it
-                # each frame was a third of streaming's cost); it shows plain until then.
-                doc = render(text, width, dark=dark, font=font, highlight=state == _CLOSED)
+                # A closed piece's code is coloured when painted, a few lines a paint; the
+                # growing piece's shows plain until the piece is closed (pygments on it each
+                # frame was a third of streaming's cost).
+                doc = render(text, width, dark=dark, font=font, highlight=False)
                 if state != _CLOSED:
                     skip_colouring(doc)
                 self.segments_rendered += 1
@@ -582,14 +587,14 @@ class TranscriptDelegate(QStyledItemDelegate):
             painter.translate(area.topLeft())
             clip = shown.translated(-area.topLeft()) & QRectF(0, 0, area.width(), area.height())
             if not clip.isEmpty():
-                # Code is coloured when it first comes into view, not when laid out, and one
-                # piece a paint (pygments: ~1 ms a code line): the rest a frame later each.
+                # Code is coloured when it first comes into view, not when laid out, and a
+                # few lines a paint (pygments: ~1 ms a code line): the rest a frame later each.
                 if has_plain_code(doc):
-                    if coloured:
-                        self._colour_more.start()
-                    else:
-                        highlight_code(doc, dark)
+                    if not coloured:
+                        highlight_code(doc, dark, PAINT_CODE_LINES)
                         coloured = True
+                    if has_plain_code(doc):
+                        self._colour_more.start()
                 doc.drawContents(painter, clip)
             painter.restore()
         images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)

@@ -130,7 +130,7 @@ def skip_colouring(document: QTextDocument) -> None:
     document.setProperty(_COLOURED, True)
 
 
-def highlight_code(document: QTextDocument, dark: bool) -> None:
+def highlight_code(document: QTextDocument, dark: bool, lines: int | None = None) -> None:
     """Colour the code blocks of a rendered document (once).
 
     Each code line's colours are set on its block's layout (as ``QSyntaxHighlighter`` does),
@@ -138,18 +138,21 @@ def highlight_code(document: QTextDocument, dark: bool) -> None:
     ``QSyntaxHighlighter`` marks each block dirty on its own, and each mark relays the rest of
     an already laid-out document: 1.2 s for a 50 KB answer, 73 s for 400 KB (issue 17).
     Only the first ``CODE_LINES_COLOURED`` code lines are coloured: pygments takes ~1 ms a
-    line, on the Qt thread."""
+    line, on the Qt thread. With ``lines``, this call colours at most that many and the next
+    one goes on from there (``has_plain_code`` stays true until all are coloured)."""
     if document.property(_COLOURED):
         return
-    tokens = TokenFormats(dark)
+    tokens = _token_formats(dark)
+    done = document.property(_DONE) or 0  # code lines coloured by earlier calls
+    step = CODE_LINES_COLOURED - done if lines is None else min(lines, CODE_LINES_COLOURED - done)
+    coloured = 0
     edit = QTextCursor(document)
     edit.beginEditBlock()
-    block = document.begin()
-    budget = CODE_LINES_COLOURED
-    while block.isValid() and budget > 0:
+    block = document.findBlockByNumber(document.property(_NEXT) or 0)
+    while block.isValid() and coloured < step:
         fmt = block.blockFormat()
         if fmt.hasProperty(QTextFormat.Property.BlockCodeFence):
-            budget -= 1
+            coloured += 1
             language = fmt.stringProperty(QTextFormat.Property.BlockCodeLanguage)
             ranges = []
             position = 0
@@ -164,7 +167,28 @@ def highlight_code(document: QTextDocument, dark: bool) -> None:
                 block.layout().setFormats(ranges)
         block = block.next()
     edit.endEditBlock()
-    document.setProperty(_COLOURED, True)
+    if not block.isValid() or done + coloured >= CODE_LINES_COLOURED:
+        document.setProperty(_COLOURED, True)
+    else:
+        document.setProperty(_NEXT, block.blockNumber())
+        document.setProperty(_DONE, done + coloured)
+
+
+@lru_cache(maxsize=2)
+def _token_formats(dark: bool) -> TokenFormats:
+    return TokenFormats(dark)
+
+
+COMMON_LANGUAGES = ("python", "bash", "javascript", "typescript", "json", "diff", "text")
+
+
+def warm_lexers(languages: tuple[str, ...] = COMMON_LANGUAGES) -> None:
+    """Import pygments and build the lexers of ``languages`` now. The first use of each costs
+    10-100 ms (the import, then compiling its rules), which the Qt thread paid in one go when
+    the first code block was coloured: run this in a worker thread (pure Python, no Qt)."""
+    _token_roles()
+    for language in languages:
+        _lexer(language)
 
 
 def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocument:
@@ -180,6 +204,8 @@ def plain(text: str, width: float, *, font: QFont | None = None) -> QTextDocumen
 CODE_LINES_COLOURED = 200  # of one document (an answer, a piece of a streaming one)
 _CODE = "fxdesk_has_code"  # document property: it has fenced code blocks
 _COLOURED = "fxdesk_code_coloured"  # document property: highlight_code coloured them
+_NEXT = "fxdesk_code_next"  # document property: the block highlight_code goes on from
+_DONE = "fxdesk_code_done"  # document property: code lines highlight_code coloured so far
 
 
 def _style_code(document: QTextDocument, dark: bool) -> bool:

@@ -32,10 +32,16 @@ from fxdesk.domain.work import WorkItem
 from fxdesk.gui.transcript.delegate import (
     GAP,
     LIVE_PART_CHARS,
+    PAINT_CODE_LINES,
     STATUS_MARK,
     card_words,
 )
-from fxdesk.gui.transcript.markdown import has_plain_code, render, stream_segments
+from fxdesk.gui.transcript.markdown import (
+    has_plain_code,
+    highlight_code,
+    render,
+    stream_segments,
+)
 from fxdesk.gui.transcript.model import (
     FIRST_SHOWN,
     PAGE_SIZE,
@@ -991,6 +997,34 @@ def test_code_is_coloured_when_painted_and_a_measured_row_keeps_its_height(qtbot
     assert not has_plain_code(plain_doc) and getattr(plain_doc, "_highlighter", None) is None
 
 
+def test_code_is_coloured_a_few_lines_a_call_when_asked(qtbot: Any) -> None:
+    """Issue 17: a piece's code coloured in one go held the Qt thread 25-45 ms (pygments:
+    ~1 ms a line); a paint colours a few lines and the next goes on where it stopped."""
+    text = "".join(
+        f"Step {n}:\n\n```python\nvalue_{n} = parse(lines)  # {n}\n```\n\n" for n in range(9)
+    )
+
+    def coloured_lines(doc: Any) -> list[int]:
+        found, block, number = [], doc.begin(), 0
+        while block.isValid():
+            if block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
+                if block.layout().formats():
+                    found.append(number)
+                number += 1
+            block = block.next()
+        return found
+
+    doc = render(text, 500, dark=False, highlight=False)
+    highlight_code(doc, False, 4)
+    assert coloured_lines(doc) == [0, 1, 2, 3] and has_plain_code(doc)
+    highlight_code(doc, False, 4)
+    assert coloured_lines(doc) == list(range(8)) and has_plain_code(doc)
+    highlight_code(doc, False, 4)
+    assert coloured_lines(doc) == list(range(9)) and not has_plain_code(doc)
+    whole = render(text, 500, dark=False, highlight=True)
+    assert coloured_lines(whole) == list(range(9))
+
+
 def test_row_sizes_are_cached_without_an_object_per_row(qtbot: Any) -> None:
     """Issue 17: the view asks every loaded row's size after each page of older rows, and the
     garbage collector walks whatever the size caches hold (a tuple and a QSize per row made a
@@ -1167,11 +1201,15 @@ def test_a_very_long_answer_shows_its_start_and_the_whole_in_a_window(qtbot: Any
     below = [doc for doc, area in cut.docs if area.top() > view.viewport().height()]
     assert len(in_view) > 1 and below
     paint()
-    assert [coloured(doc) > 0 for doc in in_view].count(True) == 1  # one piece a paint
-    for _ in in_view[1:]:  # and another paint asked for, each time, until all are
-        assert view.delegate._colour_more.isActive()
+    # A few code lines a paint, of one piece
+    assert [coloured(doc) for doc in in_view] == [PAINT_CODE_LINES] + [0] * (len(in_view) - 1)
+    paints = 1
+    while view.delegate._colour_more.isActive():  # and another paint asked for until all are
         view.delegate._colour_more.stop()
         paint()
+        paints += 1
+        assert paints < 100
+    assert paints > len(in_view)
     assert all(coloured(doc) > 0 for doc in in_view)  # every code block the person sees
     assert not view.delegate._colour_more.isActive()
     assert sum(coloured(doc) for doc in below) == 0  # the rest when it comes into view
@@ -1197,11 +1235,20 @@ def test_the_growing_piece_of_a_streaming_answer_is_coloured_once_it_is_closed(
     docs = [doc for doc, _ in view.delegate.layout(model.row_at(0)).docs]
     assert len(docs) > 1
     closed = docs[0]
+    assert has_plain_code(closed) and not has_plain_code(docs[-1])  # closed: coloured...
+    image = QImage(800, 1200, QImage.Format.Format_ARGB32)
+    option = QStyleOptionViewItem()
+    option.rect = QRect(0, 0, 700, 1000)
+    option.palette = view.palette()
+    for _ in range(10):  # ...when painted, a few lines a paint
+        painter = QPainter(image)
+        view.delegate._paint(painter, option, model.row_at(0))
+        painter.end()
     block = closed.begin()
     while not block.blockFormat().hasProperty(QTextFormat.Property.BlockCodeFence):
         block = block.next()
     colours = {r.format.foreground().color().name() for r in block.layout().formats()}
-    assert len(colours) > 1  # closed: coloured when rendered
+    assert len(colours) > 1
     block = docs[-1].begin()
     while block.isValid() and not block.blockFormat().hasProperty(
         QTextFormat.Property.BlockCodeFence
