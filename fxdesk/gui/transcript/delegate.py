@@ -92,6 +92,12 @@ ANSWER_SHOWN = 64 * 1024
 PIECED_FROM = 4 * SEGMENT_CHARS
 PIECE_CACHE = 256  # rendered pieces of long messages (a 64 KB answer has ~45)
 LAYOUT_CACHE = 400  # laid-out rows kept for painting
+# ... and no more than this many characters of the documents they alone hold: a laid-out
+# Markdown document takes ~80 bytes a character of native memory (Qt keeps each block's shaped
+# glyphs; a 4 KB answer ~350 KB), so 400 rows of 4 KB answers held ~135 MB (issue 17: the
+# streaming soak's RSS grew with the shown session's loaded rows). ~13 MB of Markdown, many
+# screens full; a row evicted keeps its cached height and is rendered again when painted.
+LAYOUT_CACHE_CHARS = 160_000
 HEIGHT_CACHE = 50_000  # row heights kept for layout passes (at one width)
 HEIGHT_WIDTHS = 4  # widths whose row heights are kept (a window resized back and forth)
 SEGMENT_CACHE = 64  # rendered pieces of the streaming answer
@@ -145,6 +151,7 @@ class _Layout:
     header: str = ""
     footer: str = ""
     thumbs: list[tuple[QRect, dict[str, Any]]] = field(default_factory=list)  # images.py
+    chars: int = 0  # characters of the documents only this layout holds (LAYOUT_CACHE_CHARS)
 
 
 @dataclass(frozen=True)
@@ -205,6 +212,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         # the row. No object per row (a (row, width) key or a (row, size) tuple each): with
         # 10,000 rows those were ~22,000 more objects for each garbage collection to walk.
         self._cache: OrderedDict[tuple[object, ...], _Layout] = OrderedDict()
+        self._cache_chars = 0  # the sum of the cached layouts' ``chars``
         self._heights: OrderedDict[int, OrderedDict[Row, int]] = OrderedDict()
         # The same heights by the row object itself: the view asks for every loaded row's size
         # on each insert (10,000 rows: 10,000 calls), and hashing a row costs more than this.
@@ -234,6 +242,7 @@ class TranscriptDelegate(QStyledItemDelegate):
 
     def clear(self) -> None:
         self._cache.clear()
+        self._cache_chars = 0
         self._heights.clear()
         self._by_id.clear()
         self._height_by_id.clear()
@@ -366,8 +375,11 @@ class TranscriptDelegate(QStyledItemDelegate):
         built = self._build(row, width, dark)
         self.layouts_built += 1
         self._cache[key] = built
-        while len(self._cache) > LAYOUT_CACHE:
-            self._cache.popitem(last=False)
+        self._cache_chars += built.chars
+        while len(self._cache) > 1 and (
+            len(self._cache) > LAYOUT_CACHE or self._cache_chars > LAYOUT_CACHE_CHARS
+        ):
+            self._cache_chars -= self._cache.popitem(last=False)[1].chars
         return built
 
     def _build_live(self, row: Row, width: int, dark: bool) -> _Layout:
@@ -433,7 +445,9 @@ class TranscriptDelegate(QStyledItemDelegate):
             placed = [(piece.doc, area) for piece, area in zip(rendered, areas, strict=True)]
             rect = QRectF(left, areas[0].top(), inner, areas[-1].bottom() - areas[0].top())
             layout = _Layout(
-                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP, placed
+                int(rect.bottom() + (PAD if row.kind == RowKind.USER else 0)) + GAP,
+                placed,
+                chars=0 if pieces else len(shown),  # the pieces are PIECE_CACHE's
             )
             below = int(rect.bottom())
             layout.thumbs = images.thumb_rects(row.data, PAD, below + GAP, inner)
@@ -467,7 +481,9 @@ class TranscriptDelegate(QStyledItemDelegate):
             doc = plain(f"{row.level.capitalize()}: {row.text}", width - 120, font=font)
             height = int(doc.size().height()) + 2 * PAD
             layout = _Layout(
-                height + GAP, [(doc, QRectF(PAD + 4, PAD, width - 120, doc.size().height()))]
+                height + GAP,
+                [(doc, QRectF(PAD + 4, PAD, width - 120, doc.size().height()))],
+                chars=len(row.text),
             )
             if row.action:
                 layout.hotspots.append(
@@ -496,6 +512,7 @@ class TranscriptDelegate(QStyledItemDelegate):
             color_diff(doc, dark=dark)
         rect = QRectF(PAD, header_h, width - 2 * PAD, doc.size().height())
         layout.docs.append((doc, rect))
+        layout.chars = len(shown)
         bottom = int(rect.bottom()) + PAD
         more = len(lines) > PREVIEW_LINES or bool(row.full_output)
         links = QRect(PAD, bottom, 150, small + 4)

@@ -31,6 +31,8 @@ from fxdesk.domain.model import EntryKind, WorkKind, WorkStatus
 from fxdesk.domain.work import WorkItem
 from fxdesk.gui.transcript.delegate import (
     GAP,
+    LAYOUT_CACHE,
+    LAYOUT_CACHE_CHARS,
     LIVE_PART_CHARS,
     PAINT_CODE_LINES,
     STATUS_MARK,
@@ -1052,6 +1054,33 @@ def test_row_sizes_are_cached_without_an_object_per_row(qtbot: Any) -> None:
     built = delegate.layouts_built
     narrow = delegate._quick_size(rows[1])
     assert narrow.width() < sizes[1].width() and delegate.layouts_built == built + 1
+
+
+def test_laid_out_rows_kept_for_painting_are_bounded_by_their_text(qtbot: Any) -> None:
+    """Issue 17: a laid-out Markdown answer holds ~80 bytes of native memory a character, and
+    every loaded row is laid out for its height, so 400 kept rows of 4 KB answers were ~135 MB
+    (the streaming soak's RSS grew with the shown session's rows). The rows kept are bounded
+    by their characters too; a row let go keeps its height and is laid out again when
+    painted."""
+    model = TranscriptModel(FakeHistory([]))
+    view = TranscriptView(model)
+    qtbot.addWidget(view)
+    view.resize(500, 600)
+    delegate = view.delegate
+    paragraph = "Some **words** of an answer, `code` and a [link](https://example.com).\n\n"
+    text = paragraph * (4000 // len(paragraph))
+    count = 2 * LAYOUT_CACHE_CHARS // len(text)
+    rows = [Row(key=f"a{n}", kind=RowKind.ASSISTANT, seq=n, text=text) for n in range(count)]
+    heights = [delegate.height(row) for row in rows]
+    kept = sum(layout.chars for layout in delegate._cache.values())
+    assert kept == delegate._cache_chars <= LAYOUT_CACHE_CHARS
+    assert len(delegate._cache) <= count // 2 < LAYOUT_CACHE
+    built = delegate.layouts_built
+    assert [delegate.height(row) for row in rows] == heights  # kept, not laid out again
+    delegate.layout(rows[-1])
+    assert delegate.layouts_built == built
+    assert delegate.layout(rows[0]).height == heights[0]  # let go: laid out again to paint
+    assert delegate.layouts_built == built + 1
 
 
 def test_a_page_of_older_rows_is_laid_out_in_batches_sized_to_a_time_budget(qtbot: Any) -> None:
