@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from fxdesk.domain import reasons
+from fxdesk.domain.frozen import quick_init
 from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
 
 OPEN = frozenset({WorkStatus.PENDING, WorkStatus.RUNNING, WorkStatus.AWAITING_APPROVAL})
@@ -48,6 +49,7 @@ class WaitTransition(enum.StrEnum):
     STALE_WORK = "stale_work"
 
 
+@quick_init
 @dataclass(frozen=True)
 class WorkItem:
     """One message to a session; it runs as one turn."""
@@ -64,6 +66,7 @@ class WorkItem:
     updated_at_ms: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ControlEvent:
     """One appended control event (kind ``work_transition`` unless stated)."""
@@ -79,6 +82,7 @@ class ControlEvent:
     reason: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class ControlRecord:
     session_id: str
@@ -98,6 +102,7 @@ class ControlRecord:
         return None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Change:
     record: ControlRecord
