@@ -7,6 +7,7 @@ is the ``SessionOwner``'s job; these only change what is queued and how sessions
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -146,6 +147,33 @@ def _enqueue_on(
     change = reducers.enqueue(record, item, at)
     control.save_change(change)
     return change
+
+
+def _send_job(
+    session_id: str,
+    content: str,
+    kind: WorkKind,
+    source_id: str,
+    images: Sequence[ImageAttachment],
+    at: int,
+) -> tuple[Change, Session]:
+    """``SessionService.send``'s store job: queue the message, with its images."""
+    target = _load_for_enqueue(session_id)
+    if images:
+        support = image_support(target.session())
+        if not support.accepted:
+            raise SessionError(support.refusal, code=ErrorCode.INVALID_ARGUMENT)
+    change = _enqueue_on(target, content, kind, source_id, at)
+    if images:
+        attachments.add_images(session_id, change.items[0].id, images, at)
+    after = target.session_after(change)  # no second read of the row just written
+    if change.items[0].position == 1 and target.name == UNNAMED:
+        # Named after what it is about as soon as that is known: made with no name
+        # and no message, it was "New session" (and stayed so) until now.
+        name = _title_from(content) or UNNAMED
+        repo.rename_session(session_id, name, at)
+        after = replace(after, name=name, updated_at_ms=at)
+    return change, after
 
 
 def enqueue_in_write(
@@ -377,25 +405,10 @@ class SessionService:
         if not content.strip():
             raise SessionError("the message is empty", code=ErrorCode.INVALID_ARGUMENT)
         at = self._clock.now_ms()
-
-        def write() -> tuple[Change, Session]:
-            target = _load_for_enqueue(session_id)
-            if images:
-                support = image_support(target.session())
-                if not support.accepted:
-                    raise SessionError(support.refusal, code=ErrorCode.INVALID_ARGUMENT)
-            change = _enqueue_on(target, content, kind, source_id, at)
-            if images:
-                attachments.add_images(session_id, change.items[0].id, images, at)
-            after = target.session_after(change)  # no second read of the row just written
-            if change.items[0].position == 1 and target.name == UNNAMED:
-                # Named after what it is about as soon as that is known: made with no name
-                # and no message, it was "New session" (and stayed so) until now.
-                name = _title_from(content) or UNNAMED
-                repo.rename_session(session_id, name, at)
-                after = replace(after, name=name, updated_at_ms=at)
-            return change, after
-
+        # A partial of a module function rather than a closure: the job waits in the writer's
+        # queue, and a closure over six names is eight objects for the garbage collector to
+        # track and promote meanwhile (issue 17: durable transitions).
+        write = functools.partial(_send_job, session_id, content, kind, source_id, images, at)
         change, session = await self._store.write(write, label="send")
         publish_change(self._bus, change, session)
         return change.items[0]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
@@ -309,7 +310,8 @@ def _waiter() -> tuple[asyncio.Future[Any], OnDone]:
     if waker is None:
         waker = _WAKERS[loop] = _LoopWaker(loop)
     waiting: asyncio.Future[Any] = loop.create_future()
-    return waiting, lambda error, value: waker.deliver(waiting, error, value)
+    # a partial, not a lambda: fewer objects for the garbage collector while the job waits
+    return waiting, functools.partial(waker.deliver, waiting)
 
 
 def _outcome(done: concurrent.futures.Future[Any]) -> tuple[BaseException | None, Any]:
