@@ -69,8 +69,8 @@ class Catalog:
 
 
 # Ids are cut from one ``os.urandom`` call per 64 of them: ``uuid4()`` for each cost ~4 µs
-# (a getrandom call, which also hands the GIL to whichever thread wants it, and a UUID object)
-# on every durable transition (issue 17); ~0.3 µs now. The same form as ``uuid4().hex[:16]``:
+# (a getrandom system call and a UUID object) on every durable transition (issue 17); ~0.3 µs
+# now. The same form as ``uuid4().hex[:16]``:
 # 16 hex digits, the 13th the version's "4". A forked child starts a pool of its own.
 _IDS_PER_DRAW = 64
 _spare_ids: list[str] = []
