@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fxdesk.domain.deliveries import Delivery, DeliveryKind, terminal_id
+from fxdesk.domain.frozen import quick_init
 from fxdesk.domain.model import Session, SessionMode, SessionState, WorkKind, WorkStatus
 from fxdesk.domain.report_policy import ReportPolicy
 from fxdesk.domain.work import Change, ControlEvent, ControlRecord, WorkItem
@@ -106,6 +107,7 @@ _FOR_ENQUEUE = (
 _SESSION_WIDTH = len(SESSION_COLUMNS.split(","))
 
 
+@quick_init
 @dataclass(frozen=True)
 class EnqueueTarget:
     """What queueing a message reads (``load_for_enqueue``), in one statement.
