@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from fxdesk.domain.frozen import quick_init
+
 
 class WorkStatus(enum.StrEnum):
     """Status of one work item (spec child-sessions §2.19 QueueStatus)."""
@@ -109,6 +111,7 @@ class Workspace:
     created_at_ms: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class Session:
     """One agent session, root or child."""

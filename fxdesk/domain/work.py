@@ -16,6 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, replace
 
 from fxdesk.domain import reasons
+from fxdesk.domain.frozen import quick_init
 from fxdesk.domain.model import SessionMode, SessionState, WorkKind, WorkStatus
 
 OPEN = frozenset({WorkStatus.PENDING, WorkStatus.RUNNING, WorkStatus.AWAITING_APPROVAL})
@@ -48,6 +49,7 @@ class WaitTransition(enum.StrEnum):
     STALE_WORK = "stale_work"
 
 
+@quick_init
 @dataclass(frozen=True)
 class WorkItem:
     """One message to a session; it runs as one turn."""
@@ -64,6 +66,7 @@ class WorkItem:
     updated_at_ms: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class ControlEvent:
     """One appended control event (kind ``work_transition`` unless stated)."""
@@ -79,6 +82,7 @@ class ControlEvent:
     reason: str | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class ControlRecord:
     session_id: str
@@ -98,6 +102,7 @@ class ControlRecord:
         return None
 
 
+@quick_init
 @dataclass(frozen=True)
 class Change:
     record: ControlRecord
@@ -163,6 +168,32 @@ def _apply(
     with the updates already in place, when the caller has them (a new item added)."""
     revision = record.generation + 1
     sequence = record.next_event_sequence
+    if len(updates) == 1 and items_after is not None:
+        # One new item (enqueue, on every send): nothing to merge into the items (issue 17).
+        item, previous, event_reason = updates[0]
+        event = ControlEvent(
+            session_id=record.session_id,
+            sequence=sequence,
+            revision=revision,
+            kind="work_transition",
+            at_ms=now_ms,
+            work_id=item.id,
+            previous=previous,
+            current=item.status,
+            reason=event_reason,
+        )
+        after = ControlRecord(
+            session_id=record.session_id,
+            mode=record.mode,
+            state=state,
+            generation=revision,
+            next_event_sequence=sequence + 1,
+            items=items_after,
+            updated_at_ms=now_ms,
+            parent_id=record.parent_id,
+            archived_from=record.archived_from,
+        )
+        return Change(after, (item,), (event,))
     events = []
     for item, previous, event_reason in updates:
         events.append(

@@ -21,28 +21,40 @@ class EventBus:
     def __init__(self) -> None:
         self._handlers: dict[type, list[Handler]] = {}
         self._any: list[Handler] = []
+        # The handlers of each event type published so far, in call order; emptied whenever a
+        # handler comes or goes. Every durable transition publishes two events (issue 17).
+        self._targets: dict[type, tuple[Handler, ...]] = {}
         self.published = 0
 
     def subscribe(self, event_type: type[E], handler: Callable[[E], None]) -> Callable[[], None]:
         """Call ``handler`` for every event of ``event_type`` or a subclass; returns unsubscribe."""
         self._handlers.setdefault(event_type, []).append(handler)
+        self._targets.clear()
         return lambda: self._remove(self._handlers.get(event_type, []), handler)
 
     def subscribe_all(self, handler: Handler) -> Callable[[], None]:
         self._any.append(handler)
+        self._targets.clear()
         return lambda: self._remove(self._any, handler)
 
-    @staticmethod
-    def _remove(handlers: list[Handler], handler: Handler) -> None:
+    def _remove(self, handlers: list[Handler], handler: Handler) -> None:
         if handler in handlers:
             handlers.remove(handler)
+            self._targets.clear()
+
+    def _targets_of(self, event_type: type) -> tuple[Handler, ...]:
+        targets: list[Handler] = []
+        for base in event_type.__mro__:
+            targets.extend(self._handlers.get(base, ()))
+        targets.extend(self._any)
+        self._targets[event_type] = found = tuple(targets)
+        return found
 
     def publish(self, event: object) -> None:
         self.published += 1
-        targets: list[Handler] = []
-        for event_type in type(event).__mro__:
-            targets.extend(self._handlers.get(event_type, ()))
-        targets.extend(self._any)
+        targets = self._targets.get(type(event))
+        if targets is None:
+            targets = self._targets_of(type(event))
         for handler in targets:
             try:
                 handler(event)

@@ -12,6 +12,7 @@ from fxdesk.domain.approvals import Approval
 from fxdesk.domain.background import BackgroundTask, TaskState
 from fxdesk.domain.conversation import HistoryEntry
 from fxdesk.domain.deliveries import Delivery
+from fxdesk.domain.frozen import quick_init
 from fxdesk.domain.mcp import ServerStatus
 from fxdesk.domain.model import Session, Workspace
 from fxdesk.domain.work import Change, ControlEvent, WorkItem
@@ -35,6 +36,7 @@ class SessionAdded:
     session: Session
 
 
+@quick_init
 @dataclass(frozen=True)
 class SessionChanged:
     """A session's durable record changed (state, name, parent, counters...)."""
@@ -43,6 +45,7 @@ class SessionChanged:
     previous: Session | None = None
 
 
+@quick_init
 @dataclass(frozen=True)
 class WorkChanged:
     """Work items changed state (one committed batch)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
@@ -304,12 +305,17 @@ def _waiter() -> tuple[asyncio.Future[Any], OnDone]:
     it awaits this future cancels the future only, and the job runs to its end all the same
     (what ``asyncio.shield`` did, without its second future and the loop passes it costs:
     issue 17)."""
+    global _recent_waker
     loop = asyncio.get_running_loop()
-    waker = _WAKERS.get(loop)
-    if waker is None:
-        waker = _WAKERS[loop] = _LoopWaker(loop)
+    waker = _recent_waker  # one loop runs the store: skip the weak dictionary's look-up
+    if waker is None or waker.loop is not loop:
+        waker = _WAKERS.get(loop)
+        if waker is None:
+            waker = _WAKERS[loop] = _LoopWaker(loop)
+        _recent_waker = waker
     waiting: asyncio.Future[Any] = loop.create_future()
-    return waiting, lambda error, value: waker.deliver(waiting, error, value)
+    # a partial, not a lambda: fewer objects for the garbage collector while the job waits
+    return waiting, functools.partial(waker.deliver, waiting)
 
 
 def _outcome(done: concurrent.futures.Future[Any]) -> tuple[BaseException | None, Any]:
@@ -330,7 +336,7 @@ class _LoopWaker:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = loop
+        self.loop = loop
         self._lock = threading.Lock()
         self._ready: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
 
@@ -347,7 +353,7 @@ class _LoopWaker:
 
     def _wake(self) -> None:
         try:
-            self._loop.call_soon_threadsafe(self._flush)
+            self.loop.call_soon_threadsafe(self._flush)
         except RuntimeError:  # the loop is closed: nobody is waiting any more
             with self._lock:
                 self._ready.clear()
@@ -369,6 +375,7 @@ class _LoopWaker:
 _WAKERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWaker] = (
     weakref.WeakKeyDictionary()
 )
+_recent_waker: _LoopWaker | None = None  # the one ``_waiter`` handed out last
 
 
 def _after_caller_left(error: BaseException | None) -> None:

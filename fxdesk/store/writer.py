@@ -174,13 +174,16 @@ class Writer:
         lost: BaseException | None = None  # why SQLite abandoned the transaction
         try:
             self._db.connect(reuse_if_open=True)
+            conn = self._db.connection()
             with self._db.atomic("IMMEDIATE"):
                 alone = len(live) == 1  # no savepoint needed: the transaction is the job's
+                # one savepoint helper (and its cursor) for the batch's jobs, made once
+                savepoint = None if alone else _JobSavepoint(self._db)
                 for job in live:
-                    outcomes[job] = self._run_one(job, savepoint=not alone)
+                    outcomes[job] = self._run_one(job, savepoint)
                     if alone and not outcomes[job][0]:
                         raise _BatchLost(None)  # roll the lone job's transaction back
-                    if not self._in_transaction():
+                    if not _in_transaction(conn):
                         # SQLite gave up the whole transaction (disk full, I/O error): nothing
                         # of this batch survives. (peewee's own ROLLBACK then fails too.)
                         failure = outcomes[job][1]
@@ -212,10 +215,12 @@ class Writer:
                 else:
                     _succeed(job, value)
 
-    def _run_one(self, job: _Write, *, savepoint: bool) -> tuple[bool, Any, Fault | None]:
+    def _run_one(
+        self, job: _Write, savepoint: _JobSavepoint | None
+    ) -> tuple[bool, Any, Fault | None]:
         fault: Fault | None = None
         try:
-            with _JobSavepoint(self._db) if savepoint else contextlib.nullcontext():
+            with savepoint if savepoint is not None else contextlib.nullcontext():
                 value = job.fn()
                 if self.faults is not None and job.inject:
                     fault = self.faults.on_commit(job.label)
@@ -233,9 +238,9 @@ class Writer:
             return False, self._translate(exc, False) or exc, None
         return True, value, fault
 
-    def _in_transaction(self) -> bool:
-        conn = self._db.connection()
-        return bool(isinstance(conn, sqlite3.Connection) and conn.in_transaction)
+
+def _in_transaction(conn: Any) -> bool:
+    return bool(isinstance(conn, sqlite3.Connection) and conn.in_transaction)
 
 
 class _JobSavepoint:
@@ -243,7 +248,8 @@ class _JobSavepoint:
     name and a plain cursor (errors reach ``_translate`` as the driver's). A savepoint rolled
     back stays open until the COMMIT, as peewee leaves it; the next job's savepoint of the same
     name nests inside it and is the one its RELEASE ends. A class rather than a generator:
-    it runs for every job of a group commit."""
+    it runs for every job of a group commit; one is made per batch and entered for each job
+    (its cursor is only ever used between one job's statements and the next's)."""
 
     __slots__ = ("_execute",)
 
