@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fxdesk.store import Store
-from fxdesk.store.db import CACHE_SIZE_KIB
+from fxdesk.store.db import WRITER_CACHE_SIZE_KIB
 
 Statement = tuple[str, Any, bool]  # sql, parameters, executemany
 
@@ -94,7 +94,7 @@ def replay(path: Path, statements: list[Statement]) -> float:
             "journal_mode = wal",
             "synchronous = normal",
             "foreign_keys = 1",
-            f"cache_size = -{CACHE_SIZE_KIB}",
+            f"cache_size = -{WRITER_CACHE_SIZE_KIB}",  # the writer's, whose statements these are
             "temp_store = memory",
         ):
             conn.execute(f"PRAGMA {pragma}")

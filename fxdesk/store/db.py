@@ -41,6 +41,10 @@ T = TypeVar("T")
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DEFAULT_BUSY_TIMEOUT_S = 5.0
 CACHE_SIZE_KIB = 16 * 1024
+# The writer's own: it mostly appends, and its cache, which its own commits never reset (a
+# reader's is dropped whenever another connection wrote since its last read), filled to the
+# whole 16 MiB with pages it wrote and never read again (issue 17: the streaming soak).
+WRITER_CACHE_SIZE_KIB = 2 * 1024
 
 
 class Store:
@@ -148,6 +152,7 @@ class Store:
         )
         try:
             self._db.connect()
+            self._db.execute_sql(f"PRAGMA cache_size = -{WRITER_CACHE_SIZE_KIB}")
             self.journal_mode = str(self._db.pragma("journal_mode"))
             if self.journal_mode != "wal":
                 log.warning(

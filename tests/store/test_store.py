@@ -11,6 +11,7 @@ import pytest
 
 from fxdesk.domain.model import PermissionMode, SessionMode
 from fxdesk.store import Store, repo
+from fxdesk.store.db import CACHE_SIZE_KIB, WRITER_CACHE_SIZE_KIB
 from fxdesk.store.errors import ReadOnlyError, StoreClosedError
 from fxdesk.store.schema import SessionRow, SettingRow
 
@@ -27,6 +28,10 @@ def test_fresh_database_has_wal_and_the_required_pragmas(store: Store) -> None:
     assert _pragma(store, "busy_timeout") == 5000
     cache = _pragma(store, "cache_size")
     assert isinstance(cache, int) and cache < 0
+    # the writer's page cache is smaller than a reader's (it mostly appends pages)
+    assert cache == -WRITER_CACHE_SIZE_KIB
+    reader_cache = store.read_blocking(lambda: store._db.pragma("cache_size"))
+    assert reader_cache == -CACHE_SIZE_KIB and CACHE_SIZE_KIB > WRITER_CACHE_SIZE_KIB
     assert store.schema_version >= 1
 
 
