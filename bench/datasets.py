@@ -29,8 +29,9 @@ def data_paths(root: Path) -> DataPaths:
     return paths
 
 
-def sessions(root: Path, count: int, *, children: bool = True) -> list[str]:
-    """``count`` root sessions (and a child for every second one); returns the root ids."""
+def sessions(root: Path, count: int, *, children: bool = True, child_every: int = 2) -> list[str]:
+    """``count`` root sessions (and a child for every ``child_every``-th one); returns the root
+    ids."""
     paths = data_paths(root)
     store = Store.open(paths.database)
     folders = []
@@ -52,7 +53,7 @@ def sessions(root: Path, count: int, *, children: bool = True) -> list[str]:
                 at_ms=1_700_000_000_000 + n,
             )
             ids.append(root_session.id)
-            if children and n % 2 == 0:
+            if children and n % child_every == 0:
                 repo.create_session(
                     session_id=f"c{n:06d}",
                     workspace=spaces[n % WORKSPACES],

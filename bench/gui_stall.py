@@ -60,6 +60,7 @@ from fxdesk.gui.application import (
     MainThreadGarbageCollector,
     Outcome,
     create_qapplication,
+    qt_thread_first,
 )
 from fxdesk.gui.sessions.composer import MessageEdit
 from fxdesk.gui.transcript.model import RowKind, TranscriptModel
@@ -564,7 +565,7 @@ def main() -> None:
     collector = MainThreadGarbageCollector()  # as fxdesk runs: collect on the Qt thread only
     collector.start()
     try:
-        with loop:
+        with loop, qt_thread_first():  # as fxdesk runs its window
             if args.soak_minutes:
                 soak_json(loop, args.soak_minutes, args.soak_reference_minutes)
                 return

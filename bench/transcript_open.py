@@ -37,7 +37,12 @@ from PySide6.QtWidgets import QAbstractItemView, QListView
 
 from fxdesk.app import App
 from fxdesk.engine.providers import FixedResolver
-from fxdesk.gui.application import GuiController, MainThreadGarbageCollector, create_qapplication
+from fxdesk.gui.application import (
+    GuiController,
+    MainThreadGarbageCollector,
+    create_qapplication,
+    qt_thread_first,
+)
 from fxdesk.logs import loop_exception_handler
 from fxdesk.paths import DataPaths
 from fxdesk.providers.scripted import Reply, ScriptedProvider
@@ -214,7 +219,7 @@ def run_on_window_loop(make: Callable[[], Awaitable[T]]) -> T:
     collector = MainThreadGarbageCollector()
     collector.start()
     try:
-        with loop:
+        with loop, qt_thread_first():  # as fxdesk runs its window
             return loop.run_until_complete(make())
     finally:
         collector.stop()

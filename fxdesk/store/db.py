@@ -341,7 +341,9 @@ class _LoopWaker:
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
+        # Weakly: ``_WAKERS`` is keyed by the loop, and a value that held its key would keep
+        # every loop that ever used the store alive (and its waker with it).
+        self._loop = weakref.ref(loop)
         self._lock = threading.Lock()
         self._ready: list[tuple[asyncio.Future[Any], BaseException | None, Any]] = []
 
@@ -356,10 +358,17 @@ class _LoopWaker:
         if not after_results(self._wake):  # the writer wakes the loop once its batch is out
             self._wake()
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop()
+
     def _wake(self) -> None:
+        loop = self._loop()
         try:
-            self.loop.call_soon_threadsafe(self._flush)
-        except RuntimeError:  # the loop is closed: nobody is waiting any more
+            if loop is None:
+                raise RuntimeError("the loop is gone")
+            loop.call_soon_threadsafe(self._flush)
+        except RuntimeError:  # the loop is closed or gone: nobody is waiting any more
             with self._lock:
                 self._ready.clear()
 

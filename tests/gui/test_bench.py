@@ -49,8 +49,10 @@ def test_an_output_flood_ends_with_its_url_published_and_the_log_view_open() -> 
 
 def test_the_soak_samples_rss_and_fits_a_slope() -> None:
     rows = suite.bench_soak(0.25, 0.1)
-    slope, cpu = rows
+    slope, rss, cpu = rows
     assert len(slope.samples["fxdesk_rss"]) >= 10 and len(slope.samples["reference_rss"]) >= 10
     assert slope.reference is not None
     assert not math.isnan(slope.fxdesk) and not math.isnan(slope.reference)
+    assert rss.fxdesk == slope.samples["fxdesk_rss"][-1]  # the RSS after streaming, as sampled
+    assert rss.reference == slope.samples["reference_rss"][-1]
     assert cpu.fxdesk > 0

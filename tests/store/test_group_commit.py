@@ -122,3 +122,24 @@ async def test_concurrent_writers_are_batched_and_all_land(store: Store) -> None
     )
     assert stored == 320
     assert store.writer_stats.batches < store.writer_stats.jobs  # some commits were shared
+
+
+def test_an_event_loop_that_used_the_store_can_be_freed(store: Store) -> None:
+    """The store wakes each loop through a waker kept per loop; the waker must not keep its
+    loop alive once the loop is closed and dropped (tests and restarts make many loops)."""
+    import gc
+    import weakref
+
+    async def write_and_read() -> object:
+        await store.write(lambda: repo.set_setting("loop-test", 1))
+        return await store.read(lambda: repo.get_setting("loop-test"))
+
+    loop = asyncio.new_event_loop()
+    assert loop.run_until_complete(write_and_read()) == 1
+    loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    # A later loop is woken as before; the store's threads hold nothing of the first one.
+    assert asyncio.run(write_and_read()) == 1
+    gc.collect()
+    assert gone() is None
