@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QMenu
 
 from fxdesk import messages
 from fxdesk.domain.agent_runs import AgentRun, AgentRunError
-from fxdesk.domain.model import Session
+from fxdesk.domain.model import Session, SessionState
 from fxdesk.engine.agents.events import AgentRunChanged
 from fxdesk.engine.facade import Engine, StoreError
 from fxdesk.gui.agents.inbox_dock import InboxDock
@@ -281,7 +281,12 @@ class AgentsController(QObject):
 
     @Slot(object)
     def _on_bridge_session_changed(self, session: Session) -> None:
-        """A sub-session's turn ended: its root's usage with its sub-agents changed."""
+        """A sub-session's turn ended: its root's usage with its sub-agents changed. Not when
+        a turn is queued or starts (or goes on after an approval): no model call was made since
+        the change before, so the runs and usage are as they were read then (three reads a
+        refresh, each a worker thread's and the loop's time while sessions stream)."""
+        if session.state in (SessionState.QUEUED, SessionState.RUNNING):
+            return
         if session.is_child or session.id in self.runs:
             self._mark_dirty(session.root_id)
 
