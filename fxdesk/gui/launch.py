@@ -17,7 +17,6 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QWidget
 
 from fxdesk import APP_ID, APP_NAME, __version__
-from fxdesk.gui.sessions.model import SessionTreeModel
 from fxdesk.gui.window.main_window import MainWindow
 
 log = logging.getLogger(__name__)
@@ -60,16 +59,16 @@ class _PaintWait(QObject):
 
 
 def first_frame(argv: list[str], wait_s: float = FIRST_FRAME_WAIT_S) -> MainWindow:
-    """Show the main window (no sessions in it yet) and let it paint, at most ``wait_s``.
+    """Show the main window (no sessions in it yet) and let it paint, at most ``wait_s``; then
+    give it its (empty) session tree.
 
     The wait is a plain ``QEventLoop``: no asyncio loop runs yet, so none can lose wake-ups
-    to it (the reason nested Qt loops are banned elsewhere)."""
+    to it (the reason nested Qt loops are banned elsewhere). The tree's model and the domain's
+    session types it imports come after the frame, which shows no session anyway."""
     create_qapplication(argv)
     # Quitting is GuiController's orderly decision, never a side effect of a window closing.
     QApplication.setQuitOnLastWindowClosed(False)
-    model = SessionTreeModel()
-    window = MainWindow(model)
-    model.setParent(window)
+    window = MainWindow()
     loop = QEventLoop()
     wait = _PaintWait(window, loop)
     give_up = QTimer(loop)
@@ -84,4 +83,7 @@ def first_frame(argv: list[str], wait_s: float = FIRST_FRAME_WAIT_S) -> MainWind
     wait.deleteLater()
     if not wait.painted:
         log.info("the window did not paint within %.1f s; starting anyway", wait_s)
+    from fxdesk.gui.sessions.model import SessionTreeModel
+
+    window.attach_sessions(SessionTreeModel(window))
     return window

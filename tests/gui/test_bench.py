@@ -54,5 +54,5 @@ def test_the_soak_samples_rss_and_fits_a_slope() -> None:
     assert slope.reference is not None
     assert not math.isnan(slope.fxdesk) and not math.isnan(slope.reference)
     assert rss.fxdesk == slope.samples["fxdesk_rss"][-1]  # the RSS after streaming, as sampled
-    assert rss.reference == slope.samples["reference_rss"][-1]
+    assert rss.reference is not None and 0 < rss.reference < rss.fxdesk  # the bare window
     assert cpu.fxdesk > 0

@@ -22,13 +22,22 @@ from tests.helpers import child_env
 FIRST_FRAME = """
 import json, sys
 from fxdesk.cli.main import main
-from fxdesk.gui.launch import first_frame
-window = first_frame(sys.argv)
+from fxdesk.gui import launch
+painted = {}
+paint_filter = launch._PaintWait.eventFilter
+def at_paint(self, watched, event):
+    if event.type() == event.Type.Paint and not painted:
+        painted["modules"] = sorted(sys.modules)
+    return paint_filter(self, watched, event)
+launch._PaintWait.eventFilter = at_paint
+window = launch.first_frame(sys.argv)
 print(json.dumps({
     "visible": window.isVisible(),
     "page": window.centre.currentIndex(),
     "pages": window.centre.count(),
+    "tree": window.tree.model() is window.proxy and window.proxy.sourceModel() is window.model,
     "modules": sorted(sys.modules),
+    "at_paint": painted.get("modules"),
 }))
 """
 
@@ -69,6 +78,25 @@ def test_the_first_frame_shows_the_window_without_the_engine() -> None:
         if module == package or module.startswith(package + ".")
     ]
     assert early == []
+    assert shown["tree"] is True  # the session tree is there once the first frame returns
+
+
+def test_the_first_frame_paints_before_the_session_tree_is_imported() -> None:
+    """The frame shows no session: the tree's model and the domain's session types (and the
+    Python enums of Qt's namespace they make) come just after it."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_FRAME],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    at_paint = json.loads(done.stdout)["at_paint"]
+    assert at_paint is not None, "the window did not paint"
+    assert "fxdesk.gui.window.main_window" in at_paint
+    for later in ("fxdesk.gui.sessions.model", "fxdesk.domain.model", "fxdesk.gui.agents"):
+        assert later not in at_paint
 
 
 async def test_the_controller_takes_over_the_window_shown_first(

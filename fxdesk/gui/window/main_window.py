@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import contextlib
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import PySide6
 from PySide6.QtCore import (
@@ -44,19 +44,15 @@ from PySide6.QtWidgets import (
 )
 
 from fxdesk import APP_NAME, __version__
-from fxdesk.domain.model import Session
-from fxdesk.gui.sessions.model import (
-    ROLE_ID,
-    ROLE_SNAPSHOT,
-    SessionFilterModel,
-    SessionTreeModel,
-)
 
-# The session page (transcript and composer) and the tree's delegate are imported where they
-# are built: the first frame shows the window before any session is loaded, so it does not
-# wait for them.
+# The session page (transcript and composer), the tree's delegate and the tree's model (with
+# the domain's session types) are imported where they are used: the first frame shows the
+# window before any session is loaded, so it does not wait for them (launch.first_frame
+# attaches the tree's model just after it: docs/performance.md).
 if TYPE_CHECKING:
     from fxdesk.domain.conversation import HistoryEntry
+    from fxdesk.domain.model import Session
+    from fxdesk.gui.sessions.model import SessionFilterModel, SessionTreeModel
     from fxdesk.gui.sessions.panel import SessionPanel
     from fxdesk.gui.transcript.model import TranscriptModel
     from fxdesk.gui.window.banner import Banner
@@ -122,12 +118,16 @@ class MainWindow(QMainWindow):
 
     PAGE_EMPTY, PAGE_SELECT, PAGE_SESSION = range(3)
 
+    model: SessionTreeModel  # the tree's model and its filter: set by attach_sessions
+    proxy: SessionFilterModel
+
     def __init__(
         self,
-        model: SessionTreeModel,
+        model: SessionTreeModel | None = None,
         transcript: TranscriptModel | None = None,
         parent: QWidget | None = None,
     ) -> None:
+        """Without ``model`` the window shows no sessions until ``attach_sessions``."""
         super().__init__(parent)
         self._transcript = transcript
         self._panel: SessionPanel | None = None  # the session page, built when first needed
@@ -139,15 +139,31 @@ class MainWindow(QMainWindow):
         self._quiet = False  # the tree's selection moves without opening anything
         self._folded: set[object] = set()  # rows the person folded (workspace or session ids)
         self._folding = False
-        self.model = model
-        self.proxy = SessionFilterModel(self)
-        self.proxy.setSourceModel(model)
         self._build_actions()
         self._build_central()
         self.status_info = QLabel("")
         self.status_info.setAccessibleName("Data folder")
         self.statusBar().addPermanentWidget(self.status_info)
         self.statusBar().setSizeGripEnabled(False)
+        self.tree_stack.setCurrentWidget(self.tree_empty)
+        self.centre.setCurrentIndex(self.PAGE_EMPTY)
+        if model is not None:
+            self.attach_sessions(model)
+
+    def attach_sessions(self, model: SessionTreeModel) -> None:
+        """Show ``model``'s workspaces and sessions in the tree (once)."""
+        from fxdesk.gui.sessions.model import SessionFilterModel
+
+        assert not hasattr(self, "model"), "the window already shows a session tree"
+        self.model = model
+        self.proxy = SessionFilterModel(self)
+        self.proxy.setSourceModel(model)
+        self.archived_action.toggled.connect(self.proxy.set_show_archived)
+        self.tree.setModel(self.proxy)
+        self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
+        # Typing into the filter (and Down into the tree) needs the tree's model.
+        self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
+        self.filter_edit.installEventFilter(self)
         for signal in (model.rowsInserted, model.rowsRemoved, model.modelReset):
             signal.connect(self._update_pages)
         self._update_pages()
@@ -168,7 +184,6 @@ class MainWindow(QMainWindow):
         self.filter_action.setShortcut(QKeySequence("Ctrl+K"))
         self.filter_action.triggered.connect(self._on_filter_action_triggered)
         self.archived_action = QAction("Show &archived sessions", self, checkable=True)
-        self.archived_action.toggled.connect(self.proxy.set_show_archived)
         self.settings_action = QAction("&Settings…", self)
         self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
         self.settings_action.triggered.connect(self.settings_requested)
@@ -288,8 +303,6 @@ class MainWindow(QMainWindow):
         self.filter_edit = QLineEdit()
         self.filter_edit.setPlaceholderText("Filter sessions (Ctrl+K)")
         self.filter_edit.setAccessibleName("Filter sessions")
-        self.filter_edit.textChanged.connect(self._on_filter_edit_text_changed)
-        self.filter_edit.installEventFilter(self)
         top.addWidget(self.filter_edit, 1)
         self.new_button = QPushButton("New")
         self.new_button.setToolTip("New session (Ctrl+N)")
@@ -299,7 +312,6 @@ class MainWindow(QMainWindow):
         layout.addLayout(top)
         self.tree_stack = QStackedWidget()
         self.tree = QTreeView()
-        self.tree.setModel(self.proxy)
         self.tree.setHeaderHidden(True)
         self.tree.setUniformRowHeights(True)
         self.tree.setAccessibleName("Sessions")
@@ -307,7 +319,6 @@ class MainWindow(QMainWindow):
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
-        self.tree.selectionModel().selectionChanged.connect(self._on_tree_selection_changed)
         # A click or Enter on a session opens it to be typed to; arrow keys only move through
         # the tree (the open session follows) and leave the keyboard there.
         self.tree.clicked.connect(self._on_tree_chosen)
@@ -410,9 +421,7 @@ class MainWindow(QMainWindow):
             self.tree.scrollTo(index)
 
     def selected_session(self) -> Session | None:
-        index = self.tree.currentIndex()
-        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
-        return snapshot if isinstance(snapshot, Session) else None
+        return _session_at(self.tree.currentIndex())
 
     @Slot()
     def _update_pages(self) -> None:
@@ -445,8 +454,8 @@ class MainWindow(QMainWindow):
             return  # the filter hid the row, or the person is choosing among matches
         indexes = selected.indexes()
         index: QModelIndex = indexes[0] if indexes else QModelIndex()
-        snapshot = index.data(ROLE_SNAPSHOT) if index.isValid() else None
-        if isinstance(snapshot, Session):
+        snapshot = _session_at(index)
+        if snapshot is not None:
             self._open(snapshot)
         else:
             self._open_id = ""
@@ -455,7 +464,7 @@ class MainWindow(QMainWindow):
 
     @Slot(QModelIndex)
     def _on_tree_chosen(self, index: QModelIndex) -> None:
-        if isinstance(index.data(ROLE_SNAPSHOT), Session):
+        if _session_at(index) is not None:
             self.panel.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _open(self, session: Session) -> None:
@@ -506,8 +515,8 @@ class MainWindow(QMainWindow):
         def walk(parent: QModelIndex) -> None:
             for row in range(self.proxy.rowCount(parent)):
                 index = self.proxy.index(row, 0, parent)
-                snapshot = index.data(ROLE_SNAPSHOT)
-                if isinstance(snapshot, Session) and (
+                snapshot = _session_at(index)
+                if snapshot is not None and (
                     text in snapshot.name.casefold() or snapshot.id in mentioning
                 ):
                     found.append(index)
@@ -528,8 +537,8 @@ class MainWindow(QMainWindow):
     def open_session(self, session_id: str) -> None:
         """Open ``session_id`` now, even while the filter is choosing (a search result asked
         for it); the filter keeps its text, so the other results stay."""
-        snapshot = self.model.session_index(session_id).data(ROLE_SNAPSHOT)
-        if not isinstance(snapshot, Session):
+        snapshot = _session_at(self.model.session_index(session_id))
+        if snapshot is None:
             return
         with self._quietly():
             self._select_quietly(session_id)
@@ -541,8 +550,8 @@ class MainWindow(QMainWindow):
         chosen = current if current in matches else (matches[0] if matches else None)
         if chosen is None:
             return
-        snapshot = chosen.data(ROLE_SNAPSHOT)
-        assert isinstance(snapshot, Session)
+        snapshot = _session_at(chosen)
+        assert snapshot is not None
         self.filter_edit.clear()
         with self._quietly():
             self._select_quietly(snapshot.id)
@@ -613,17 +622,17 @@ class MainWindow(QMainWindow):
     @Slot(QModelIndex)
     def _on_tree_collapsed(self, index: QModelIndex) -> None:
         if not self._folding and not self.filter_edit.text().strip():
-            self._folded.add(index.data(ROLE_ID))
+            self._folded.add(_row_id(index))
 
     @Slot(QModelIndex)
     def _on_tree_expanded(self, index: QModelIndex) -> None:
         # While filtering the tree unfolds what it must to show the matches: not the person's.
         if not self._folding and not self.filter_edit.text().strip():
-            self._folded.discard(index.data(ROLE_ID))
+            self._folded.discard(_row_id(index))
 
     def show_session(self, session: Session) -> None:
         """Refresh the header for ``session`` (selected or changed)."""
-        workspace = self.model.workspace_index(session.workspace_id).data(ROLE_SNAPSHOT)
+        workspace = _snapshot_at(self.model.workspace_index(session.workspace_id))
         self.panel.show_session(session, workspace.path if workspace is not None else "")
         self._update_session_actions(session)
         if session.id == self._type_into and self.selected_session() is not None:
@@ -640,18 +649,23 @@ class MainWindow(QMainWindow):
             self.show_session(shown)
 
     def _update_session_actions(self, session: Session | None) -> None:
+        if session is None:  # nothing open (the first frame too: before the domain's types)
+            for item in self.session_actions.values():
+                item.setEnabled(False)
+            self.cancel_action.setEnabled(False)
+            return
         from fxdesk.domain.model import SessionState
 
-        active = session is not None and session.state in (
+        active = session.state in (
             SessionState.RUNNING,
             SessionState.AWAITING_APPROVAL,
             SessionState.QUEUED,
         )
         enabled = {
-            "new_child": session is not None and session.state != SessionState.ARCHIVED,
-            "rename": session is not None,
-            "resume": session is not None and session.state == SessionState.INTERRUPTED,
-            "close": session is not None and session.state != SessionState.ARCHIVED,
+            "new_child": session.state != SessionState.ARCHIVED,
+            "rename": True,
+            "resume": session.state == SessionState.INTERRUPTED,
+            "close": session.state != SessionState.ARCHIVED,
         }
         for action, item in self.session_actions.items():
             item.setEnabled(enabled.get(action, False))
@@ -712,6 +726,27 @@ SESSION_SHORTCUTS = {
     "resume": "Ctrl+R",
     "close": "Ctrl+W",
 }
+
+
+def _snapshot_at(index: QModelIndex) -> Any:
+    """The frozen Workspace or Session a tree row shows; None for no row."""
+    from fxdesk.gui.sessions.model import ROLE_SNAPSHOT
+
+    return index.data(ROLE_SNAPSHOT) if index.isValid() else None
+
+
+def _session_at(index: QModelIndex) -> Session | None:
+    from fxdesk.domain.model import Session
+
+    snapshot = _snapshot_at(index)
+    return snapshot if isinstance(snapshot, Session) else None
+
+
+def _row_id(index: QModelIndex) -> object:
+    """A workspace's id (int) or a session's id (str): what folding remembers."""
+    from fxdesk.gui.sessions.model import ROLE_ID
+
+    return index.data(ROLE_ID)
 
 
 def _text(data: QByteArray) -> str:
