@@ -283,8 +283,8 @@ class AgentsController(QObject):
     def _on_bridge_session_changed(self, session: Session) -> None:
         """A sub-session's turn ended: its root's usage with its sub-agents changed. Not when
         a turn is queued or starts (or goes on after an approval): no model call was made since
-        the change before, so the runs and usage are as they were read then (three reads a
-        refresh, each a worker thread's and the loop's time while sessions stream)."""
+        the change before, so the runs and usage are as they were read then (a refresh is six
+        store reads: the session's root three times, its runs, inbox and usage)."""
         if session.state in (SessionState.QUEUED, SessionState.RUNNING):
             return
         if session.is_child or session.id in self.runs:
