@@ -156,6 +156,28 @@ def next_runnable(items: tuple[WorkItem, ...] | list[WorkItem], retry: bool) -> 
 Update = tuple[WorkItem, WorkStatus | None, str | None]
 
 
+def _transition_event(
+    record: ControlRecord,
+    sequence: int,
+    revision: int,
+    now_ms: int,
+    item: WorkItem,
+    previous: WorkStatus | None,
+    reason: str | None,
+) -> ControlEvent:
+    return ControlEvent(
+        session_id=record.session_id,
+        sequence=sequence,
+        revision=revision,
+        kind="work_transition",
+        at_ms=now_ms,
+        work_id=item.id,
+        previous=previous,
+        current=item.status,
+        reason=reason,
+    )
+
+
 def _apply(
     record: ControlRecord,
     updates: list[Update],
@@ -171,17 +193,7 @@ def _apply(
     if len(updates) == 1 and items_after is not None:
         # One new item (enqueue, on every send): nothing to merge into the items (issue 17).
         item, previous, event_reason = updates[0]
-        event = ControlEvent(
-            session_id=record.session_id,
-            sequence=sequence,
-            revision=revision,
-            kind="work_transition",
-            at_ms=now_ms,
-            work_id=item.id,
-            previous=previous,
-            current=item.status,
-            reason=event_reason,
-        )
+        event = _transition_event(record, sequence, revision, now_ms, item, previous, event_reason)
         after = ControlRecord(
             session_id=record.session_id,
             mode=record.mode,
@@ -197,17 +209,7 @@ def _apply(
     events = []
     for item, previous, event_reason in updates:
         events.append(
-            ControlEvent(
-                session_id=record.session_id,
-                sequence=sequence,
-                revision=revision,
-                kind="work_transition",
-                at_ms=now_ms,
-                work_id=item.id,
-                previous=previous,
-                current=item.status,
-                reason=event_reason,
-            )
+            _transition_event(record, sequence, revision, now_ms, item, previous, event_reason)
         )
         sequence += 1
     changed = {item.id: item for item, _, _ in updates}

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from fxdesk.app import App
 from fxdesk.gui.application import GuiController, Outcome
@@ -58,7 +59,8 @@ NOT_BEFORE_THE_FIRST_FRAME = (
 )
 
 
-def test_the_first_frame_shows_the_window_without_the_engine() -> None:
+def first_frame_report() -> dict[str, Any]:
+    """``FIRST_FRAME`` run in a fresh process: what it printed."""
     done = subprocess.run(
         [sys.executable, "-c", FIRST_FRAME],
         env=child_env(),
@@ -67,7 +69,12 @@ def test_the_first_frame_shows_the_window_without_the_engine() -> None:
         timeout=120,
         check=True,
     )
-    shown = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_the_first_frame_shows_the_window_without_the_engine() -> None:
+    shown = first_frame_report()
     assert shown["visible"] is True
     assert shown["page"] == MainWindow.PAGE_EMPTY  # no data yet: what it shows with none
     assert shown["pages"] == MainWindow.PAGE_SESSION  # the session page comes after the frame
@@ -84,15 +91,7 @@ def test_the_first_frame_shows_the_window_without_the_engine() -> None:
 def test_the_first_frame_paints_before_the_session_tree_is_imported() -> None:
     """The frame shows no session: the tree's model and the domain's session types (and the
     Python enums of Qt's namespace they make) come just after it."""
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_FRAME],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    at_paint = json.loads(done.stdout)["at_paint"]
+    at_paint = first_frame_report()["at_paint"]
     assert at_paint is not None, "the window did not paint"
     assert "fxdesk.gui.window.main_window" in at_paint
     for later in ("fxdesk.gui.sessions.model", "fxdesk.domain.model", "fxdesk.gui.agents"):
