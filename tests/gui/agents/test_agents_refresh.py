@@ -4,32 +4,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from fxdesk.domain.model import PermissionMode, Session, SessionMode, SessionState
+from fxdesk.domain.model import Session, SessionState
 from fxdesk.gui.agents.controller import AgentsController
+from tests.gui.sessions.test_session_model import session
 
 
 def _session(session_id: str, root_id: str, state: SessionState) -> Session:
-    child = session_id != root_id
-    return Session(
-        id=session_id,
-        workspace_id=1,
-        parent_id=root_id if child else None,
-        root_id=root_id,
-        is_child=child,
-        name=session_id,
-        mode=SessionMode.PERSISTENT,
-        profile=None,
-        model=None,
-        effort=None,
-        permission_mode=PermissionMode.ASK,
-        state=state,
-        archived_from=None,
-        generation=1,
-        next_event_sequence=1,
-        last_work_id=None,
-        created_at_ms=0,
-        updated_at_ms=0,
-    )
+    return session(session_id, parent=None if session_id == root_id else root_id, state=state)
 
 
 def test_a_tree_is_read_again_when_a_turn_ends_not_when_one_is_queued_or_starts() -> None:
