@@ -38,6 +38,7 @@ from PySide6.QtGui import (
     QMouseEvent,
     QPainter,
     QPalette,
+    QRegion,
     QTextDocument,
 )
 from PySide6.QtWidgets import (
@@ -179,6 +180,18 @@ def _piece(doc: QTextDocument) -> _Piece:
     )
 
 
+def first_change(before: _Layout, after: _Layout) -> int:
+    """Where (the top, in the row) ``after`` starts to differ from ``before``: the top of the
+    first document that is not the same one at the same place, else the end of the last."""
+    for (old, old_area), (new, new_area) in zip(before.docs, after.docs, strict=False):
+        if old is not new or old_area != new_area:
+            return int(min(old_area.top(), new_area.top()))
+    shared = min(len(before.docs), len(after.docs))
+    if shared == 0:
+        return 0
+    return int(after.docs[shared - 1][1].bottom())
+
+
 def stack(pieces: Sequence[_Piece], left: float, top: float, width: float) -> list[QRectF]:
     """Where each piece goes, one under another from ``top``, spaced as their paragraphs are in
     one document: the margins of the blocks either side of a cut collapse to the larger one.
@@ -228,6 +241,7 @@ class TranscriptDelegate(QStyledItemDelegate):
         self._segments: OrderedDict[tuple[object, ...], _Piece] = OrderedDict()
         self._pieces: OrderedDict[tuple[object, ...], _Piece] = OrderedDict()
         self.covered: str | None = None  # the row whose text the selection box shows instead
+        self.exposed: QRegion | None = None  # the viewport's part being painted (a paint event)
         self.highlighted: str | None = None  # a message a search opened (for a moment)
         self.segments_rendered = 0
         self.pieces_rendered = 0
@@ -381,6 +395,10 @@ class TranscriptDelegate(QStyledItemDelegate):
         ):
             self._cache_chars -= self._cache.popitem(last=False)[1].chars
         return built
+
+    def live_layout(self) -> _Layout | None:
+        """The streaming row's layout as last built (before the model's newest text)."""
+        return self._live[1] if self._live is not None else None
 
     def _build_live(self, row: Row, width: int, dark: bool) -> _Layout:
         """The streaming answer as a stack of documents: its closed pieces (``stream_segments``),
@@ -597,22 +615,31 @@ class TranscriptDelegate(QStyledItemDelegate):
         covered = row.key == self.covered  # its text is in the selection box above it
         # Only what the viewport shows of each document is drawn: a long answer's whole
         # document took ~230 ms a frame while it was scrolled (issue 17, bench.transcript_big).
-        shown = QRectF(self._view.viewport().rect()).translated(-QPointF(origin))
+        # And of that, the part being painted: a push of the live answer repaints its newest
+        # lines, not every document in view.
+        viewport = QRectF(self._view.viewport().rect())
+        exposed = self.exposed
+        partial = exposed is not None and not exposed.contains(viewport.toAlignedRect())
         coloured = False
         for doc, area in [] if covered else layout.docs:
+            placed = area.translated(QPointF(origin))  # the document, in the viewport
+            visible = viewport & placed
+            if exposed is not None and not visible.isEmpty():
+                visible &= QRectF(exposed.intersected(visible.toAlignedRect()).boundingRect())
+            if visible.isEmpty():
+                continue
             painter.save()
             painter.translate(area.topLeft())
-            clip = shown.translated(-area.topLeft()) & QRectF(0, 0, area.width(), area.height())
-            if not clip.isEmpty():
-                # Code is coloured when it first comes into view, not when laid out, and a
-                # few lines a paint (pygments: ~1 ms a code line): the rest a frame later each.
-                if has_plain_code(doc):
-                    if not coloured:
-                        highlight_code(doc, dark, PAINT_CODE_LINES)
-                        coloured = True
-                    if has_plain_code(doc):
-                        self._colour_more.start()
-                doc.drawContents(painter, clip)
+            # Code is coloured when it first comes into view, not when laid out, and a few
+            # lines a paint (pygments: ~1 ms a code line): the rest a frame later each. Lines
+            # coloured outside the part painted are painted by the frame after, too.
+            if has_plain_code(doc):
+                if not coloured:
+                    highlight_code(doc, dark, PAINT_CODE_LINES)
+                    coloured = True
+                if partial or has_plain_code(doc):
+                    self._colour_more.start()
+            doc.drawContents(painter, visible.translated(-placed.topLeft()))
             painter.restore()
         images.paint_thumbs(painter, layout.thumbs, self.thumbnails, palette)
         if option.state & QStyle.StateFlag.State_HasFocus and self._view.hasFocus():

@@ -12,22 +12,33 @@ Signals:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from PySide6.QtCore import QPoint, Qt, QTimer, QTimerEvent, Signal
+from PySide6.QtCore import (
+    QModelIndex,
+    QPersistentModelIndex,
+    QPoint,
+    QRect,
+    Qt,
+    QTimer,
+    QTimerEvent,
+    Signal,
+)
 from PySide6.QtGui import (
+    QAccessible,
     QContextMenuEvent,
     QFocusEvent,
     QGuiApplication,
     QKeyEvent,
     QKeySequence,
     QMouseEvent,
+    QPaintEvent,
     QResizeEvent,
     QTextCursor,
 )
 from PySide6.QtWidgets import QAbstractItemView, QListView, QMenu, QWidget
 
-from fxdesk.gui.transcript.delegate import TranscriptDelegate
+from fxdesk.gui.transcript.delegate import TranscriptDelegate, first_change
 from fxdesk.gui.transcript.model import RowKind, TranscriptModel
 from fxdesk.gui.transcript.selection import TextSelection
 
@@ -52,6 +63,7 @@ class TranscriptView(QListView):
 
     def __init__(self, model: TranscriptModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
+        self.items_laid_out = 0  # layout passes of all rows (tests count them)
         self.setModel(model)
         self.transcript = model
         self.delegate = TranscriptDelegate(self, self.trigger)
@@ -340,6 +352,84 @@ class TranscriptView(QListView):
             return
         for callback in self.older_requested:
             callback()
+
+    # --- a push of the live answer --------------------------------------------------------
+    # Each push of the streaming answer changes the live row, the last one. Qt's answer to a
+    # changed row is a layout pass and a repaint of the whole viewport, every document in view
+    # drawn again ~30 times a second (issue 17: the transcript's paint was most of what 20
+    # streaming sessions cost beyond the engine). When only the live row grew, the rows are
+    # laid out with the viewport's updates held, the view scrolls by the growth (the pixels
+    # move, when pinned to the bottom) and only the part of the row that changed is painted.
+
+    def dataChanged(
+        self,
+        top_left: QModelIndex | QPersistentModelIndex,
+        bottom_right: QModelIndex | QPersistentModelIndex,
+        roles: Sequence[int] = (),
+    ) -> None:
+        if not self._grow_live(top_left, bottom_right):
+            super().dataChanged(top_left, bottom_right, roles)
+
+    def doItemsLayout(self) -> None:
+        self.items_laid_out += 1
+        super().doItemsLayout()
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        self.delegate.exposed = event.region()
+        try:
+            super().paintEvent(event)
+        finally:
+            self.delegate.exposed = None
+
+    def _grow_live(
+        self,
+        top_left: QModelIndex | QPersistentModelIndex,
+        bottom_right: QModelIndex | QPersistentModelIndex,
+    ) -> bool:
+        """Lay out and paint for a live row that only grew (see above); False when the change
+        is another one, for Qt's own handling."""
+        position = top_left.row()
+        count = self.transcript.rowCount()
+        viewport = self.viewport()
+        if (
+            top_left != bottom_right
+            or position != count - 1
+            or self.transcript.row_at(position).kind != RowKind.LIVE
+            or not self.isVisible()
+            or not viewport.updatesEnabled()
+            or self.layoutMode() != QListView.LayoutMode.SinglePass
+            or self._anchor is not None
+            or self.delegate.covered is not None
+            or QAccessible.isActive()  # Qt's way tells assistive tools the row changed
+        ):
+            return False
+        laid_out = self.items_laid_out
+        self.executeDelayedItemsLayout()  # rows inserted or resized meanwhile: all of it now
+        if self.items_laid_out != laid_out:
+            return True  # that pass measured the new text too and repaints the viewport
+        before = self.delegate.live_layout()  # the text of the last pass (Qt's height then)
+        if before is None:
+            return False
+        after = self.delegate.layout(self.transcript.row_at(position))
+        if after.height < before.height:
+            return False  # the range may shrink and the scroll bar move: Qt's way
+        changed = first_change(before, after)
+        bar = self.verticalScrollBar()
+        # The pass without its repaint of the viewport, nor a scroll of it meanwhile: the scroll
+        # bar's range grows (its value stays), and its signal comes once the rows are placed.
+        bar.blockSignals(True)
+        viewport.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, True)
+        try:
+            self.doItemsLayout()
+        finally:
+            viewport.setAttribute(Qt.WidgetAttribute.WA_UpdatesDisabled, False)
+            bar.blockSignals(False)
+        bar.rangeChanged.emit(bar.minimum(), bar.maximum())  # pinned: scrolls to the bottom
+        rect = self.visualRect(top_left)
+        viewport.update(
+            QRect(0, rect.top() + changed, viewport.width(), max(rect.height() - changed, 1))
+        )
+        return True
 
     def _on_model_changed(self, *args: object) -> None:
         if self.pinned:

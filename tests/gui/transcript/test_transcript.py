@@ -13,17 +13,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from PySide6.QtCore import QModelIndex, QPoint, QRect, Qt
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPoint, QRect, Qt
 from PySide6.QtGui import (
+    QCursor,
     QFontMetrics,
     QGuiApplication,
     QImage,
     QPainter,
+    QPaintEvent,
     QTextCursor,
     QTextFormat,
 )
 from PySide6.QtTest import QTest
-from PySide6.QtWidgets import QListView, QScrollBar, QStyle, QStyleOptionViewItem
+from PySide6.QtWidgets import QListView, QScrollBar, QStyle, QStyleOptionViewItem, QWidget
 
 from fxdesk.app import App
 from fxdesk.domain.conversation import HistoryEntry
@@ -349,6 +351,98 @@ async def test_the_view_stays_pinned_to_the_bottom_unless_the_person_scrolled_up
     model.append_entries((entry(61, EntryKind.USER, "another"),))
     await asyncio.sleep(0.1)
     assert bar.value() == held
+
+
+class Paints(QObject):
+    """The rectangles of the paint events a widget gets."""
+
+    def __init__(self, widget: QWidget) -> None:
+        super().__init__(widget)
+        self.rects: list[QRect] = []
+        widget.installEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if isinstance(event, QPaintEvent):
+            self.rects.append(event.rect())
+        return False
+
+
+def on_screen(view: TranscriptView) -> QImage:
+    """What the window shows of the viewport (its backing store), not a fresh paint."""
+    viewport = view.viewport()
+    screen = view.screen()
+    top_left = viewport.mapTo(view.window(), QPoint(0, 0))
+    return (
+        screen.grabWindow(
+            view.window().winId(),
+            top_left.x(),
+            top_left.y(),
+            viewport.width(),
+            viewport.height(),
+        )
+        .toImage()
+        .convertToFormat(QImage.Format.Format_RGB32)
+    )
+
+
+async def test_a_push_that_grows_the_live_answer_scrolls_and_paints_only_its_new_lines(
+    qtbot: Any,
+) -> None:
+    """Issue 17: a push of the streaming answer, pinned to the bottom, keeps the view at the
+    bottom without laying out and painting the whole viewport: one layout pass, the view
+    scrolled by the growth, a paint of the bottom part only; what shows is what a full
+    paint shows."""
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
+    text = "The answer starts here.\n\n" + "A paragraph of the answer, long enough. " * 6
+    model.set_live_text(text)
+    await until(lambda: bar.value() == bar.maximum() and view.delegate.live_layout() is not None)
+    # Not over the view: a scroll repaints the row the pointer is over (Qt's hover).
+    QCursor.setPos(view.mapToGlobal(QPoint(view.width() + 200, view.height() + 200)))
+    await asyncio.sleep(0.05)
+    text += " Then a few more words."  # (the first scroll after the row came may repaint more)
+    model.set_live_text(text)
+    await asyncio.sleep(0.05)
+    paints = Paints(view.viewport())
+    for more in (
+        " And more words, at least one more line of the answer." * 3,
+        " Still more words in the newest paragraph, another line." * 3,
+        "\n\nThen a new paragraph.",
+    ):
+        before, laid_out = bar.maximum(), view.items_laid_out
+        paints.rects.clear()
+        text += more
+        model.set_live_text(text)
+        assert view.items_laid_out == laid_out + 1
+        assert bar.maximum() > before and bar.value() == bar.maximum() and view.pinned
+        await until(lambda: bool(paints.rects))
+        await asyncio.sleep(0.05)
+        assert all(rect.height() < view.viewport().height() // 2 for rect in paints.rects)
+        live = view.visualRect(model.index(model.rowCount() - 1, 0))
+        assert live.bottom() <= view.viewport().height()
+    assert on_screen(view) == view.viewport().grab().toImage().convertToFormat(
+        QImage.Format.Format_RGB32
+    )
+
+
+async def test_a_push_that_grows_the_live_answer_leaves_a_view_scrolled_up_where_it_is(
+    qtbot: Any,
+) -> None:
+    history = [entry(seq, EntryKind.USER, f"message {seq}") for seq in range(1, 61)]
+    model, view, bar = await shown_at_the_bottom(qtbot, history)
+    text = "The answer starts here.\n\n" + "A paragraph of the answer. " * 6
+    model.set_live_text(text)
+    await until(lambda: bar.value() == bar.maximum() and view.delegate.live_layout() is not None)
+    bar.setValue(bar.maximum() // 2)
+    assert not view.pinned
+    held, before = bar.value(), bar.maximum()
+    model.set_live_text(text + " More words.\n\nAnd another paragraph.")
+    assert bar.maximum() > before
+    await asyncio.sleep(0.1)
+    assert bar.value() == held and not view.pinned
+    assert on_screen(view) == view.viewport().grab().toImage().convertToFormat(
+        QImage.Format.Format_RGB32
+    )
 
 
 async def test_tab_into_the_transcript_keeps_the_view_on_the_newest_rows(qtbot: Any) -> None:
