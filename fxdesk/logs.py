@@ -17,7 +17,6 @@ from __future__ import annotations
 import base64
 import faulthandler
 import logging
-import logging.handlers
 import os
 import sys
 import threading
@@ -213,9 +212,18 @@ class RedactingFormatter(logging.Formatter):
 
 
 def setup_logging(
-    log_file: Path | None, *, verbose: bool = False, stderr_level: int = logging.WARNING
+    log_file: Path | None,
+    *,
+    verbose: bool = False,
+    stderr_level: int = logging.WARNING,
+    rotate: bool = True,
 ) -> None:
-    """Configure the root logger. Safe to call again (it replaces handlers it installed)."""
+    """Configure the root logger. Safe to call again (it replaces handlers it installed).
+
+    With ``rotate=False`` the file is appended to without being rotated: the window logs that
+    way until its first frame has painted, then calls this again. The rotating handler's module
+    (``logging.handlers``, which imports socket, pickle and queue: ~6 ms) comes after the frame;
+    a file past its size is rotated at the next record once it is rotating."""
     root = logging.getLogger()
     for handler in list(root.handlers):
         if getattr(handler, "_fxdesk", False):
@@ -225,9 +233,15 @@ def setup_logging(
     formatter = RedactingFormatter(LOG_FORMAT)
     if log_file is not None:
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        file_handler = logging.handlers.RotatingFileHandler(
-            log_file, maxBytes=_ROTATE_BYTES, backupCount=_ROTATE_COUNT, encoding="utf-8"
-        )
+        file_handler: logging.FileHandler
+        if rotate:
+            from logging.handlers import RotatingFileHandler
+
+            file_handler = RotatingFileHandler(
+                log_file, maxBytes=_ROTATE_BYTES, backupCount=_ROTATE_COUNT, encoding="utf-8"
+            )
+        else:
+            file_handler = logging.FileHandler(log_file, encoding="utf-8")
         file_handler.setFormatter(formatter)
         file_handler._fxdesk = True  # type: ignore[attr-defined]
         root.addHandler(file_handler)

@@ -117,3 +117,24 @@ def test_the_agents_environment_loses_every_variable_holding_a_key() -> None:
     }
     assert environment_without_secrets(environ) == {"HOME": "/home/me", "EMPTY": ""}
     assert environ["PROFILE_NAMED_KEY"] == "not even read yet"  # the caller's mapping is kept
+
+
+def test_the_log_rotates_once_it_is_set_up_rotating(tmp_path: Path) -> None:
+    """The window appends to its log without rotating it until its first frame has painted,
+    then sets logging up again, rotating: nothing written in between is lost, and a log past
+    its size is rotated at the next record."""
+    import logging
+
+    import fxdesk.logs
+
+    log_file = tmp_path / "fxdesk.log"
+    log_file.write_text("x" * (fxdesk.logs._ROTATE_BYTES + 1) + "\n")
+    setup_logging(log_file, rotate=False)
+    logging.getLogger("fxdesk.test").info("before the frame")
+    assert "before the frame" in log_file.read_text()  # appended, not rotated
+    setup_logging(log_file)
+    logging.getLogger("fxdesk.test").info("after the frame")
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    assert log_file.read_text().count("after the frame") == 1
+    assert "before the frame" in (tmp_path / "fxdesk.log.1").read_text()

@@ -57,17 +57,27 @@ def groups() -> tuple[ModuleType, ...]:
     )
 
 
-def _window_only(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` only opens the window, in the plain spellings of its options (anything
-    else, abbreviations and ``--help`` included, goes through the full parser)."""
+def _window_options(argv: Sequence[str]) -> argparse.Namespace | None:
+    """The options of ``argv`` when it only opens the window, in the plain spellings of its
+    options, read as the parser reads them; None for anything else (abbreviations and ``--help``
+    included), which goes through the parser. No parser is built to open the window: argparse
+    passes its texts through gettext, which imports ``locale`` and looks for catalogues (~2 ms
+    before the first frame)."""
+    options = argparse.Namespace(data_dir=None, verbose=False, new_session=False, command=None)
     words = list(argv)
     while words:
         word = words.pop(0)
         if word == "--data-dir" and words and not words[0].startswith("-"):
-            words.pop(0)
-        elif not (word in ("-v", "--verbose", "--new-session") or word.startswith("--data-dir=")):
-            return False
-    return True
+            options.data_dir = words.pop(0)
+        elif word.startswith("--data-dir="):
+            options.data_dir = word.removeprefix("--data-dir=")
+        elif word in ("-v", "--verbose"):
+            options.verbose = True
+        elif word == "--new-session":
+            options.new_session = True
+        else:
+            return None
+    return options
 
 
 def _global_options(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +91,7 @@ def _global_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fxdesk",
         description="A native desktop control room for AI coding agents. "
@@ -90,9 +100,6 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _global_options(parser)
-    if not with_commands:
-        parser.set_defaults(command=None)
-        return parser
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for group in groups():
         group.register(commands)
@@ -103,7 +110,7 @@ def build_parser(*, with_commands: bool = True) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(with_commands=not _window_only(argv)).parse_args(argv)
+    args = _window_options(argv) or build_parser().parse_args(argv)
     if getattr(args, "internal", False):  # runs before any logging or data folder
         return int(args.handler(args, None))
     paths = resolve(args.data_dir)

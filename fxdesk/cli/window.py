@@ -54,7 +54,7 @@ def open_window(
             file=sys.stderr,
         )
         return ExitCode.DATA
-    setup_logging(paths.log_file, verbose=verbose)
+    setup_logging(paths.log_file, verbose=verbose, rotate=False)  # rotating after the frame
     log.info("fxdesk %s starting (data folder %s, pid %d)", __version__, paths.root, os.getpid())
     crash_log = CrashLog(paths.crash_dir)
     crash_log.arm()
@@ -62,6 +62,7 @@ def open_window(
     argv = argv if argv is not None else sys.argv
     try:
         window = first_frame(argv)
+        setup_logging(paths.log_file, verbose=verbose)
         from fxdesk.app import App  # after the first frame: asyncio and the engine's facade
         from fxdesk.gui.application import Outcome, run
 

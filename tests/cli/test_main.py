@@ -6,7 +6,10 @@ import json
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from fxdesk import __version__
+from fxdesk.cli.main import _window_options, build_parser
 from fxdesk.store import migrations
 from tests.helpers import run_fxdesk
 
@@ -75,3 +78,29 @@ def test_fxdesk_home_is_honoured(tmp_path: Path) -> None:
     checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
     assert checks["data_dir"]["data"] == {"path": str(home), "source": "FXDESK_HOME"}
     assert (home / "fxdesk.sqlite3").exists()
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--data-dir", "/tmp/d"],
+        ["--data-dir=/tmp/d", "-v"],
+        ["--data-dir="],
+        ["--verbose", "--new-session", "--data-dir", "a", "--data-dir", "b"],
+    ],
+)
+def test_the_windows_options_are_read_as_the_parser_reads_them(argv: list[str]) -> None:
+    """Opening the window builds no parser; what it reads is what the parser would."""
+    options = _window_options(argv)
+    assert options is not None
+    parsed = build_parser().parse_args(argv)
+    for name in ("command", "data_dir", "verbose", "new_session"):
+        assert getattr(options, name) == getattr(parsed, name), name
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["--data"], ["-vv"], ["--data-dir", "-v"], ["doctor"], ["--version"]]
+)
+def test_anything_else_goes_through_the_parser(argv: list[str]) -> None:
+    assert _window_options(argv) is None

@@ -29,6 +29,8 @@ paint_filter = launch._PaintWait.eventFilter
 def at_paint(self, watched, event):
     if event.type() == event.Type.Paint and not painted:
         painted["modules"] = sorted(sys.modules)
+        painted["qt_namespace"] = "Qt" in vars(sys.modules["PySide6.QtCore"])
+        painted["icon"] = not launch.QApplication.windowIcon().isNull()
     return paint_filter(self, watched, event)
 launch._PaintWait.eventFilter = at_paint
 window = launch.first_frame(sys.argv)
@@ -39,6 +41,9 @@ print(json.dumps({
     "tree": window.tree.model() is window.proxy and window.proxy.sourceModel() is window.model,
     "modules": sorted(sys.modules),
     "at_paint": painted.get("modules"),
+    "qt_namespace_at_paint": painted.get("qt_namespace"),
+    "icon_at_paint": painted.get("icon"),
+    "icon": not window.windowIcon().isNull(),
 }))
 """
 
@@ -94,7 +99,13 @@ def test_the_first_frame_paints_before_the_session_tree_is_imported() -> None:
     at_paint = first_frame_report()["at_paint"]
     assert at_paint is not None, "the window did not paint"
     assert "fxdesk.gui.window.main_window" in at_paint
-    for later in ("fxdesk.gui.sessions.model", "fxdesk.domain.model", "fxdesk.gui.agents"):
+    later_modules = (
+        "fxdesk.gui.sessions.model",
+        "fxdesk.domain.model",
+        "fxdesk.gui.agents",
+        "logging.handlers",  # the log rotates after the frame (fxdesk.logs.setup_logging)
+    )
+    for later in later_modules:
         assert later not in at_paint
 
 
@@ -121,3 +132,16 @@ async def test_the_controller_takes_over_the_window_shown_first(
     finally:
         controller.request_quit()
         assert await asyncio.wait_for(task, 30) == Outcome.CLOSED
+
+
+def test_the_first_frame_paints_before_the_enums_of_qts_namespace() -> None:
+    """PySide6 makes the Python enums of the whole ``Qt`` namespace (105 of them) at the first
+    ``Qt.*`` a process uses; the window sets what it needs from them by name until it painted."""
+    shown = first_frame_report()
+    assert shown["qt_namespace_at_paint"] is False
+
+
+def test_the_icon_comes_just_after_the_first_frame() -> None:
+    shown = first_frame_report()
+    assert shown["icon_at_paint"] is False  # its file, SVG engine and pixmaps: after the frame
+    assert shown["icon"] is True

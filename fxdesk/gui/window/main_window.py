@@ -19,22 +19,17 @@ from PySide6.QtCore import (
     QModelIndex,
     QObject,
     QPoint,
-    Qt,
     Signal,
     Slot,
-    qVersion,
 )
-from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeyEvent, QKeySequence
+from PySide6.QtGui import QAction, QCloseEvent, QFont, QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
-    QDockWidget,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QMainWindow,
-    QMenu,
-    QMessageBox,
     QPushButton,
     QSplitter,
     QStackedWidget,
@@ -45,11 +40,16 @@ from PySide6.QtWidgets import (
 
 from fxdesk import APP_NAME, __version__
 
+# Qt's namespace (`Qt.*`) is imported where it is used, and what the window sets as it is built
+# is set from text (`_set_property`): the first `Qt.*` makes PySide6 create the Python enums of
+# the whole namespace (105 of them, 14-28 ms), and the first frame does not wait for them.
 # The session page (transcript and composer), the tree's delegate and the tree's model (with
 # the domain's session types) are imported where they are used: the first frame shows the
 # window before any session is loaded, so it does not wait for them (launch.first_frame
 # attaches the tree's model just after it: docs/performance.md).
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QDockWidget, QMessageBox
+
     from fxdesk.domain.conversation import HistoryEntry
     from fxdesk.domain.model import Session
     from fxdesk.gui.sessions.model import SessionFilterModel, SessionTreeModel
@@ -73,14 +73,14 @@ class EmptyState(QWidget):
         font.setPointSizeF(font.pointSizeF() * 1.6)
         font.setBold(True)
         title.setFont(font)
-        title.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        _set_property(title, "alignment", "AlignCenter")
         layout.addWidget(title)
         text = QLabel(
             "Point fxdesk at a project folder and start an agent session there.\n"
             "You will watch it work, answer its permission requests here, and never "
             "lose a session."
         )
-        text.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        _set_property(text, "alignment", "AlignCenter")
         text.setWordWrap(True)
         text.setForegroundRole(text.foregroundRole())
         layout.addWidget(text)
@@ -95,7 +95,7 @@ class EmptyState(QWidget):
         layout.addSpacing(12)
         layout.addLayout(row)
         hint = QLabel("or press Ctrl+N")
-        hint.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        _set_property(hint, "alignment", "AlignCenter")
         hint.setEnabled(False)
         layout.addWidget(hint)
         layout.addStretch(3)
@@ -172,29 +172,27 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         self.new_action = QAction("&New session…", self)
-        self.new_action.setShortcut(QKeySequence("Ctrl+N"))
+        _set_property(self.new_action, "shortcut", "Ctrl+N")
         self.new_action.triggered.connect(self.new_session_requested)
         self.quit_action = QAction("&Quit", self)
-        self.quit_action.setShortcut(
-            QKeySequence("Ctrl+Q")
-        )  # StandardKey.Quit is empty on some themes
-        self.quit_action.setShortcutContext(Qt.ShortcutContext.ApplicationShortcut)
+        # StandardKey.Quit is empty on some themes
+        _set_property(self.quit_action, "shortcut", "Ctrl+Q")
+        _set_property(self.quit_action, "shortcutContext", "ApplicationShortcut")
         self.quit_action.triggered.connect(self.quit_requested)
         self.filter_action = QAction("&Filter sessions", self)
-        self.filter_action.setShortcut(QKeySequence("Ctrl+K"))
+        _set_property(self.filter_action, "shortcut", "Ctrl+K")
         self.filter_action.triggered.connect(self._on_filter_action_triggered)
         self.archived_action = QAction("Show &archived sessions", self, checkable=True)
         self.settings_action = QAction("&Settings…", self)
-        self.settings_action.setShortcut(QKeySequence("Ctrl+,"))
+        _set_property(self.settings_action, "shortcut", "Ctrl+,")
         self.settings_action.triggered.connect(self.settings_requested)
         self.cancel_action = QAction("&Cancel running work…", self)
-        self.cancel_action.setShortcut(QKeySequence(Qt.Key.Key_Escape))
-        self.cancel_action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+        _set_property(self.cancel_action, "shortcut", "Esc")  # in this window (QAction's default)
         self.cancel_action.triggered.connect(lambda: self._emit_action("cancel"))
         self.session_actions: dict[str, QAction] = {}
         for action, label in SESSION_ACTIONS:
             item = QAction(label, self)
-            item.setShortcut(QKeySequence(SESSION_SHORTCUTS[action]))
+            _set_property(item, "shortcut", SESSION_SHORTCUTS[action])
             item.triggered.connect(lambda _=False, a=action: self._emit_action(a))
             self.session_actions[action] = item
         self.session_menu = session_menu = self.menuBar().addMenu("&Session")
@@ -207,7 +205,7 @@ class MainWindow(QMainWindow):
         session_menu.addAction(self.quit_action)
         view_menu = self.menuBar().addMenu("&View")
         self.sidebar_action = QAction("Sessions &sidebar", self, checkable=True, checked=True)
-        self.sidebar_action.setShortcut(QKeySequence("Ctrl+B"))
+        _set_property(self.sidebar_action, "shortcut", "Ctrl+B")
         self.sidebar_action.toggled.connect(self._on_sidebar_action_toggled)
         view_menu.addAction(self.sidebar_action)
         view_menu.addAction(self.filter_action)
@@ -226,11 +224,13 @@ class MainWindow(QMainWindow):
         View → Answer approvals (Ctrl+Shift+A) brings what waits forward with the keyboard in
         it (the approval window appears without taking the keyboard, so digits typed in the
         composer never answer it; this is the way to it)."""
+        from PySide6.QtCore import Qt
+
         self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, dock)
         toggle = dock.toggleViewAction()
         toggle.setText("&Approvals")
         self.answer_action = QAction("A&nswer approvals", self)
-        self.answer_action.setShortcut(QKeySequence(ANSWER_SHORTCUT))
+        _set_property(self.answer_action, "shortcut", ANSWER_SHORTCUT)
         self.view_menu.addSeparator()
         self.view_menu.addAction(toggle)
         self.view_menu.addAction(self.answer_action)
@@ -239,6 +239,9 @@ class MainWindow(QMainWindow):
     def show_about(self) -> QMessageBox:
         """Help → About: what this is, its version and what it runs on."""
         import platform  # here: ~6 ms of imports the first frame does not need
+
+        from PySide6.QtCore import Qt, qVersion
+        from PySide6.QtWidgets import QMessageBox
 
         box = QMessageBox(self)
         box.setWindowTitle(f"About {APP_NAME}")
@@ -285,7 +288,9 @@ class MainWindow(QMainWindow):
         outer.setContentsMargins(6, 6, 6, 0)
         self.banner_area = QVBoxLayout()
         outer.addLayout(self.banner_area)
-        splitter = QSplitter(Qt.Orientation.Horizontal, central)
+        # Side by side, its default orientation; the parent by keyword (a positional argument
+        # is first tried as a Qt.Orientation, which makes the Python enums of Qt's namespace).
+        splitter = QSplitter(parent=central)
         splitter.setChildrenCollapsible(False)
         self.sessions_panel = self._build_sessions_panel()  # the sidebar (Ctrl+B hides it)
         splitter.addWidget(self.sessions_panel)
@@ -317,7 +322,7 @@ class MainWindow(QMainWindow):
         self.tree.setAccessibleName("Sessions")
         self.tree.setStyleSheet("QTreeView::item { padding: 3px 0; }")
         self.tree.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        _set_property(self.tree, "contextMenuPolicy", "CustomContextMenu")
         self.tree.customContextMenuRequested.connect(self._on_tree_context_menu_requested)
         # A click or Enter on a session opens it to be typed to; arrow keys only move through
         # the tree (the open session follows) and leave the keyboard there.
@@ -327,7 +332,7 @@ class MainWindow(QMainWindow):
         self.tree.expanded.connect(self._on_tree_expanded)
         self.tree_stack.addWidget(self.tree)
         self.tree_empty = QLabel("No sessions yet")
-        self.tree_empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        _set_property(self.tree_empty, "alignment", "AlignCenter")
         self.tree_empty.setEnabled(False)
         self.tree_stack.addWidget(self.tree_empty)
         layout.addWidget(self.tree_stack, 1)
@@ -339,7 +344,7 @@ class MainWindow(QMainWindow):
         self.empty_state.button.clicked.connect(self.new_session_requested)
         self.centre.addWidget(self.empty_state)
         select = QLabel("Select a session to see its transcript")
-        select.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        _set_property(select, "alignment", "AlignCenter")
         select.setEnabled(False)
         self.centre.addWidget(select)
         return self.centre
@@ -464,6 +469,8 @@ class MainWindow(QMainWindow):
 
     @Slot(QModelIndex)
     def _on_tree_chosen(self, index: QModelIndex) -> None:
+        from PySide6.QtCore import Qt
+
         if _session_at(index) is not None:
             self.panel.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -560,6 +567,8 @@ class MainWindow(QMainWindow):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.filter_edit and event.type() == QEvent.Type.KeyPress:
+            from PySide6.QtCore import Qt
+
             assert isinstance(event, QKeyEvent)
             key = event.key()
             if self.filter_edit.text().strip():
@@ -577,6 +586,8 @@ class MainWindow(QMainWindow):
     def _enter_tree(self) -> None:
         """Down in the empty filter box: on into the tree, at its current session or its
         first one (as in a file dialog's location box)."""
+        from PySide6.QtCore import Qt
+
         if not self.tree.currentIndex().isValid():
             matches = self._matches()
             if matches:
@@ -636,6 +647,8 @@ class MainWindow(QMainWindow):
         self.panel.show_session(session, workspace.path if workspace is not None else "")
         self._update_session_actions(session)
         if session.id == self._type_into and self.selected_session() is not None:
+            from PySide6.QtCore import Qt
+
             self._type_into = ""
             self.panel.composer.edit.setFocus(Qt.FocusReason.OtherFocusReason)
 
@@ -678,6 +691,9 @@ class MainWindow(QMainWindow):
 
     @Slot(QPoint)
     def _on_tree_context_menu_requested(self, position: QPoint) -> None:
+        from PySide6.QtCore import Qt
+        from PySide6.QtWidgets import QMenu
+
         menu = QMenu(self.tree)
         menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)  # one per right click: none pile up
         menu.addAction(self.new_action)
@@ -701,6 +717,8 @@ class MainWindow(QMainWindow):
             self.panel.composer.edit.setFocus()
 
     def _on_filter_action_triggered(self) -> None:
+        from PySide6.QtCore import Qt
+
         self.sidebar_action.setChecked(True)  # the filter is in the sidebar
         self.filter_edit.setFocus(Qt.FocusReason.ShortcutFocusReason)
         self.filter_edit.selectAll()
@@ -747,6 +765,15 @@ def _row_id(index: QModelIndex) -> object:
     from fxdesk.gui.sessions.model import ROLE_ID
 
     return index.data(ROLE_ID)
+
+
+def _set_property(target: QObject, name: str, text: str) -> None:
+    """Set the Qt property ``name`` of ``target`` from its text, which Qt converts: an enum's key
+    (``"AlignCenter"`` for ``Qt.AlignmentFlag.AlignCenter``) or a key sequence (``"Ctrl+N"``).
+    PySide6's setters would make the Python enums of the ``Qt`` namespace, the enum's own or to
+    choose among their overloads (``QAction.setShortcut``); the first frame does not need them."""
+    if not target.setProperty(name, text):
+        raise ValueError(f"{type(target).__name__}.{name} cannot be {text!r}")
 
 
 def _text(data: QByteArray) -> str:

@@ -6,12 +6,12 @@ from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
-from PySide6.QtWidgets import QApplication, QMessageBox, QWidget
+from PySide6.QtWidgets import QApplication, QMessageBox, QSplitter, QWidget
 
 from fxdesk import __version__
 from fxdesk.domain.model import SessionState
 from fxdesk.gui.sessions.model import ROLE_SNAPSHOT, SessionTreeModel
-from fxdesk.gui.window.main_window import MainWindow
+from fxdesk.gui.window.main_window import SESSION_SHORTCUTS, MainWindow
 from tests.gui.sessions.test_session_model import populated, session, workspace
 
 
@@ -102,6 +102,31 @@ def test_keyboard_shortcuts(qtbot: Any) -> None:
     window.tree.setFocus()
     qtbot.keyClick(window.tree, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
     qtbot.waitUntil(window.filter_edit.hasFocus, timeout=5000)
+
+
+def test_what_is_set_from_text_is_set(qtbot: Any) -> None:
+    """The window sets its shortcuts and enum properties from text (before the first frame,
+    without Qt's Python enums): each reads back as the value it names."""
+    window = make_window(qtbot)
+    shortcuts = {
+        window.new_action: "Ctrl+N",
+        window.quit_action: "Ctrl+Q",
+        window.filter_action: "Ctrl+K",
+        window.settings_action: "Ctrl+,",
+        window.cancel_action: "Esc",
+        window.sidebar_action: "Ctrl+B",
+        **{window.session_actions[a]: k for a, k in SESSION_SHORTCUTS.items()},
+    }
+    for action, keys in shortcuts.items():
+        assert action.shortcut() == QKeySequence(keys), action.text()
+    assert window.cancel_action.shortcut() == QKeySequence(Qt.Key.Key_Escape)
+    assert window.quit_action.shortcutContext() == Qt.ShortcutContext.ApplicationShortcut
+    assert window.cancel_action.shortcutContext() == Qt.ShortcutContext.WindowShortcut
+    assert window.tree.contextMenuPolicy() == Qt.ContextMenuPolicy.CustomContextMenu
+    assert window.tree_empty.alignment() == Qt.AlignmentFlag.AlignCenter
+    splitter = window.sessions_panel.parentWidget()
+    assert isinstance(splitter, QSplitter)
+    assert splitter.orientation() == Qt.Orientation.Horizontal
 
 
 def test_filter_box_filters_the_tree(qtbot: Any) -> None:
